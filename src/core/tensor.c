@@ -1,0 +1,126 @@
+/* Aligned allocation, overflow-checked sizes, dtypes and tensor descriptors. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera/core.h"
+
+bool ts_mul_size(size_t a, size_t b, size_t *out) { return !__builtin_mul_overflow(a, b, out); }
+bool ts_add_size(size_t a, size_t b, size_t *out) { return !__builtin_add_overflow(a, b, out); }
+
+void *ts_malloc(size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  size_t rounded;
+  if (!ts_add_size(bytes, TS_ALIGN - 1, &rounded)) {
+    ts_error(TS_ERR_OVERFLOW, "allocation of %zu bytes overflows", bytes);
+    return NULL;
+  }
+  rounded &= ~(size_t)(TS_ALIGN - 1);
+  void *p = aligned_alloc(TS_ALIGN, rounded);
+  if (!p) ts_error(TS_ERR_OOM, "cannot allocate %zu bytes", bytes);
+  return p;
+}
+
+void *ts_calloc(size_t count, size_t size) {
+  size_t bytes;
+  if (!ts_mul_size(count, size, &bytes)) {
+    ts_error(TS_ERR_OVERFLOW, "allocation of %zu x %zu bytes overflows", count, size);
+    return NULL;
+  }
+  void *p = ts_malloc(bytes);
+  if (p) memset(p, 0, bytes);
+  return p;
+}
+
+void ts_free(void *p) { free(p); }
+
+static const struct { const char *name; size_t size; } dtypes[TS_DTYPE_COUNT] = {
+    [TS_F32] = {"f32", 4}, [TS_F16] = {"f16", 2}, [TS_BF16] = {"bf16", 2},
+    [TS_I8] = {"i8", 1},   [TS_U8] = {"u8", 1},   [TS_I32] = {"i32", 4},
+    [TS_I64] = {"i64", 8}, [TS_F64] = {"f64", 8}, [TS_BOOL] = {"bool", 1},
+};
+
+size_t ts_dtype_size(ts_dtype t) { return (unsigned)t < TS_DTYPE_COUNT ? dtypes[t].size : 0; }
+const char *ts_dtype_name(ts_dtype t) { return (unsigned)t < TS_DTYPE_COUNT ? dtypes[t].name : "?"; }
+
+ts_status ts_dtype_parse(const char *name, ts_dtype *out) {
+  for (int i = 0; i < TS_DTYPE_COUNT; i++)
+    if (strcmp(name, dtypes[i].name) == 0) {
+      *out = (ts_dtype)i;
+      return TS_OK;
+    }
+  return ts_error(TS_ERR_DTYPE, "unknown dtype '%s' (expected f32, f16, bf16, i8, u8, i32, i64, f64 or bool)", name);
+}
+
+ts_status ts_shape_check(ts_dtype dtype, int ndim, const int64_t *shape, size_t *numel, size_t *bytes) {
+  if ((unsigned)dtype >= TS_DTYPE_COUNT) return ts_error(TS_ERR_DTYPE, "invalid dtype code %d", (int)dtype);
+  if (ndim < 0 || ndim > TS_MAX_DIMS)
+    return ts_error(TS_ERR_SHAPE, "%d dimensions (at most %d supported)", ndim, TS_MAX_DIMS);
+  size_t n = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0) return ts_error(TS_ERR_SHAPE, "negative extent %lld in dimension %d", (long long)shape[i], i);
+    if (!ts_mul_size(n, (size_t)shape[i], &n))
+      return ts_error(TS_ERR_OVERFLOW, "element count overflows at dimension %d", i);
+  }
+  size_t b;
+  if (!ts_mul_size(n, ts_dtype_size(dtype), &b) || n > (size_t)INT64_MAX)
+    return ts_error(TS_ERR_OVERFLOW, "byte size of %zu %s elements overflows", n, ts_dtype_name(dtype));
+  if (numel) *numel = n;
+  if (bytes) *bytes = b;
+  return TS_OK;
+}
+
+static void set_contiguous(ts_tensor *t, ts_dtype dtype, int ndim, const int64_t *shape) {
+  memset(t, 0, sizeof *t);
+  t->dtype = dtype;
+  t->ndim = ndim;
+  int64_t s = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    t->shape[i] = shape[i];
+    t->strides[i] = s;
+    s *= shape[i] > 0 ? shape[i] : 1;
+  }
+}
+
+ts_status ts_tensor_alloc(ts_tensor *t, ts_dtype dtype, int ndim, const int64_t *shape) {
+  size_t bytes;
+  TS_TRY(ts_shape_check(dtype, ndim, shape, NULL, &bytes));
+  void *p = ts_malloc(bytes);
+  if (!p) return TS_ERR_OOM;
+  memset(p, 0, bytes);
+  set_contiguous(t, dtype, ndim, shape);
+  t->data = p;
+  t->owns_data = true;
+  return TS_OK;
+}
+
+ts_status ts_tensor_wrap(ts_tensor *t, ts_dtype dtype, int ndim, const int64_t *shape, void *data) {
+  TS_TRY(ts_shape_check(dtype, ndim, shape, NULL, NULL));
+  set_contiguous(t, dtype, ndim, shape);
+  t->data = data;
+  t->owns_data = false;
+  return TS_OK;
+}
+
+void ts_tensor_free(ts_tensor *t) {
+  if (!t) return;
+  if (t->owns_data) ts_free(t->data);
+  t->data = NULL;
+  t->owns_data = false;
+}
+
+int64_t ts_tensor_numel(const ts_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+  return n;
+}
+
+size_t ts_tensor_nbytes(const ts_tensor *t) { return (size_t)ts_tensor_numel(t) * ts_dtype_size(t->dtype); }
+
+bool ts_tensor_is_contiguous(const ts_tensor *t) {
+  int64_t s = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    if (t->shape[i] != 1 && t->strides[i] != s) return false;
+    s *= t->shape[i];
+  }
+  return true;
+}

@@ -1,0 +1,81 @@
+/* Shared CLI helpers. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "tessera %s: ", cmd);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, " (see 'tessera %s --help')\n", cmd);
+  return CLI_USAGE;
+}
+
+int cli_fail(const char *cmd, ts_status s) {
+  const char *d = ts_last_error();
+  if (d && *d) fprintf(stderr, "tessera %s: %s: %s\n", cmd, ts_strerror(s), d);
+  else fprintf(stderr, "tessera %s: %s\n", cmd, ts_strerror(s));
+  return CLI_FAIL;
+}
+
+bool cli_parse_int(const char *cmd, const char *opt, const char *val, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(val, &end, 10);
+  if (errno || end == val || *end || v < lo || v > hi) {
+    cli_usage_error(cmd, "%s expects an integer in [%ld, %ld], got '%s'", opt, lo, hi, val);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+bool cli_parse_double(const char *cmd, const char *opt, const char *val, double lo, double hi, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(val, &end);
+  if (errno || end == val || *end || !(v >= lo && v <= hi)) {
+    cli_usage_error(cmd, "%s expects a number in [%g, %g], got '%s'", opt, lo, hi, val);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+const char *cli_value(const char *cmd, int argc, char **argv, int *i) {
+  if (*i + 1 >= argc) {
+    cli_usage_error(cmd, "option %s needs a value", argv[*i]);
+    return NULL;
+  }
+  return argv[++*i];
+}
+
+int cli_common(const char *cmd, int argc, char **argv, int *i, cli_common_opts *o) {
+  const char *a = argv[*i];
+  if (strcmp(a, "--json") == 0) { o->json = true; return 1; }
+  if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { o->help = true; return 1; }
+  if (strcmp(a, "--threads") == 0) {
+    const char *v = cli_value(cmd, argc, argv, i);
+    long n;
+    if (!v || !cli_parse_int(cmd, "--threads", v, 1, 4096, &n)) return -1;
+    o->threads = (int)n;
+    return 1;
+  }
+  return 0;
+}
+
+void cli_print_json(cJSON *j) {
+  char *s = cJSON_Print(j);
+  if (s) {
+    fputs(s, stdout);
+    fputc('\n', stdout);
+    free(s);
+  }
+  cJSON_Delete(j);
+}
