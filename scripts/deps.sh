@@ -5,7 +5,7 @@ set -euo pipefail
 [ "${TS_DEPS_SKIP:-0}" = 1 ] && exit 0
 
 pkgs=(
-  build-essential cmake pkg-config clang libclang-rt-14-dev   # compilers, CMake, libFuzzer/sanitizer runtimes
+  build-essential cmake pkg-config clang libclang-rt-14-dev libomp-dev   # compilers, CMake, libFuzzer/sanitizer runtimes
   libopenblas-dev            # OpenBLAS: a baseline for GEMM
   libdnnl-dev                # oneDNN: sgemm and convolution baselines
   coinor-libcbc-dev          # COIN-OR CBC: the ILP solver
