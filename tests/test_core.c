@@ -28,6 +28,10 @@ static void test_tensor(void) {
   t.strides[1] = 10;
   CHECK(!ts_tensor_is_contiguous(&t), "not contiguous");
   ts_tensor_free(&t);
+  int64_t empty[3] = {2, 0, 3};
+  CHECK_OK(ts_tensor_alloc(&t, TS_F32, 3, empty));
+  CHECK(ts_tensor_numel(&t) == 0 && ts_tensor_is_contiguous(&t), "empty tensor is contiguous");
+  ts_tensor_free(&t);
 
   int64_t huge[4] = {1ll << 40, 1ll << 40, 1, 1};
   CHECK_STATUS(ts_tensor_alloc(&t, TS_F32, 4, huge), TS_ERR_OVERFLOW);

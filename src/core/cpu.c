@@ -24,6 +24,12 @@ static void trim(char *s) {
   while (n && s[n - 1] == ' ') s[--n] = 0;
 }
 
+static ts_isa supported_level(const ts_cpu_features *f) {
+  if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->fma && f->f16c) return TS_ISA_AVX512;
+  if (f->avx2 && f->fma && f->f16c) return TS_ISA_AVX2;
+  return TS_ISA_SCALAR;
+}
+
 static void detect(void) {
   ts_cpu_features *f = &g_cpu;
   unsigned a, b, c, d;
@@ -74,8 +80,7 @@ static void detect(void) {
     strcpy(f->model, "unknown");
   }
 
-  ts_isa sup = ts_isa_supported();
-  ts_isa act = sup;
+  ts_isa act = supported_level(f);
   const char *cap = getenv("TESSERA_ISA");
   if (cap && *cap) {
     ts_isa want = strcmp(cap, "scalar") == 0 ? TS_ISA_SCALAR : strcmp(cap, "avx2") == 0 ? TS_ISA_AVX2 : TS_ISA_AVX512;
@@ -91,12 +96,7 @@ const ts_cpu_features *ts_cpu(void) {
   return &g_cpu;
 }
 
-ts_isa ts_isa_supported(void) {
-  const ts_cpu_features *f = &g_cpu; /* called from detect(), so no ts_cpu() here */
-  if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->fma && f->f16c) return TS_ISA_AVX512;
-  if (f->avx2 && f->fma && f->f16c) return TS_ISA_AVX2;
-  return TS_ISA_SCALAR;
-}
+ts_isa ts_isa_supported(void) { return supported_level(ts_cpu()); }
 
 ts_isa ts_isa_active(void) {
   pthread_once(&g_once, detect);

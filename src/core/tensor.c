@@ -117,6 +117,8 @@ int64_t ts_tensor_numel(const ts_tensor *t) {
 size_t ts_tensor_nbytes(const ts_tensor *t) { return (size_t)ts_tensor_numel(t) * ts_dtype_size(t->dtype); }
 
 bool ts_tensor_is_contiguous(const ts_tensor *t) {
+  for (int i = 0; i < t->ndim; i++)
+    if (t->shape[i] == 0) return true; /* no elements: any strides describe the same (empty) memory */
   int64_t s = 1;
   for (int i = t->ndim - 1; i >= 0; i--) {
     if (t->shape[i] != 1 && t->strides[i] != s) return false;

@@ -104,9 +104,11 @@ ts_status ts_write_file_atomic(const char *path, const void *data, size_t len) {
   FILE *f = fopen(tmp, "wb");
   if (!f) return ts_error(TS_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
   size_t w = len ? fwrite(data, 1, len, f) : 0;
-  int ok = (w == len) & (fflush(f) == 0) & (fsync(fileno(f)) == 0 || errno == EINVAL);
+  bool ok = w == len;
+  ok = fflush(f) == 0 && ok;
+  ok = (fsync(fileno(f)) == 0 || errno == EINVAL) && ok;
   int e = errno;
-  if (fclose(f) != 0) ok = 0;
+  if (fclose(f) != 0) ok = false;
   if (!ok) {
     unlink(tmp);
     return ts_error(TS_ERR_IO, "cannot write '%s': %s", path, strerror(e));

@@ -1,0 +1,158 @@
+/* Benchmark harness: warm-up, timed repeats, statistics, cache flushing, and reports as % of the
+ * machine profile's peak. */
+#include "harness.h"
+
+#include <math.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+ts_bench_opts ts_bench_opts_default(void) {
+  ts_bench_opts o = {.warmup = 2, .repeats = 10, .min_time_s = 0.2, .flush_cache = false};
+  return o;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+ts_status ts_bench_run(const ts_bench_opts *o, void (*fn)(void *arg), void *arg, ts_bench_result *r) {
+  ts_bench_opts d = ts_bench_opts_default();
+  if (!o) o = &d;
+  if (!fn || !r) return ts_error(TS_ERR_INVALID_ARG, "ts_bench_run: fn and result must not be NULL");
+  if (o->warmup < 0 || o->warmup > 1000000)
+    return ts_error(TS_ERR_INVALID_ARG, "ts_bench_run: warmup %d is not in [0, 1000000]", o->warmup);
+  if (o->repeats < 1 || o->repeats > 1000000)
+    return ts_error(TS_ERR_INVALID_ARG, "ts_bench_run: repeats %d is not in [1, 1000000]", o->repeats);
+  if (!(o->min_time_s >= 0 && o->min_time_s <= 3600))
+    return ts_error(TS_ERR_INVALID_ARG, "ts_bench_run: min_time_s %g is not in [0, 3600]", o->min_time_s);
+  int cap = o->repeats > TS_BENCH_MAX_EXTRA ? o->repeats : TS_BENCH_MAX_EXTRA;
+  double *t = malloc((size_t)cap * sizeof *t);
+  if (!t) return ts_error(TS_ERR_OOM, "ts_bench_run: cannot allocate %d timings", cap);
+
+  for (int i = 0; i < o->warmup; i++) fn(arg);
+  int n = 0;
+  double total = 0;
+  while (n < cap && (n < o->repeats || total < o->min_time_s)) {
+    if (o->flush_cache) ts_bench_flush_cache();
+    double t0 = ts_now();
+    fn(arg);
+    double dt = ts_now() - t0;
+    t[n++] = dt;
+    total += dt;
+  }
+  qsort(t, (size_t)n, sizeof *t, cmp_double);
+  r->repeats = n;
+  r->min_s = t[0];
+  r->max_s = t[n - 1];
+  r->median_s = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+  r->mean_s = total / n;
+  free(t);
+  return TS_OK;
+}
+
+/* ---- cache flushing ------------------------------------------------------------------------ */
+
+static float *g_flush;
+static size_t g_flush_n;
+static pthread_once_t g_flush_once = PTHREAD_ONCE_INIT;
+
+static void flush_alloc(void) {
+  int64_t l2, l3;
+  ts_hwinfo_cache_sizes(NULL, &l2, &l3);
+  int64_t bytes = 2 * (l3 > 0 ? l3 : l2 > 0 ? 8 * l2 : ((int64_t)32 << 20));
+  g_flush_n = (size_t)bytes / sizeof(float);
+  g_flush = ts_calloc(g_flush_n, sizeof(float));
+  if (!g_flush) {
+    g_flush_n = 0;
+    fprintf(stderr, "tessera bench: cannot allocate the %lld-byte cache flush buffer; caches stay warm\n",
+            (long long)bytes);
+  }
+}
+
+void ts_bench_flush_cache(void) {
+  pthread_once(&g_flush_once, flush_alloc);
+  if (!g_flush) return;
+  float *buf = g_flush;
+  size_t n = g_flush_n;
+  /* every thread writes one float per 64-byte line of its slice: its private caches and the
+   * shared L3 end up holding this buffer instead of the benchmark's data */
+#pragma omp parallel num_threads(ts_default_threads())
+  {
+    int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    size_t lo = n * (size_t)t / (size_t)nt, hi = n * (size_t)(t + 1) / (size_t)nt;
+    for (size_t i = lo; i < hi; i += 16) buf[i] += 1.0f;
+  }
+}
+
+/* ---- reports ------------------------------------------------------------------------------- */
+
+ts_status ts_bench_profile(ts_machine_profile *p) {
+  ts_context *ctx;
+  TS_TRY(ts_context_create(&ctx, 0));
+  ts_status s = ts_hwinfo_get(ctx, p);
+  ts_context_destroy(ctx);
+  return s;
+}
+
+double ts_bench_pct_peak_flops(const ts_machine_profile *p, double gflops) {
+  if (!p || !(p->peak_gflops_fp32 > 0)) return NAN;
+  return 100.0 * gflops / p->peak_gflops_fp32;
+}
+
+double ts_bench_pct_peak_bw(const ts_machine_profile *p, double gbs) {
+  if (!p || !(p->bandwidth_gbs > 0)) return NAN;
+  return 100.0 * gbs / p->bandwidth_gbs;
+}
+
+#define NAME_W 32
+
+void ts_bench_print_header(FILE *f) {
+  fprintf(f, "%-*s %10s %21s %9s %7s %9s %7s\n", NAME_W, "benchmark", "median ms", "(min .. max ms)", "GFLOP/s",
+          "%peak", "GB/s", "%bw");
+}
+
+static void print_rate(FILE *f, double amount, double seconds, double pct) {
+  if (!(amount > 0)) {
+    fprintf(f, " %9s %7s", "", "");
+    return;
+  }
+  double rate = amount / seconds * 1e-9;
+  if (isfinite(pct)) fprintf(f, " %9.2f %6.1f%%", rate, pct);
+  else fprintf(f, " %9.2f %7s", rate, "-");
+}
+
+void ts_bench_print_row(FILE *f, const char *name, const ts_bench_result *r, double flops, double bytes,
+                        const ts_machine_profile *p) {
+  double med = r->median_s > 0 ? r->median_s : 1e-12;
+  fprintf(f, "%-*s %10.3f  (%8.3f .. %8.3f)", NAME_W, name, 1e3 * r->median_s, 1e3 * r->min_s, 1e3 * r->max_s);
+  /* blank GFLOP/s columns keep GB/s aligned; a missing last column leaves no trailing blanks */
+  if (flops > 0 || bytes > 0) print_rate(f, flops, med, ts_bench_pct_peak_flops(p, flops / med * 1e-9));
+  if (bytes > 0) print_rate(f, bytes, med, ts_bench_pct_peak_bw(p, bytes / med * 1e-9));
+  fputc('\n', f);
+}
+
+static bool add_num_or_null(cJSON *j, const char *key, double v) {
+  return isfinite(v) ? cJSON_AddNumberToObject(j, key, v) != NULL : cJSON_AddNullToObject(j, key) != NULL;
+}
+
+cJSON *ts_bench_result_json(const ts_bench_result *r, double flops, double bytes, const ts_machine_profile *p) {
+  if (!r) return NULL;
+  cJSON *j = cJSON_CreateObject();
+  if (!j) return NULL;
+  double med = r->median_s > 0 ? r->median_s : 1e-12;
+  double gflops = flops > 0 ? flops / med * 1e-9 : NAN, gbs = bytes > 0 ? bytes / med * 1e-9 : NAN;
+  bool ok = add_num_or_null(j, "median_ms", 1e3 * r->median_s) && add_num_or_null(j, "min_ms", 1e3 * r->min_s) &&
+            add_num_or_null(j, "max_ms", 1e3 * r->max_s) && add_num_or_null(j, "mean_ms", 1e3 * r->mean_s) &&
+            add_num_or_null(j, "repeats", r->repeats) && add_num_or_null(j, "gflops", gflops) &&
+            add_num_or_null(j, "pct_peak", flops > 0 ? ts_bench_pct_peak_flops(p, gflops) : NAN) &&
+            add_num_or_null(j, "gbs", gbs) &&
+            add_num_or_null(j, "pct_bandwidth", bytes > 0 ? ts_bench_pct_peak_bw(p, gbs) : NAN);
+  if (!ok) {
+    cJSON_Delete(j);
+    return NULL;
+  }
+  return j;
+}

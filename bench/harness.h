@@ -1,0 +1,58 @@
+/* Benchmark harness shared by the CLI and every bench/bench_*.c program: timed repeats after
+ * warm-up (median, min, max, mean), optional cache flushing between repeats, and reports in
+ * hardware units as % of the machine profile's peak (`tessera hwinfo`). Never used by tests for
+ * assertions on time. */
+#ifndef TS_BENCH_HARNESS_H
+#define TS_BENCH_HARNESS_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "tessera/core.h"
+#include "tessera/hwinfo.h"
+
+typedef struct ts_bench_opts {
+  int warmup;        /* untimed calls first (default 2) */
+  int repeats;       /* timed calls (default 10) */
+  double min_time_s; /* keep repeating until the timed calls add up to this (default 0.2 s), at
+                        most TS_BENCH_MAX_EXTRA timed calls in all unless `repeats` asks for more */
+  bool flush_cache;  /* ts_bench_flush_cache() before every timed call, outside the timing */
+} ts_bench_opts;
+
+#define TS_BENCH_MAX_EXTRA 1000
+
+typedef struct ts_bench_result {
+  double min_s, median_s, max_s, mean_s; /* seconds per call */
+  int repeats;                           /* timed calls made */
+} ts_bench_result;
+
+ts_bench_opts ts_bench_opts_default(void);
+
+/* Calls fn(arg) o->warmup times, then times it (one ts_now() pair per call) at least o->repeats
+ * times and until min_time_s is reached. fn should take >= ~10 us (loop inside it otherwise): the
+ * clock's overhead is not subtracted. o NULL: defaults. */
+ts_status ts_bench_run(const ts_bench_opts *o, void (*fn)(void *arg), void *arg, ts_bench_result *r);
+
+/* Evicts the caches: every thread (default thread count) writes one word per cache line of its
+ * slice of a 2 x L3 buffer (allocated once, kept for the process). */
+void ts_bench_flush_cache(void);
+
+/* The machine profile benchmarks report against: ts_hwinfo_get with the default thread count. */
+ts_status ts_bench_profile(ts_machine_profile *p);
+
+/* 100 * rate / the profile's all-thread peak fp32 GFLOP/s or read GB/s; NAN without a profile. */
+double ts_bench_pct_peak_flops(const ts_machine_profile *p, double gflops);
+double ts_bench_pct_peak_bw(const ts_machine_profile *p, double gbs);
+
+/* An aligned table: name, median ms (min..max), GFLOP/s and % of peak (when flops > 0), GB/s and
+ * % of bandwidth (when bytes > 0). flops and bytes are per call. */
+void ts_bench_print_header(FILE *f);
+void ts_bench_print_row(FILE *f, const char *name, const ts_bench_result *r, double flops, double bytes,
+                        const ts_machine_profile *p);
+
+/* {median_ms, min_ms, max_ms, mean_ms, repeats, gflops, pct_peak, gbs, pct_bandwidth}; the rates
+ * are null when flops/bytes are 0, the percentages null without a profile. NULL on OOM. */
+cJSON *ts_bench_result_json(const ts_bench_result *r, double flops, double bytes, const ts_machine_profile *p);
+
+#endif

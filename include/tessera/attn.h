@@ -1,0 +1,229 @@
+/* tessera attention: tile-aware sparse attention for one mask shared by every batch and head.
+ *
+ *   O[b][h] = softmax_masked(Q[b][h] K[b][h]^T * scale) V[b][h],  scale = 1/sqrt(d)
+ *
+ * Q, K, V, O: [batch][heads][n][d] row-major (fp32, or bf16 Q/K/V with fp32 accumulation and fp32 O).
+ * The mask is an n x n ts_bitmap (sparse.h): cell (i, j) set = query i may attend key j. The softmax
+ * of row i runs over its allowed keys only; a row with no allowed key outputs zeros.
+ *
+ * Three layers, FFTW style:
+ *
+ * 1. A SCHEDULE (ts_attn_schedule) is plain data, the decision a scheduler makes and may store as
+ *    JSON: a list of row PANELS [r0, r0+nr), each processed by one thread with per-row online-softmax
+ *    state (running max m, running sum l, output accumulator [nr][d]); each panel holds an ordered
+ *    list of SEGMENTS, rectangles (rows [r0, r0+nr) inside the panel) x (key columns [c0, c0+nc))
+ *    with a tile shape br x bc and a kind. A segment is processed tile by tile: its columns cut into
+ *    bc-wide column tiles (outer loop), its rows into br-high sub-tiles (inner loop); the last tile
+ *    of each is partial. Segment kinds:
+ *      MIXED  the mask is applied; sub-tiles with no allowed cell are skipped and sub-tiles whose
+ *             cells are all allowed run the unmasked kernel (decided at plan time, never in execute).
+ *             This is the block-skip kind (FlexAttention / block-sparse FlashAttention).
+ *      FULL   a promise that every cell is allowed: runs unmasked. The plan verifies the promise and
+ *             fails (TS_ERR_INVALID_ARG naming the cell) when the mask disagrees.
+ *      DENSE  every sub-tile is computed with the mask applied, nothing skipped (dense flash).
+ *    Ownership: segments of a panel may overlap; an allowed cell belongs to the FIRST segment (in
+ *    panel order) that covers it, and later segments mask it out. So a scheduler may list its dense
+ *    blocks and then one residue segment over the whole panel: the residue runs only the sub-tiles
+ *    that still hold unowned allowed cells. Every allowed cell must be owned by some segment of the
+ *    panel holding its row (checked at plan time), and the panels must partition rows [0, n).
+ *
+ * 2. A PLAN (ts_attn_plan, opaque) binds a schedule to a mask and a head dimension: it classifies
+ *    every sub-tile (skip / unmasked / masked), stores the masks of masked sub-tiles in the layout
+ *    the kernels read, counts the work, orders panels largest first (for dynamic load balance) and
+ *    allocates one workspace per thread. The schedule and mask may be freed after creation.
+ *
+ * 3. EXECUTE runs a plan on Q/K/V: OpenMP over (batch, head, panel) with dynamic scheduling; it never
+ *    allocates. One execute at a time per plan (the workspaces belong to the plan).
+ *
+ * Kernel design (src/attn/): the score tile is computed TRANSPOSED, S^T[j][i], with query rows in
+ * the SIMD lanes. The panel's Q is packed once per panel as Q^T [d][nr] (the scale is folded into the
+ * exp2 argument, not into Q), K rows are broadcast straight from their [n][d] layout, so no K^T packing
+ * is needed per tile and every tile shape reads K/V in place. The online-softmax max/sum over keys is
+ * then a lane-wise (vertical) reduction over the bc rows of S^T with no horizontal shuffles; masked
+ * sub-tiles apply one 16-bit word per (key, 16 rows) precomputed by the plan (exact zeros, not
+ * -inf arithmetic); O[i][:] += P[i][j] V[j][:] broadcasts P from S^T while V rows stream, with O in a
+ * per-panel fp32 accumulator [nr][round16(d)]. AVX-512: Q K^T register blocks of 4x4, 2x8 or 1x16
+ * (lane vectors x keys), with the key-row offsets as immediates when d = 64; fp32 sub-tiles of <= 8
+ * rows run 8-lane ymm FMAs (two per cycle on Zen 4, so half-width rows cost no extra); P V blocks of
+ * 4 rows x 64 columns. AVX2 (8 lanes, 16 registers) and a scalar path run the same plan.
+ * bf16 (AVX-512 BF16): Q K^T with vdpbf16ps over (k, k+1) pairs (Q^T packed as pairs, K pairs
+ * broadcast as dwords straight from memory), and P V with vdpbf16ps over (key, key+1) pairs: the V
+ * tile is packed to pairs once per column tile (shared by the panel's row sub-tiles) and P is rounded
+ * to bf16 pairs by the softmax (as bf16 flash attention does); the normalizer sums fp32 P. Without
+ * AVX-512 BF16 (or with ts_attn_plan_set_bf16_dot(plan, false)) bf16 inputs are converted to fp32
+ * (Q per panel, K/V per column tile) and run the fp32 kernels.
+ * Any d >= 1 works (tails masked); d a multiple of 16 needs no tail handling.
+ *
+ * ISA: ts_isa_active() by default (TESSERA_REF=1 forces the scalar path); ts_attn_plan_set_isa
+ * overrides it per plan. Accuracy against a double-precision reference (tests/test_attn.c), as a
+ * fraction of max|V|: fp32 and bf16-via-fp32 within 2e-5 (measured 4e-6); the bf16 dot path adds
+ * the rounding of P, bounded by 2^-9 (measured 1.1e-3). bf16 results are compared with the reference
+ * computed on the same bf16 values.
+ *
+ * Cost model of the shapes (what the scheduler trades): every computed cell costs 4d flops whatever
+ * the mask; masked sub-tiles cost little more than unmasked ones; small tiles pay per-sub-tile
+ * overhead (O accumulator reload per column tile, softmax bookkeeping), br <= 8 halves the lanes on
+ * CPUs without fast ymm FMAs. */
+#ifndef TESSERA_ATTN_H
+#define TESSERA_ATTN_H
+
+#include <stdint.h>
+
+#include "tessera/core.h"
+#include "tessera/reorder.h"
+#include "tessera/sparse.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest tile side (br or bc) a schedule may ask for. */
+#define TS_ATTN_TILE_MAX 256
+
+typedef enum ts_attn_seg_kind {
+  TS_ATTN_SEG_MIXED = 0,
+  TS_ATTN_SEG_FULL = 1,
+  TS_ATTN_SEG_DENSE = 2,
+  TS_ATTN_SEG_KIND_COUNT
+} ts_attn_seg_kind;
+
+/* "mixed", "full", "dense" and back (TS_ERR_INVALID_ARG naming the text). */
+const char *ts_attn_seg_kind_name(ts_attn_seg_kind k);
+ts_status ts_attn_seg_kind_parse(const char *name, ts_attn_seg_kind *out);
+
+/* Query rows [r0, r0+nr) (absolute, inside the owning panel) x key columns [c0, c0+nc), cut into
+ * br x bc tiles; kind is a ts_attn_seg_kind. */
+typedef struct ts_attn_segment {
+  int32_t r0, nr;
+  int32_t c0, nc;
+  int32_t br, bc;
+  int32_t kind;
+} ts_attn_segment;
+
+/* Rows [r0, r0+nr); its segments are segs[seg0 .. seg0+nseg) of the schedule, in processing order. */
+typedef struct ts_attn_panel {
+  int32_t r0, nr;
+  int64_t seg0, nseg;
+} ts_attn_panel;
+
+typedef struct ts_attn_schedule {
+  int64_t n;             /* tokens (mask is n x n) */
+  int64_t npanels;
+  ts_attn_panel *panels; /* [npanels] */
+  int64_t nsegs;
+  ts_attn_segment *segs; /* [nsegs] */
+} ts_attn_schedule;
+
+/* Zeroed arrays of npanels panels and nsegs segments for the caller to fill (ts_malloc'd). */
+ts_status ts_attn_schedule_alloc(ts_attn_schedule *s, int64_t n, int64_t npanels, int64_t nsegs);
+void ts_attn_schedule_free(ts_attn_schedule *s);
+/* Structural checks that need no mask: 1 <= n <= INT32_MAX; panels partition [0, n) (any order);
+ * every segment range is inside the schedule, its rows inside its panel, its columns inside [0, n),
+ * nr, nc >= 1, 1 <= br, bc <= TS_ATTN_TILE_MAX, a known kind. TS_ERR_INVALID_ARG naming the panel,
+ * segment and field ("attn schedule: panel 3 segment 1: bc = 0 is not in [1, 256]"). */
+ts_status ts_attn_schedule_validate(const ts_attn_schedule *s);
+
+/* ---- baseline and block schedules ------------------------------------------------------------ */
+
+/* Dense flash attention: panels of br rows, one DENSE segment over all n columns with tile br x bc
+ * (every tile computed and masked). */
+ts_status ts_attn_schedule_dense(ts_attn_schedule *s, int64_t n, int32_t br, int32_t bc);
+/* Fixed-tile block skip: panels of br rows, one MIXED segment over all n columns (empty tiles
+ * skipped, full tiles unmasked, the rest masked). */
+ts_status ts_attn_schedule_blockskip(ts_attn_schedule *s, int64_t n, int32_t br, int32_t bc);
+
+typedef struct ts_attn_tile {
+  int32_t br, bc;
+} ts_attn_tile;
+
+typedef struct ts_attn_blocks_opts {
+  int32_t panel_rows;    /* most rows per panel (default 128) */
+  ts_attn_tile residue;  /* tile of the residue segments (default 16 x 32) */
+} ts_attn_blocks_opts;
+ts_attn_blocks_opts ts_attn_blocks_opts_default(void);
+
+/* Variable-tile schedule from rectangular blocks (ts_block from reorder.h, e.g. ts_blocks_extract's
+ * output; only the rectangle is read, nnz is ignored): block b runs with tiles[b]. Panel boundaries are chosen among block edges
+ * (at most panel_rows apart, cutting as few blocks as possible); a block crossing a boundary is
+ * split into one segment per panel. Each panel lists its blocks (in the given order, which is the
+ * ownership order where blocks overlap) and then residue segments that catch every allowed cell no
+ * block covers. mask (n x n) may be NULL: then each panel gets one residue segment over all columns
+ * (the plan still skips its empty sub-tiles); with the mask the residue segments are narrowed to the
+ * column span of the residue cells and omitted where there are none. Blocks must lie inside
+ * [0, n)^2 with nr, nc >= 1; tiles must be in [1, TS_ATTN_TILE_MAX]. opts NULL: defaults. */
+ts_status ts_attn_schedule_from_blocks(ts_attn_schedule *s, int64_t n, const ts_block *blocks,
+                                       const ts_attn_tile *tiles, int64_t nblocks, const ts_bitmap *mask,
+                                       const ts_attn_blocks_opts *opts);
+
+/* Predicted cost of running block b with tile t (any unit; lower is better). */
+typedef double (*ts_attn_cost_fn)(const ts_block *b, ts_attn_tile t, void *user);
+/* The analytic default: per sub-tile, Q K^T and softmax work over the lanes used (8 up to 8 rows,
+ * else a multiple of 16), P V work, the O reload per column tile and a fixed per-sub-tile overhead.
+ * user: NULL (d = 64) or a const int* giving the head dimension. A placeholder for the profile. */
+double ts_attn_cost_default(const ts_block *b, ts_attn_tile t, void *user);
+/* out[b] = the menu tile of least cost for block b (first one on ties). cost NULL: the default. */
+ts_status ts_attn_choose_tiles(const ts_block *blocks, int64_t nblocks, const ts_attn_tile *menu,
+                               int nmenu, ts_attn_cost_fn cost, void *user, ts_attn_tile *out);
+/* The default menu: br in {8,16,32,64,128} x bc in {16,32,64,128} (20 tiles, br-major). */
+int ts_attn_default_menu(const ts_attn_tile **menu);
+
+/* ---- JSON ------------------------------------------------------------------------------------ */
+
+struct cJSON;
+/* {"n": N, "panels": [{"r0":..,"nr":..,"segs":[[r0,nr,c0,nc,br,bc,"kind"],...]}, ...]}. NULL on OOM. */
+struct cJSON *ts_attn_schedule_to_json(const ts_attn_schedule *s);
+/* Parses and validates (TS_ERR_FORMAT naming the field for a malformed document, then the
+ * ts_attn_schedule_validate errors). */
+ts_status ts_attn_schedule_from_json(const struct cJSON *j, ts_attn_schedule *s);
+
+/* ---- plan ------------------------------------------------------------------------------------ */
+
+typedef struct ts_attn_plan ts_attn_plan;
+
+/* mask: n x n (rows == cols == s->n). d: head dimension in [1, 4096]. Workspaces for ctx's thread
+ * count (NULL: default threads). Errors: the schedule's validation errors; TS_ERR_SHAPE for a mask
+ * of the wrong size; TS_ERR_INVALID_ARG for a FULL segment over a masked cell or an allowed cell no
+ * segment owns ("... allowed cell (row 17, col 40) is not covered by panel 2's segments"). */
+ts_status ts_attn_plan_create(ts_attn_plan **plan, const ts_context *ctx, const ts_attn_schedule *s,
+                              const ts_bitmap *mask, int64_t d);
+void ts_attn_plan_destroy(ts_attn_plan *plan);
+
+/* Work counts of a plan. A sub-tile is the unit the kernel runs (at most br x bc cells). */
+typedef struct ts_attn_stats {
+  int64_t nnz;           /* allowed cells of the mask */
+  int64_t cells;         /* cells the kernels compute (sum of computed sub-tile areas) */
+  int64_t tiles_full;    /* sub-tiles run unmasked */
+  int64_t tiles_masked;  /* sub-tiles run with the mask */
+  int64_t tiles_skipped; /* sub-tiles of MIXED segments skipped (nothing owned) */
+  int64_t panels, segments;
+  double work_ratio;     /* cells / nnz (0 when nnz = 0) */
+} ts_attn_stats;
+void ts_attn_plan_stats(const ts_attn_plan *plan, ts_attn_stats *st);
+
+/* Kernel level the plan runs (ts_isa_active() at creation). set_isa overrides it; TS_ERR_UNSUPPORTED
+ * when this CPU lacks the level. bf16 uses AVX-512 BF16 dot products when the level is AVX-512 and
+ * the CPU has them; set_bf16_dot(plan, false) forces the conversion path (for tests and comparison). */
+ts_isa ts_attn_plan_isa(const ts_attn_plan *plan);
+ts_status ts_attn_plan_set_isa(ts_attn_plan *plan, ts_isa isa);
+void ts_attn_plan_set_bf16_dot(ts_attn_plan *plan, bool on);
+
+/* ---- execute --------------------------------------------------------------------------------- */
+
+/* Q, K, V, O: [batch][heads][n][d] contiguous; n and d must match the plan. O must not overlap the
+ * inputs. Threads: min(ctx's count, the plan's), ctx NULL = the plan's. batch or heads 0: nothing. */
+ts_status ts_attn_execute(const ts_context *ctx, ts_attn_plan *plan, const float *Q, const float *K,
+                          const float *V, float *O, int64_t batch, int64_t heads, int64_t n, int64_t d);
+/* Same with bf16 Q, K, V (uint16 bit patterns, ts_f32_to_bf16), fp32 accumulation and fp32 O. */
+ts_status ts_attn_execute_bf16(const ts_context *ctx, ts_attn_plan *plan, const uint16_t *Q,
+                               const uint16_t *K, const uint16_t *V, float *O, int64_t batch,
+                               int64_t heads, int64_t n, int64_t d);
+
+/* Reference: double accumulation, explicit mask, softmax over allowed keys only, zero rows where
+ * none is allowed. Single-threaded; for tests and small checks. */
+ts_status ts_attn_reference(const ts_bitmap *mask, const float *Q, const float *K, const float *V,
+                            float *O, int64_t batch, int64_t heads, int64_t n, int64_t d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

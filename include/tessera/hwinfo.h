@@ -1,0 +1,87 @@
+/* tessera machine profile ("wisdom"): measured peak fp32 FMA rate, sustained read bandwidth,
+ * cache sizes and ISA, with provenance. Every benchmark reports its figures as % of this profile;
+ * `tessera hwinfo` measures it and saves it as JSON (<cache>/machine.json). */
+#ifndef TESSERA_HWINFO_H
+#define TESSERA_HWINFO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessera/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Format version written into machine.json; ts_hwinfo_load rejects newer files, and
+ * ts_hwinfo_get re-measures when a cached profile is older. */
+#define TS_HWINFO_VERSION 1
+
+typedef struct ts_machine_profile {
+  char cpu_model[64];          /* cpuid brand string */
+  char vendor[16];             /* "AuthenticAMD", "GenuineIntel" */
+  char isa[256];               /* space-separated extension names (ts_cpu_isa_list) */
+  char kernels[16];            /* ts_isa_name(ts_isa_active()) at measurement time */
+  char peak_isa[16];           /* which FMA loop gave the peak: "avx512", "avx2", "sse2" */
+  int threads;                 /* threads used for the all-thread figures */
+  double peak_gflops_fp32_1t;  /* one thread; flops = 2 * FMAs */
+  double peak_gflops_fp32;     /* all threads */
+  double bandwidth_gbs;        /* sustained read, all threads, 1e9 bytes/s */
+  double bandwidth_gbs_1t;     /* sustained read, one thread */
+  int64_t l1d_bytes, l2_bytes, l3_bytes; /* per cpu0's view; 0 when unknown */
+  char date[32];               /* ISO 8601 UTC, "2024-05-01T12:34:56Z" */
+  char host[64];
+  int version;                 /* TS_HWINFO_VERSION */
+} ts_machine_profile;
+
+/* Measurement knobs; ts_hwinfo_opts_default gives the full measurement (about 2-4 s). Tests use a
+ * short duration and a small bandwidth buffer (the figures are then rougher, never wrong in kind). */
+typedef struct ts_hwinfo_opts {
+  double duration_s; /* length of one timed run (default 0.2 s) */
+  int runs;          /* best of this many runs per figure (default 3) */
+  size_t bw_bytes;   /* bandwidth buffer; 0 = 8 x L3, clamped to [128 MiB, 2 GiB] */
+  bool progress;     /* show ts_progress on stderr (default true; TESSERA_QUIET=1 silences it) */
+} ts_hwinfo_opts;
+ts_hwinfo_opts ts_hwinfo_opts_default(void);
+
+/* Measures this machine with ctx's thread count (NULL ctx: default threads). The peak uses the
+ * best FMA loop the active ISA level allows (AVX-512 and AVX2 both tried when AVX-512 is active,
+ * the higher wins; SSE2 mul+add at the scalar level). An all-thread figure is never reported below
+ * the one-thread figure: n threads can always do what one does, a lower reading is interference. */
+ts_status ts_hwinfo_measure(const ts_context *ctx, ts_machine_profile *out);
+ts_status ts_hwinfo_measure_opts(const ts_context *ctx, const ts_hwinfo_opts *opts, ts_machine_profile *out);
+
+/* <cache>/machine.json */
+ts_status ts_hwinfo_default_path(char *buf, size_t cap);
+/* Writes the profile as JSON (temp file + rename). path NULL: the default path. */
+ts_status ts_hwinfo_save(const ts_machine_profile *p, const char *path);
+/* Reads a profile. path NULL: the default path. TS_ERR_NOT_FOUND when the file is absent,
+ * TS_ERR_FORMAT naming the field when it is malformed, TS_ERR_UNSUPPORTED for a newer version. */
+ts_status ts_hwinfo_load(const char *path, ts_machine_profile *p);
+/* True when p was measured on this CPU model, at this format version and kernel level, with
+ * `threads` threads (<= 0: the default thread count). */
+bool ts_hwinfo_matches(const ts_machine_profile *p, int threads);
+/* The cached profile when it matches (ctx threads), else measures and saves it. A failed save
+ * (read-only cache) is reported on stderr and does not fail the call. */
+ts_status ts_hwinfo_get(const ts_context *ctx, ts_machine_profile *p);
+
+/* cJSON conversions (the profile's JSON object; from_json names the bad field). */
+struct cJSON;
+struct cJSON *ts_hwinfo_to_json(const ts_machine_profile *p);
+ts_status ts_hwinfo_from_json(const struct cJSON *j, ts_machine_profile *p);
+
+/* Cache sizes in bytes from /sys/devices/system/cpu/cpu0/cache (sysconf fallback); 0 = unknown.
+ * Any pointer may be NULL. */
+void ts_hwinfo_cache_sizes(int64_t *l1d, int64_t *l2, int64_t *l3);
+
+/* Building blocks, for benchmarks that want one figure (both run in the calling process):
+ * fp32 FMA GFLOP/s of `isa`'s loop with nthreads threads, best of `runs` runs of duration_s each;
+ * TS_ERR_UNSUPPORTED when this CPU lacks `isa`. */
+ts_status ts_hwinfo_peak_gflops(ts_isa isa, int nthreads, double duration_s, int runs, double *gflops);
+/* Sustained read GB/s over a buffer of `bytes` (0 = default size) with nthreads threads. */
+ts_status ts_hwinfo_read_gbs(int nthreads, size_t bytes, double duration_s, int runs, double *gbs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

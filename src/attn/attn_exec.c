@@ -1,0 +1,187 @@
+/* Execution driver: OpenMP over (batch, head, panel), one panel per task. Per panel: pack Q^T into
+ * the thread's workspace, reset the online-softmax state, run the plan's items through the ISA's
+ * micro-kernels, then normalize into O. Nothing here allocates. */
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "attn/attn_internal.h"
+
+typedef enum exec_mode { MODE_F32 = 0, MODE_BF16_CONVERT, MODE_BF16_DOT } exec_mode;
+
+const ts__attn_kern *ts__attn_kern_for(ts_isa isa) {
+  switch (isa) {
+    case TS_ISA_AVX512: return &ts__attn_kern_avx512;
+    case TS_ISA_AVX2: return &ts__attn_kern_avx2;
+    default: return &ts__attn_kern_ref;
+  }
+}
+
+static inline float bf16f(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* Thread workspace pointers. */
+typedef struct ws_ptrs {
+  float *qt, *qlast, *o, *m, *l, *alpha, *st, *kbuf, *vbuf;
+  uint32_t *qtp, *vp, *pp;
+} ws_ptrs;
+
+static ws_ptrs ws_bind(const ts__attn_ws_layout *L, unsigned char *base) {
+  ws_ptrs w;
+  w.qt = (float *)(base + L->off_qt);
+  w.qtp = (uint32_t *)(base + L->off_qtp);
+  w.qlast = (float *)(base + L->off_qlast);
+  w.o = (float *)(base + L->off_o);
+  w.m = (float *)(base + L->off_m);
+  w.l = (float *)(base + L->off_l);
+  w.alpha = (float *)(base + L->off_alpha);
+  w.st = (float *)(base + L->off_st);
+  w.kbuf = (float *)(base + L->off_kbuf);
+  w.vbuf = (float *)(base + L->off_vbuf);
+  w.vp = (uint32_t *)(base + L->off_vp);
+  w.pp = (uint32_t *)(base + L->off_pp);
+  return w;
+}
+
+/* Q rows [0, nr) of the panel -> Q^T [d][ldq] (fp32). Columns past nr keep whatever an earlier
+ * panel left there (finite values, or zeros from the plan's calloc): the kernels compute those lanes
+ * but never store them into the softmax state or O, so they need no clearing. */
+static void pack_q_f32(const float *q32, const uint16_t *q16, int64_t nr, int64_t d, int64_t ldq, float *qt) {
+  for (int64_t i = 0; i < nr; i++) {
+    if (q32)
+      for (int64_t k = 0; k < d; k++) qt[k * ldq + i] = q32[i * d + k];
+    else
+      for (int64_t k = 0; k < d; k++) qt[k * ldq + i] = bf16f(q16[i * d + k]);
+  }
+}
+
+/* bf16 Q rows -> pair-packed Q^T [d/2][ldq] dwords (+ Q[i][d-1] in fp32 for odd d). */
+static void pack_q_pairs(const uint16_t *q16, int64_t nr, int64_t d, int64_t ldq, uint32_t *qtp, float *qlast) {
+  for (int64_t i = 0; i < nr; i++) {
+    const uint16_t *row = q16 + i * d;
+    for (int64_t p = 0; p < d / 2; p++) qtp[p * ldq + i] = (uint32_t)row[2 * p] | (uint32_t)row[2 * p + 1] << 16;
+    if (d & 1) qlast[i] = bf16f(row[d - 1]);
+  }
+}
+
+static void convert_rows(const uint16_t *src, int64_t count, float *dst) {
+  for (int64_t x = 0; x < count; x++) dst[x] = bf16f(src[x]);
+}
+
+/* One panel of one (batch, head). q/k/v/o point at the head's [n][d] arrays (q32/k32/v32 for fp32,
+ * q16/k16/v16 for bf16). */
+static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode mode, const ts__attn_cpanel *cp,
+                      const float *q32, const float *k32, const float *v32, const uint16_t *q16, const uint16_t *k16,
+                      const uint16_t *v16, float *o, ws_ptrs w) {
+  const ts__attn_ws_layout *L = &pl->ws;
+  const int64_t d = pl->d, ldq = L->ldq, ldo = L->ldo, lds = L->lds;
+  const float c = (float)(1.4426950408889634 / sqrt((double)d)); /* scale * log2(e) */
+  const int64_t r0 = cp->r0, nr = cp->nr;
+
+  if (mode == MODE_BF16_DOT) pack_q_pairs(q16 + r0 * d, nr, d, ldq, w.qtp, w.qlast);
+  else pack_q_f32(q32 ? q32 + r0 * d : NULL, q32 ? NULL : q16 + r0 * d, nr, d, ldq, w.qt);
+  for (int64_t i = 0; i < ldq; i++) {
+    w.m[i] = TS__ATTN_M0;
+    w.l[i] = 0.0f;
+  }
+  memset(w.o, 0, (size_t)(nr * ldo) * sizeof(float));
+
+  int32_t cj0 = -1, cbc = -1;
+  for (int64_t x = 0; x < cp->nit; x++) {
+    const ts__attn_item *it = &pl->items[cp->it0 + x];
+    const float *kt, *vt;
+    if (mode == MODE_F32) {
+      kt = k32 + (int64_t)it->j0 * d;
+      vt = v32 + (int64_t)it->j0 * d;
+    } else {
+      if (it->j0 != cj0 || it->bc != cbc) { /* a new column tile: convert it once for all row sub-tiles */
+        if (mode == MODE_BF16_DOT) {
+          kn->vpack(v16 + (int64_t)it->j0 * d, d, d, it->bc, w.vp, ldo);
+        } else {
+          convert_rows(k16 + (int64_t)it->j0 * d, (int64_t)it->bc * d, w.kbuf);
+          convert_rows(v16 + (int64_t)it->j0 * d, (int64_t)it->bc * d, w.vbuf);
+        }
+        cj0 = it->j0;
+        cbc = it->bc;
+      }
+      kt = w.kbuf;
+      vt = w.vbuf;
+    }
+    const uint16_t *mask = it->moff >= 0 ? pl->mbits + it->moff : NULL;
+    float *orow = w.o + (int64_t)it->i0 * ldo;
+    if (mode == MODE_BF16_DOT) {
+      kn->qk_bf16(w.qtp + it->i0, w.qlast + it->i0, ldq, k16 + (int64_t)it->j0 * d, d, d, it->bc, it->br, w.st, lds);
+      kn->softmax_pairs(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha, w.pp);
+      kn->pv_pairs(w.pp, lds, w.vp, ldo, d, it->bc, it->br, orow, ldo, w.alpha);
+    } else {
+      kn->qk_f32(w.qt + it->i0, ldq, kt, d, d, it->bc, it->br, w.st, lds);
+      kn->softmax(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha);
+      kn->pv(w.st, lds, vt, d, d, it->bc, it->br, orow, ldo, w.alpha);
+    }
+  }
+
+  for (int64_t i = 0; i < nr; i++) {
+    float inv = w.l[i] > 0.0f ? 1.0f / w.l[i] : 0.0f;
+    const float *src = w.o + i * ldo;
+    float *dst = o + (r0 + i) * d;
+    for (int64_t e = 0; e < d; e++) dst[e] = src[e] * inv;
+  }
+}
+
+static ts_status check_args(const ts_attn_plan *pl, const void *Q, const void *K, const void *V, const float *O,
+                            int64_t batch, int64_t heads, int64_t n, int64_t d, int64_t *bh) {
+  if (!pl) return ts_error(TS_ERR_INVALID_ARG, "attn execute: NULL plan");
+  if (batch < 0 || heads < 0)
+    return ts_error(TS_ERR_INVALID_ARG, "attn execute: batch = %lld, heads = %lld must be >= 0", (long long)batch, (long long)heads);
+  if (n != pl->n || d != pl->d)
+    return ts_error(TS_ERR_SHAPE, "attn execute: n = %lld, d = %lld but the plan was made for n = %lld, d = %lld", (long long)n,
+                    (long long)d, (long long)pl->n, (long long)pl->d);
+  size_t x, tot;
+  if (!ts_mul_size((size_t)batch, (size_t)heads, &x) || !ts_mul_size(x, (size_t)n, &tot) || !ts_mul_size(tot, (size_t)d, &tot) ||
+      !ts_mul_size(tot, sizeof(float), &tot))
+    return ts_error(TS_ERR_OVERFLOW, "attn execute: %lld x %lld x %lld x %lld elements overflow", (long long)batch,
+                    (long long)heads, (long long)n, (long long)d);
+  *bh = (int64_t)x;
+  if (x > 0 && (!Q || !K || !V || !O)) return ts_error(TS_ERR_INVALID_ARG, "attn execute: NULL Q, K, V or O");
+  return TS_OK;
+}
+
+static ts_status execute(const ts_context *ctx, ts_attn_plan *pl, const float *q32, const float *k32, const float *v32,
+                         const uint16_t *q16, const uint16_t *k16, const uint16_t *v16, float *O, int64_t bh) {
+  if (bh == 0) return TS_OK;
+  const ts__attn_kern *kn = ts__attn_kern_for(pl->isa);
+  exec_mode mode = MODE_F32;
+  if (!q32) mode = (pl->isa == TS_ISA_AVX512 && pl->bf16_dot && ts_cpu()->avx512bf16 && kn->pv_pairs) ? MODE_BF16_DOT
+                                                                                                  : MODE_BF16_CONVERT;
+  int nt = ctx ? ts_context_threads(ctx) : pl->nthreads;
+  if (nt > pl->nthreads) nt = pl->nthreads;
+  if (nt < 1) nt = 1;
+  const int64_t hsz = pl->n * pl->d, units = pl->npanels * bh;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (int64_t u = 0; u < units; u++) {
+    int64_t h = u % bh, off = h * hsz;
+    const ts__attn_cpanel *cp = &pl->panels[pl->order[u / bh]];
+    ws_ptrs w = ws_bind(&pl->ws, pl->wsmem + (size_t)omp_get_thread_num() * pl->ws.bytes);
+    run_panel(pl, kn, mode, cp, q32 ? q32 + off : NULL, k32 ? k32 + off : NULL, v32 ? v32 + off : NULL, q16 ? q16 + off : NULL,
+              k16 ? k16 + off : NULL, v16 ? v16 + off : NULL, O + off, w);
+  }
+  return TS_OK;
+}
+
+ts_status ts_attn_execute(const ts_context *ctx, ts_attn_plan *plan, const float *Q, const float *K, const float *V, float *O,
+                          int64_t batch, int64_t heads, int64_t n, int64_t d) {
+  int64_t bh;
+  TS_TRY(check_args(plan, Q, K, V, O, batch, heads, n, d, &bh));
+  return execute(ctx, plan, Q, K, V, NULL, NULL, NULL, O, bh);
+}
+
+ts_status ts_attn_execute_bf16(const ts_context *ctx, ts_attn_plan *plan, const uint16_t *Q, const uint16_t *K,
+                               const uint16_t *V, float *O, int64_t batch, int64_t heads, int64_t n, int64_t d) {
+  int64_t bh;
+  TS_TRY(check_args(plan, Q, K, V, O, batch, heads, n, d, &bh));
+  return execute(ctx, plan, NULL, NULL, NULL, Q, K, V, O, bh);
+}

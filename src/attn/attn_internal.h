@@ -1,0 +1,112 @@
+/* Internal shapes shared by the attention plan, the executor driver and the ISA kernel files. */
+#ifndef TS_ATTN_INTERNAL_H
+#define TS_ATTN_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tessera/attn.h"
+
+/* One sub-tile the kernels run: panel-relative query rows [i0, i0+br) x key columns [j0, j0+bc).
+ * moff < 0: unmasked; else the mask words start at plan->mbits + moff, laid out [bc][nv] uint16 with
+ * nv = ceil(br/16): bit r of word (j, w) is cell (i0 + 16w + r, j0 + j); bits past br are zero. */
+typedef struct ts__attn_item {
+  int32_t i0, br, j0, bc;
+  int64_t moff;
+} ts__attn_item;
+
+/* A compiled panel: rows [r0, r0+nr), items[it0 .. it0+nit) in execution order (segment, column
+ * tile, row sub-tile); cells = its computed cells (for ordering). */
+typedef struct ts__attn_cpanel {
+  int32_t r0, nr;
+  int64_t it0, nit;
+  int64_t cells;
+} ts__attn_cpanel;
+
+/* Per-thread workspace geometry (floats unless said). ldq = rows of Q^T / O / m / l arrays: the
+ * largest panel rounded up to 16 plus one vector, so a 16-lane load starting at any sub-tile row
+ * stays inside. lds = S^T row stride = largest br rounded up to 16. */
+typedef struct ts__attn_ws_layout {
+  int64_t ldq, ldo, lds, st_rows;
+  size_t off_qt, off_qtp, off_qlast, off_o, off_m, off_l, off_alpha, off_st, off_kbuf, off_vbuf, off_vp, off_pp;
+  size_t bytes; /* per thread, multiple of 64 */
+} ts__attn_ws_layout;
+
+struct ts_attn_plan {
+  int64_t n, d;
+  int nthreads;
+  ts_isa isa;
+  bool bf16_dot;          /* use AVX-512 BF16 dot products for Q K^T when isa is AVX-512 */
+  int64_t npanels;
+  ts__attn_cpanel *panels;
+  int64_t *order;         /* panel indices, most cells first */
+  int64_t nitems;
+  ts__attn_item *items;
+  uint16_t *mbits;
+  int64_t nmbits;
+  int32_t nr_max, br_max, bc_max;
+  ts_attn_stats stats;
+  ts__attn_ws_layout ws;
+  unsigned char *wsmem;   /* nthreads * ws.bytes */
+};
+
+/* Micro-kernels, one set per ISA. Shapes (all row-major, strides in elements):
+ *   qk_f32:  st[j][i] = sum_k k[j][k] * qt[k][i] for j < bc, i < round16(br) (lanes past br may hold
+ *            garbage); qt: [d][ldq] starting at the sub-tile's first row; k: [bc][ldk]; st: [.][lds]
+ *            with room for round16(bc) rows (kernels may compute padding rows from clamped keys).
+ *   qk_bf16: the same from pair-packed bf16: qtp [ceil(d/2)][ldq] dwords (Q[i][2p] low half,
+ *            Q[i][2p+1] high half, zero past d), k bf16 [bc][ldk]; for odd d the last k is taken in
+ *            fp32 from qlast [ldq] (Q[i][d-1]) instead of a pair. NULL where the CPU lacks it.
+ *   softmax: online-softmax update of rows [0, br): c = scale * log2(e); m, l: running max (in
+ *            log2 units, scaled) and sum, panel arrays offset to the sub-tile; mask as in
+ *            ts__attn_item (NULL: unmasked). st becomes P^T (masked cells exactly 0); alpha[r] =
+ *            exp2(m_old - m_new) for r < br.
+ *   pv:      o[i][:] = o[i][:] * alpha[i] + sum_j pt[j][i] * v[j][:] for i < br; o: [br][ldo];
+ *            v: [bc][ldv]; pt: [bc][lds].
+ * The bf16 dot path (AVX-512 BF16 only; NULL elsewhere) replaces softmax + pv by:
+ *   vpack:         once per column tile: vp [ceil(bc/2)][ldvp] dwords, (V[2p][e], V[2p+1][e]) in the
+ *                  (low, high) halves, zero past d (up to ldvp) and past bc.
+ *   softmax_pairs: the softmax update writing P as bf16 pairs to pp [ceil(bc/2)][lds] dwords
+ *                  ((P[i][2p], P[i][2p+1]), zero past bc) instead of overwriting st.
+ *   pv_pairs:      pv from pp and vp (ldvp = ldo, a multiple of 16). */
+typedef struct ts__attn_kern {
+  void (*qk_f32)(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, int bc, int br,
+                 float *st, int64_t lds);
+  void (*qk_bf16)(const uint32_t *qtp, const float *qlast, int64_t ldq, const uint16_t *k, int64_t ldk,
+                  int64_t d, int bc, int br, float *st, int64_t lds);
+  void (*softmax)(float *st, int64_t lds, int bc, int br, const uint16_t *mask, float c, float *m,
+                  float *l, float *alpha);
+  void (*pv)(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, int bc, int br,
+             float *o, int64_t ldo, const float *alpha);
+  void (*vpack)(const uint16_t *v, int64_t ldv, int64_t d, int bc, uint32_t *vp, int64_t ldvp);
+  void (*softmax_pairs)(float *st, int64_t lds, int bc, int br, const uint16_t *mask, float c, float *m,
+                        float *l, float *alpha, uint32_t *pp);
+  void (*pv_pairs)(const uint32_t *pp, int64_t lds, const uint32_t *vp, int64_t ldvp, int64_t d, int bc, int br,
+                   float *o, int64_t ldo, const float *alpha);
+} ts__attn_kern;
+
+/* The AVX-512 BF16 functions of that table (attn_kern_bf16_avx512.c). */
+void ts__attn_avx512_qk_bf16(const uint32_t *qtp, const float *qlast, int64_t ldq, const uint16_t *k, int64_t ldk,
+                             int64_t d, int bc, int br, float *st, int64_t lds);
+void ts__attn_avx512_vpack(const uint16_t *v, int64_t ldv, int64_t d, int bc, uint32_t *vp, int64_t ldvp);
+void ts__attn_avx512_softmax_pairs(float *st, int64_t lds, int bc, int br, const uint16_t *mask, float c, float *m,
+                                   float *l, float *alpha, uint32_t *pp);
+void ts__attn_avx512_pv_pairs(const uint32_t *pp, int64_t lds, const uint32_t *vp, int64_t ldvp, int64_t d, int bc,
+                              int br, float *o, int64_t ldo, const float *alpha);
+
+extern const ts__attn_kern ts__attn_kern_ref;
+extern const ts__attn_kern ts__attn_kern_avx2;
+extern const ts__attn_kern ts__attn_kern_avx512;
+
+/* Initial running max: finite, so exp2(m_old - m_new) is never inf - inf. */
+#define TS__ATTN_M0 (-3.0e38f)
+
+/* The table for a level. The bf16 dot entries are set in the AVX-512 table but usable only when
+ * ts_cpu()->avx512bf16 (the executor checks). */
+const ts__attn_kern *ts__attn_kern_for(ts_isa isa);
+
+/* Workspace layout for a plan's maxima. */
+ts_status ts__attn_ws_layout_make(int64_t nr_max, int32_t br_max, int32_t bc_max, int64_t d,
+                                  ts__attn_ws_layout *ws);
+
+#endif

@@ -1,0 +1,164 @@
+/* AVX2 attention micro-kernels: query rows in the 8 lanes, the same structure as the AVX-512 file
+ * (S^T tiles, lane-wise online softmax, broadcast-P x V) with 16 ymm registers: Q K^T blocks of
+ * 2 lane vectors x 4 keys or 1 x 8, P V blocks of 4 rows x 16 floats. Shapes: attn_internal.h. */
+#include <immintrin.h>
+#include <math.h>
+
+#include "attn/attn_internal.h"
+
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* 2^x for x in [-127, 127] (below -126.5 gives 0): x = n + f, |f| <= 1/2, degree-7 Taylor of
+ * 2^f, times 2^n built in the exponent field. */
+static inline __attribute__((always_inline)) __m256 exp2_ps(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-127.0f));
+  x = _mm256_min_ps(x, _mm256_set1_ps(127.0f));
+  __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 f = _mm256_sub_ps(x, n);
+  __m256 p = _mm256_set1_ps(1.525273380405984e-05f);
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.5403530393381606e-04f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558146428443e-03f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.618129107628477e-03f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550410866482158e-02f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.402265069591007e-01f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931471805599453e-01f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+/* All-ones lanes where bit `lane` of the 8-bit value b is set. */
+static inline __attribute__((always_inline)) __m256 bits8(unsigned b) {
+  const __m256i sel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  __m256i x = _mm256_and_si256(_mm256_set1_epi32((int)b), sel);
+  return _mm256_castsi256_ps(_mm256_cmpeq_epi32(x, sel));
+}
+
+static inline __m256i lane_mask(int64_t count) { /* first min(count, 8) lanes on */
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(count > 8 ? 8 : count)), idx);
+}
+
+/* ---- Q K^T ------------------------------------------------------------------------------------ */
+
+#define QK_BLOCK(NAME, IV, J)                                                                                   \
+  static void NAME(const float *qt, int64_t ldq, const float *const *kr, int64_t d, float *st, int64_t lds) { \
+    __m256 acc[J][IV];                                                                                        \
+    UNROLL for (int j = 0; j < J; j++) UNROLL for (int v = 0; v < IV; v++) acc[j][v] = _mm256_setzero_ps();   \
+    for (int64_t x = 0; x < d; x++) {                                                                         \
+      __m256 q[IV];                                                                                           \
+      UNROLL for (int v = 0; v < IV; v++) q[v] = _mm256_loadu_ps(qt + x * ldq + 8 * v);                      \
+      UNROLL for (int j = 0; j < J; j++) {                                                                    \
+        __m256 kb = _mm256_broadcast_ss(kr[j] + x);                                                           \
+        UNROLL for (int v = 0; v < IV; v++) acc[j][v] = _mm256_fmadd_ps(kb, q[v], acc[j][v]);                \
+      }                                                                                                       \
+    }                                                                                                         \
+    UNROLL for (int j = 0; j < J; j++) UNROLL for (int v = 0; v < IV; v++)                                    \
+        _mm256_storeu_ps(st + j * lds + 8 * v, acc[j][v]);                                                    \
+  }
+QK_BLOCK(qk_2x4, 2, 4)
+QK_BLOCK(qk_1x8, 1, 8)
+
+static void qk_f32(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, int bc, int br, float *st,
+                   int64_t lds) {
+  int nv = (br + 7) / 8;
+  for (int v0 = 0; v0 < nv;) {
+    int iv = nv - v0 >= 2 ? 2 : 1, J = iv == 2 ? 4 : 8;
+    for (int j0 = 0; j0 < bc; j0 += J) {
+      const float *kr[8];
+      for (int j = 0; j < J; j++) kr[j] = k + (int64_t)(j0 + j < bc ? j0 + j : bc - 1) * ldk;
+      if (iv == 2) qk_2x4(qt + 8 * v0, ldq, kr, d, st + (int64_t)j0 * lds + 8 * v0, lds);
+      else qk_1x8(qt + 8 * v0, ldq, kr, d, st + (int64_t)j0 * lds + 8 * v0, lds);
+    }
+    v0 += iv;
+  }
+}
+
+/* ---- online softmax --------------------------------------------------------------------------- */
+
+static void softmax(float *st, int64_t lds, int bc, int br, const uint16_t *mask, float c, float *m, float *l,
+                    float *alpha) {
+  const int nv = (br + 7) / 8, nw = (br + 15) / 16;
+  const __m256 vc = _mm256_set1_ps(c), ninf = _mm256_set1_ps(-INFINITY);
+  for (int v = 0; v < nv; v++) {
+    float *s = st + 8 * v;
+    const uint16_t *mk = mask ? mask + v / 2 : NULL;
+    const int sh = 8 * (v & 1);
+    __m256 mt = ninf;
+    for (int j = 0; j < bc; j++) {
+      __m256 x = _mm256_loadu_ps(s + j * lds);
+      if (mk) x = _mm256_blendv_ps(ninf, x, bits8((unsigned)(mk[j * nw] >> sh) & 0xFFu));
+      mt = _mm256_max_ps(mt, x);
+    }
+    const __m256 mo = _mm256_loadu_ps(m + 8 * v);
+    const __m256 mn = _mm256_max_ps(mo, _mm256_mul_ps(mt, vc));
+    const __m256 al = exp2_ps(_mm256_sub_ps(mo, mn));
+    __m256 sum0 = _mm256_setzero_ps(), sum1 = _mm256_setzero_ps();
+    for (int j = 0; j < bc; j++) {
+      __m256 p = exp2_ps(_mm256_fmsub_ps(_mm256_loadu_ps(s + j * lds), vc, mn));
+      if (mk) p = _mm256_and_ps(p, bits8((unsigned)(mk[j * nw] >> sh) & 0xFFu));
+      _mm256_storeu_ps(s + j * lds, p);
+      if (j & 1) sum1 = _mm256_add_ps(sum1, p);
+      else sum0 = _mm256_add_ps(sum0, p);
+    }
+    /* Lanes past br belong to other sub-tiles of the panel: write their old values back. */
+    const __m256 on = _mm256_castsi256_ps(lane_mask(br - 8 * v));
+    const __m256 lo = _mm256_loadu_ps(l + 8 * v);
+    const __m256 ln = _mm256_fmadd_ps(lo, al, _mm256_add_ps(sum0, sum1));
+    _mm256_storeu_ps(m + 8 * v, _mm256_blendv_ps(mo, mn, on));
+    _mm256_storeu_ps(l + 8 * v, _mm256_blendv_ps(lo, ln, on));
+    _mm256_storeu_ps(alpha + 8 * v, al);
+  }
+}
+
+/* ---- P V ------------------------------------------------------------------------------------- */
+
+#define PV_BLOCK(NAME, I, DV)                                                                                  \
+  static void NAME(const float *pt, int64_t lds, const float *v, int64_t ldv, int bc, float *o, int64_t ldo,  \
+                   const float *alpha, __m256i tm) {                                                         \
+    __m256 acc[I][DV];                                                                                       \
+    const __m256i all = _mm256_set1_epi32(-1);                                                               \
+    UNROLL for (int i = 0; i < I; i++) {                                                                     \
+      __m256 a = _mm256_set1_ps(alpha[i]);                                                                   \
+      UNROLL for (int e = 0; e < DV; e++) acc[i][e] = _mm256_mul_ps(_mm256_loadu_ps(o + i * ldo + 8 * e), a); \
+    }                                                                                                        \
+    for (int j = 0; j < bc; j++) {                                                                           \
+      __m256 vv[DV];                                                                                         \
+      UNROLL for (int e = 0; e < DV; e++) vv[e] = _mm256_maskload_ps(v + 8 * e, e == DV - 1 ? tm : all);   \
+      UNROLL for (int i = 0; i < I; i++) {                                                                   \
+        __m256 pb = _mm256_broadcast_ss(pt + i);                                                             \
+        UNROLL for (int e = 0; e < DV; e++) acc[i][e] = _mm256_fmadd_ps(pb, vv[e], acc[i][e]);              \
+      }                                                                                                      \
+      v += ldv;                                                                                              \
+      pt += lds;                                                                                             \
+    }                                                                                                        \
+    UNROLL for (int i = 0; i < I; i++) UNROLL for (int e = 0; e < DV; e++)                                   \
+        _mm256_storeu_ps(o + i * ldo + 8 * e, acc[i][e]);                                                    \
+  }
+PV_BLOCK(pv_4x2, 4, 2)
+PV_BLOCK(pv_3x2, 3, 2)
+PV_BLOCK(pv_2x2, 2, 2)
+PV_BLOCK(pv_1x2, 1, 2)
+PV_BLOCK(pv_4x1, 4, 1)
+PV_BLOCK(pv_3x1, 3, 1)
+PV_BLOCK(pv_2x1, 2, 1)
+PV_BLOCK(pv_1x1, 1, 1)
+
+typedef void (*pv_fn)(const float *, int64_t, const float *, int64_t, int, float *, int64_t, const float *, __m256i);
+static const pv_fn pv_table[4][2] = {{pv_1x1, pv_1x2}, {pv_2x1, pv_2x2}, {pv_3x1, pv_3x2}, {pv_4x1, pv_4x2}};
+
+/* O accumulator rows are ldo = round16(d) wide, so only V needs the tail mask. */
+static void pv(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, int bc, int br, float *o, int64_t ldo,
+               const float *alpha) {
+  const int64_t nvec = (d + 7) / 8;
+  for (int64_t e0 = 0; e0 < nvec; e0 += 2) {
+    int dv = nvec - e0 >= 2 ? 2 : 1;
+    __m256i tm = e0 + dv == nvec ? lane_mask(d - 8 * (nvec - 1)) : _mm256_set1_epi32(-1);
+    for (int i0 = 0; i0 < br; i0 += 4) {
+      int rows = br - i0 >= 4 ? 4 : br - i0;
+      pv_table[rows - 1][dv - 1](pt + i0, lds, v + 8 * e0, ldv, bc, o + (int64_t)i0 * ldo + 8 * e0, ldo, alpha + i0, tm);
+    }
+  }
+}
+
+const ts__attn_kern ts__attn_kern_avx2 = {.qk_f32 = qk_f32, .qk_bf16 = NULL, .softmax = softmax, .pv = pv};

@@ -1,0 +1,289 @@
+/* Plan creation: binds a schedule to a mask and a head dimension. Every sub-tile of every segment is
+ * classified here (skip / unmasked / masked, with ownership: a cell belongs to the first segment of
+ * its panel that covers it), masked sub-tiles get their mask in the kernels' transposed layout, and
+ * the per-thread workspaces are allocated. Execute then only walks the item lists. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn/attn_internal.h"
+
+/* ---- bit ranges in one row of 64-bit words ------------------------------------------------ */
+
+static inline uint64_t word_mask(int64_t w, int64_t j0, int64_t j1) { /* bits of word w inside [j0, j1) */
+  int64_t lo = w * 64, hi = lo + 64;
+  uint64_t m = ~(uint64_t)0;
+  if (j0 > lo) m &= ~(uint64_t)0 << (j0 - lo);
+  if (j1 < hi) m &= ~(uint64_t)0 >> (hi - j1);
+  return m;
+}
+
+static int64_t range_count(const uint64_t *row, int64_t j0, int64_t j1) {
+  int64_t c = 0;
+  for (int64_t w = j0 >> 6; w <= (j1 - 1) >> 6; w++) c += __builtin_popcountll(row[w] & word_mask(w, j0, j1));
+  return c;
+}
+
+static void range_clear(uint64_t *row, int64_t j0, int64_t j1) {
+  for (int64_t w = j0 >> 6; w <= (j1 - 1) >> 6; w++) row[w] &= ~word_mask(w, j0, j1);
+}
+
+/* First column in [j0, j1) whose bit equals `want`, or -1. */
+static int64_t range_find(const uint64_t *row, int64_t j0, int64_t j1, int want) {
+  for (int64_t w = j0 >> 6; w <= (j1 - 1) >> 6; w++) {
+    uint64_t x = (want ? row[w] : ~row[w]) & word_mask(w, j0, j1);
+    if (x) return w * 64 + __builtin_ctzll(x);
+  }
+  return -1;
+}
+
+/* ---- growable arrays ---------------------------------------------------------------------- */
+
+typedef struct build {
+  ts__attn_item *items;
+  int64_t nitems, cap_items;
+  uint16_t *mbits;
+  int64_t nmbits, cap_mbits;
+} build;
+
+static ts_status grow(void **p, int64_t *cap, int64_t need, size_t elem) {
+  if (need <= *cap) return TS_OK;
+  int64_t nc = *cap ? *cap : 256;
+  while (nc < need) nc *= 2;
+  void *q = realloc(*p, (size_t)nc * elem);
+  if (!q) return ts_error(TS_ERR_OOM, "attn plan: cannot grow a work list to %lld entries", (long long)nc);
+  *p = q;
+  *cap = nc;
+  return TS_OK;
+}
+
+/* Appends an item; masked ones copy the owned bits of R (rows relative to the panel) transposed. */
+static ts_status add_item(build *b, const uint64_t *R, int64_t W, int32_t i0, int32_t br, int32_t j0, int32_t bc,
+                          bool masked) {
+  TS_TRY(grow((void **)&b->items, &b->cap_items, b->nitems + 1, sizeof *b->items));
+  ts__attn_item *it = &b->items[b->nitems++];
+  *it = (ts__attn_item){.i0 = i0, .br = br, .j0 = j0, .bc = bc, .moff = -1};
+  if (!masked) return TS_OK;
+  int64_t nv = (br + 15) / 16, words = (int64_t)bc * nv;
+  TS_TRY(grow((void **)&b->mbits, &b->cap_mbits, b->nmbits + words, sizeof *b->mbits));
+  uint16_t *mw = b->mbits + b->nmbits;
+  memset(mw, 0, (size_t)words * sizeof *mw);
+  for (int32_t r = 0; r < br; r++) {
+    const uint64_t *row = R + (int64_t)(i0 + r) * W;
+    for (int64_t w = j0 >> 6; w <= ((int64_t)j0 + bc - 1) >> 6; w++) {
+      uint64_t x = row[w] & word_mask(w, j0, (int64_t)j0 + bc);
+      while (x) {
+        int64_t j = w * 64 + __builtin_ctzll(x) - j0;
+        x &= x - 1;
+        mw[j * nv + r / 16] |= (uint16_t)(1u << (r % 16));
+      }
+    }
+  }
+  it->moff = b->nmbits;
+  b->nmbits += words;
+  return TS_OK;
+}
+
+/* Classifies the sub-tiles of segment g of panel p (R: the panel's unowned allowed cells). */
+static ts_status compile_segment(build *b, ts_attn_stats *st, uint64_t *R, int64_t W, const ts_attn_panel *P,
+                                 int64_t p, int64_t k, const ts_attn_segment *g) {
+  int64_t rlo = g->r0 - P->r0, rhi = rlo + g->nr, chi = (int64_t)g->c0 + g->nc;
+  for (int64_t j0 = g->c0; j0 < chi; j0 += g->bc) {
+    int64_t j1 = j0 + g->bc < chi ? j0 + g->bc : chi;
+    for (int64_t i0 = rlo; i0 < rhi; i0 += g->br) {
+      int64_t i1 = i0 + g->br < rhi ? i0 + g->br : rhi, area = (i1 - i0) * (j1 - j0), cnt = 0;
+      for (int64_t i = i0; i < i1; i++) cnt += range_count(R + i * W, j0, j1);
+      bool masked;
+      if (g->kind == TS_ATTN_SEG_FULL) {
+        if (cnt != area) {
+          for (int64_t i = i0; i < i1; i++) {
+            int64_t j = range_find(R + i * W, j0, j1, 0);
+            if (j >= 0)
+              return ts_error(TS_ERR_INVALID_ARG,
+                              "attn plan: panel %lld segment %lld is marked full but cell (row %lld, col %lld) is masked "
+                              "or owned by an earlier segment",
+                              (long long)p, (long long)k, (long long)(P->r0 + i), (long long)j);
+          }
+        }
+        masked = false;
+      } else if (g->kind == TS_ATTN_SEG_DENSE) {
+        masked = true;
+      } else {
+        if (cnt == 0) {
+          st->tiles_skipped++;
+          continue;
+        }
+        masked = cnt != area;
+      }
+      TS_TRY(add_item(b, R, W, (int32_t)i0, (int32_t)(i1 - i0), (int32_t)j0, (int32_t)(j1 - j0), masked));
+      if (masked) st->tiles_masked++;
+      else st->tiles_full++;
+      st->cells += area;
+      for (int64_t i = i0; i < i1; i++) range_clear(R + i * W, j0, j1);
+    }
+  }
+  return TS_OK;
+}
+
+static ts_status compile_panels(ts_attn_plan *pl, const ts_attn_schedule *s, const ts_bitmap *mask) {
+  int64_t W = (s->n + 63) / 64;
+  uint64_t *R = ts_malloc((size_t)pl->nr_max * (size_t)W * sizeof *R);
+  if (!R) return ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld x %lld mask words", (long long)pl->nr_max, (long long)W);
+  build b = {0};
+  ts_status st = TS_OK;
+  for (int64_t p = 0; p < s->npanels && st == TS_OK; p++) {
+    const ts_attn_panel *P = &s->panels[p];
+    for (int32_t i = 0; i < P->nr; i++) memcpy(R + (int64_t)i * W, mask->bits + (P->r0 + i) * mask->stride, (size_t)W * sizeof *R);
+    int64_t it0 = b.nitems, cells0 = pl->stats.cells;
+    for (int64_t k = 0; k < P->nseg && st == TS_OK; k++)
+      st = compile_segment(&b, &pl->stats, R, W, P, p, k, &s->segs[P->seg0 + k]);
+    for (int32_t i = 0; i < P->nr && st == TS_OK; i++) {
+      int64_t j = range_find(R + (int64_t)i * W, 0, s->n, 1);
+      if (j >= 0)
+        st = ts_error(TS_ERR_INVALID_ARG, "attn plan: allowed cell (row %lld, col %lld) is not covered by panel %lld's segments",
+                      (long long)(P->r0 + i), (long long)j, (long long)p);
+    }
+    pl->panels[p] = (ts__attn_cpanel){.r0 = P->r0, .nr = P->nr, .it0 = it0, .nit = b.nitems - it0,
+                                      .cells = pl->stats.cells - cells0};
+  }
+  ts_free(R);
+  pl->items = b.items;
+  pl->nitems = b.nitems;
+  pl->mbits = b.mbits;
+  pl->nmbits = b.nmbits;
+  return st;
+}
+
+typedef struct order_key { int64_t cells, idx; } order_key;
+static int cmp_order(const void *a, const void *b) {
+  const order_key *x = a, *y = b;
+  if (x->cells != y->cells) return x->cells > y->cells ? -1 : 1;
+  return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Panels with the most work first, so dynamic scheduling ends with the small ones (LPT). */
+static ts_status order_panels(ts_attn_plan *pl) {
+  order_key *k = malloc((size_t)pl->npanels * sizeof *k);
+  if (!k) return ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld panel keys", (long long)pl->npanels);
+  for (int64_t p = 0; p < pl->npanels; p++) k[p] = (order_key){pl->panels[p].cells, p};
+  qsort(k, (size_t)pl->npanels, sizeof *k, cmp_order);
+  for (int64_t p = 0; p < pl->npanels; p++) pl->order[p] = k[p].idx;
+  free(k);
+  return TS_OK;
+}
+
+static size_t up64(size_t x) { return (x + 63) & ~(size_t)63; }
+
+ts_status ts__attn_ws_layout_make(int64_t nr_max, int32_t br_max, int32_t bc_max, int64_t d, ts__attn_ws_layout *ws) {
+  memset(ws, 0, sizeof *ws);
+  ws->ldq = (nr_max + 15) / 16 * 16 + 16;
+  ws->ldo = (d + 15) / 16 * 16;
+  ws->lds = (br_max + 15) / 16 * 16;
+  ws->st_rows = (bc_max + 15) / 16 * 16;
+  size_t off = 0, f = sizeof(float);
+  double total = (double)d * ws->ldq * f * 2.5 + (double)ws->ldq * ws->ldo * f + (double)ws->st_rows * ws->lds * f * 1.5 +
+                 3.0 * bc_max * (double)ws->ldo * f;
+  if (total > (double)(1ull << 40)) return ts_error(TS_ERR_OVERFLOW, "attn plan: workspace of %.3g bytes per thread", total);
+  ws->off_qt = off, off = up64(off + (size_t)(d * ws->ldq) * f);
+  ws->off_qtp = off, off = up64(off + (size_t)((d + 1) / 2 * ws->ldq) * sizeof(uint32_t));
+  ws->off_qlast = off, off = up64(off + (size_t)ws->ldq * f);
+  ws->off_o = off, off = up64(off + (size_t)(ws->ldq * ws->ldo) * f);
+  ws->off_m = off, off = up64(off + (size_t)ws->ldq * f);
+  ws->off_l = off, off = up64(off + (size_t)ws->ldq * f);
+  ws->off_alpha = off, off = up64(off + (size_t)ws->lds * f);
+  ws->off_st = off, off = up64(off + (size_t)(ws->st_rows * ws->lds) * f);
+  ws->off_kbuf = off, off = up64(off + (size_t)((int64_t)bc_max * d) * f);
+  ws->off_vbuf = off, off = up64(off + (size_t)((int64_t)bc_max * d) * f);
+  ws->off_vp = off, off = up64(off + (size_t)((int64_t)(bc_max + 1) / 2 * ws->ldo) * sizeof(uint32_t));
+  ws->off_pp = off, off = up64(off + (size_t)(ws->st_rows / 2 * ws->lds) * sizeof(uint32_t));
+  ws->bytes = off;
+  return TS_OK;
+}
+
+void ts_attn_plan_destroy(ts_attn_plan *pl) {
+  if (!pl) return;
+  free(pl->items);
+  free(pl->mbits);
+  ts_free(pl->panels);
+  ts_free(pl->order);
+  ts_free(pl->wsmem);
+  free(pl);
+}
+
+ts_status ts_attn_plan_create(ts_attn_plan **out, const ts_context *ctx, const ts_attn_schedule *s, const ts_bitmap *mask,
+                              int64_t d) {
+  if (!out) return ts_error(TS_ERR_INVALID_ARG, "attn plan: NULL output pointer");
+  *out = NULL;
+  TS_TRY(ts_attn_schedule_validate(s));
+  if (!mask || !mask->bits) return ts_error(TS_ERR_INVALID_ARG, "attn plan: NULL mask");
+  if (mask->rows != s->n || mask->cols != s->n || mask->stride < (s->n + 63) / 64)
+    return ts_error(TS_ERR_SHAPE, "attn plan: mask is %lld x %lld (stride %lld words), schedule needs %lld x %lld",
+                    (long long)mask->rows, (long long)mask->cols, (long long)mask->stride, (long long)s->n, (long long)s->n);
+  if (d < 1 || d > 4096) return ts_error(TS_ERR_INVALID_ARG, "attn plan: head dimension d = %lld is not in [1, 4096]", (long long)d);
+
+  ts_attn_plan *pl = calloc(1, sizeof *pl);
+  if (!pl) return ts_error(TS_ERR_OOM, "attn plan: cannot allocate the plan");
+  pl->n = s->n;
+  pl->d = d;
+  pl->nthreads = ctx ? ts_context_threads(ctx) : ts_default_threads();
+  pl->isa = ts_isa_active();
+  pl->bf16_dot = true;
+  pl->npanels = s->npanels;
+  for (int64_t p = 0; p < s->npanels; p++)
+    if (s->panels[p].nr > pl->nr_max) pl->nr_max = s->panels[p].nr;
+  pl->br_max = pl->bc_max = 1;
+  for (int64_t k = 0; k < s->nsegs; k++) {
+    if (s->segs[k].br > pl->br_max) pl->br_max = s->segs[k].br;
+    if (s->segs[k].bc > pl->bc_max) pl->bc_max = s->segs[k].bc;
+  }
+  for (int64_t i = 0; i < s->n; i++) pl->stats.nnz += range_count(mask->bits + i * mask->stride, 0, s->n);
+
+  ts_status st = TS_OK;
+  pl->panels = ts_calloc((size_t)s->npanels, sizeof *pl->panels);
+  pl->order = ts_malloc((size_t)s->npanels * sizeof *pl->order);
+  if (!pl->panels || !pl->order) st = ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld panels", (long long)s->npanels);
+  if (st == TS_OK) st = compile_panels(pl, s, mask);
+  if (st == TS_OK) {
+    st = order_panels(pl);
+    pl->stats.panels = s->npanels;
+    pl->stats.segments = s->nsegs;
+    pl->stats.work_ratio = pl->stats.nnz ? (double)pl->stats.cells / (double)pl->stats.nnz : 0.0;
+    if (st == TS_OK) st = ts__attn_ws_layout_make(pl->nr_max, pl->br_max, pl->bc_max, d, &pl->ws);
+  }
+  if (st == TS_OK) {
+    size_t total;
+    if (!ts_mul_size(pl->ws.bytes, (size_t)pl->nthreads, &total))
+      st = ts_error(TS_ERR_OVERFLOW, "attn plan: %d workspaces of %zu bytes", pl->nthreads, pl->ws.bytes);
+    else if (!(pl->wsmem = ts_calloc(total, 1)))
+      st = ts_error(TS_ERR_OOM, "attn plan: cannot allocate %d workspaces of %zu bytes", pl->nthreads, pl->ws.bytes);
+  }
+  if (st != TS_OK) {
+    ts_attn_plan_destroy(pl);
+    return st;
+  }
+  *out = pl;
+  return TS_OK;
+}
+
+void ts_attn_plan_stats(const ts_attn_plan *pl, ts_attn_stats *st) {
+  if (!st) return;
+  if (!pl) {
+    memset(st, 0, sizeof *st);
+    return;
+  }
+  *st = pl->stats;
+}
+
+ts_isa ts_attn_plan_isa(const ts_attn_plan *pl) { return pl ? pl->isa : TS_ISA_SCALAR; }
+
+ts_status ts_attn_plan_set_isa(ts_attn_plan *pl, ts_isa isa) {
+  if (!pl) return ts_error(TS_ERR_INVALID_ARG, "attn plan: NULL plan");
+  if (isa < TS_ISA_SCALAR || isa > TS_ISA_AVX512) return ts_error(TS_ERR_INVALID_ARG, "attn plan: unknown ISA level %d", (int)isa);
+  if (isa > ts_isa_supported())
+    return ts_error(TS_ERR_UNSUPPORTED, "attn plan: this CPU does not support the %s kernels", ts_isa_name(isa));
+  pl->isa = isa;
+  return TS_OK;
+}
+
+void ts_attn_plan_set_bf16_dot(ts_attn_plan *pl, bool on) {
+  if (pl) pl->bf16_dot = on;
+}

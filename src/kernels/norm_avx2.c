@@ -1,0 +1,4 @@
+/* LayerNorm / RMSNorm, AVX2 + FMA (8 lanes): the body is shared in norm_body.h. */
+#include "kernels/kernels_internal.h"
+#include "kernels/simd_avx2.h"
+#include "kernels/norm_body.h"
