@@ -36,7 +36,7 @@ sanitize: deps
 # libFuzzer harnesses for the file readers, each run for FUZZ_SECONDS.
 fuzz: deps
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DTS_FUZZ=ON -DTS_CUDA=OFF >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
 	@bash scripts/fuzz.sh $(FUZZ_BUILD)/fuzz $(FUZZ_SECONDS)
 
 bench: build
