@@ -32,8 +32,10 @@
  *    the kernels read, counts the work, orders panels largest first (for dynamic load balance) and
  *    allocates one workspace per thread. The schedule and mask may be freed after creation.
  *
- * 3. EXECUTE runs a plan on Q/K/V: OpenMP over (batch, head, panel) with dynamic scheduling; it never
- *    allocates. One execute at a time per plan (the workspaces belong to the plan).
+ * 3. EXECUTE runs a plan on Q/K/V: OpenMP over (batch, head, panel) with dynamic scheduling, or, when
+ *    the schedule assigns every panel a thread (ts_attn_schedule.thread, set by the scheduler in
+ *    tessera/attn_sched.h), statically: each thread runs its own panels for every (batch, head). It
+ *    never allocates. One execute at a time per plan (the workspaces belong to the plan).
  *
  * Kernel design (src/attn/): the score tile is computed TRANSPOSED, S^T[j][i], with query rows in
  * the SIMD lanes. The panel's Q is packed once per panel as Q^T [d][nr] (the scale is folded into the
@@ -112,14 +114,26 @@ typedef struct ts_attn_schedule {
   ts_attn_panel *panels; /* [npanels] */
   int64_t nsegs;
   ts_attn_segment *segs; /* [nsegs] */
+  /* Optional static panel -> thread assignment: NULL (all dynamic, the default) or [npanels]
+   * ts_malloc'd entries in [-1, TS_ATTN_THREAD_MAX), -1 = dynamic. When EVERY panel has a thread
+   * t >= 0, execute runs statically: thread t (mod the threads execute gets) runs its panels, in
+   * schedule order, for every (batch, head) in turn; otherwise the whole schedule runs dynamically.
+   * A separate array (not a panel field) so panels built as {r0, nr, seg0, nseg} stay dynamic. */
+  int32_t *thread;
 } ts_attn_schedule;
+
+#define TS_ATTN_THREAD_MAX 4096
 
 /* Zeroed arrays of npanels panels and nsegs segments for the caller to fill (ts_malloc'd). */
 ts_status ts_attn_schedule_alloc(ts_attn_schedule *s, int64_t n, int64_t npanels, int64_t nsegs);
 void ts_attn_schedule_free(ts_attn_schedule *s);
+/* Sets (copies) the static thread of every panel, thread[npanels]; NULL clears it (dynamic).
+ * TS_ERR_INVALID_ARG naming the panel for an entry outside [-1, TS_ATTN_THREAD_MAX). */
+ts_status ts_attn_schedule_set_threads(ts_attn_schedule *s, const int32_t *thread);
 /* Structural checks that need no mask: 1 <= n <= INT32_MAX; panels partition [0, n) (any order);
  * every segment range is inside the schedule, its rows inside its panel, its columns inside [0, n),
- * nr, nc >= 1, 1 <= br, bc <= TS_ATTN_TILE_MAX, a known kind. TS_ERR_INVALID_ARG naming the panel,
+ * nr, nc >= 1, 1 <= br, bc <= TS_ATTN_TILE_MAX, a known kind, thread entries (when set) in
+ * [-1, TS_ATTN_THREAD_MAX). TS_ERR_INVALID_ARG naming the panel,
  * segment and field ("attn schedule: panel 3 segment 1: bc = 0 is not in [1, 256]"). */
 ts_status ts_attn_schedule_validate(const ts_attn_schedule *s);
 
@@ -170,7 +184,8 @@ int ts_attn_default_menu(const ts_attn_tile **menu);
 /* ---- JSON ------------------------------------------------------------------------------------ */
 
 struct cJSON;
-/* {"n": N, "panels": [{"r0":..,"nr":..,"segs":[[r0,nr,c0,nc,br,bc,"kind"],...]}, ...]}. NULL on OOM. */
+/* {"n": N, "panels": [{"r0":..,"nr":..,"segs":[[r0,nr,c0,nc,br,bc,"kind"],...]}, ...]}, plus
+ * "thread": T in every panel when the schedule has a thread assignment. NULL on OOM. */
 struct cJSON *ts_attn_schedule_to_json(const ts_attn_schedule *s);
 /* Parses and validates (TS_ERR_FORMAT naming the field for a malformed document, then the
  * ts_attn_schedule_validate errors). */
@@ -210,7 +225,8 @@ void ts_attn_plan_set_bf16_dot(ts_attn_plan *plan, bool on);
 /* ---- execute --------------------------------------------------------------------------------- */
 
 /* Q, K, V, O: [batch][heads][n][d] contiguous; n and d must match the plan. O must not overlap the
- * inputs. Threads: min(ctx's count, the plan's), ctx NULL = the plan's. batch or heads 0: nothing. */
+ * inputs. Threads: min(ctx's count, the plan's), ctx NULL = the plan's. batch or heads 0: nothing.
+ * A schedule with a complete static thread assignment runs it (see ts_attn_schedule.thread). */
 ts_status ts_attn_execute(const ts_context *ctx, ts_attn_plan *plan, const float *Q, const float *K,
                           const float *V, float *O, int64_t batch, int64_t heads, int64_t n, int64_t d);
 /* Same with bf16 Q, K, V (uint16 bit patterns, ts_f32_to_bf16), fp32 accumulation and fp32 O. */

@@ -1,4 +1,4 @@
-/* tessera: one include for the whole public API. */
+/* tessera: one include for the whole public API (CUDA entry points: tessera/attn_cuda.h). */
 #ifndef TESSERA_H
 #define TESSERA_H
 #include "tessera/core.h"
@@ -10,4 +10,10 @@
 #include "tessera/reorder.h"
 #include "tessera/plot.h"
 #include "tessera/attn.h"
+#include "tessera/attn_profile.h"
+#include "tessera/attn_sched.h"
+#include "tessera/nn.h"
+#include "tessera/conv.h"
+#include "tessera/gguf.h"
+#include "tessera/quant.h"
 #endif

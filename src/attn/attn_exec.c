@@ -1,4 +1,5 @@
-/* Execution driver: OpenMP over (batch, head, panel), one panel per task. Per panel: pack Q^T into
+/* Execution driver: OpenMP over (batch, head, panel), one panel per task (or a static panel ->
+ * thread assignment when the schedule gives one). Per panel: pack Q^T into
  * the thread's workspace, reset the online-softmax state, run the plan's items through the ISA's
  * micro-kernels, then normalize into O. Nothing here allocates. */
 #include <math.h>
@@ -150,6 +151,28 @@ static ts_status check_args(const ts_attn_plan *pl, const void *Q, const void *K
   return TS_OK;
 }
 
+ts_status ts__attn_plan_static(ts_attn_plan *pl, const ts_attn_schedule *s) {
+  pl->nstatic = 0;
+  if (!s->thread) return TS_OK;
+  int32_t tmax = -1;
+  for (int64_t p = 0; p < s->npanels; p++) {
+    if (s->thread[p] < 0) return TS_OK; /* incomplete: dynamic */
+    if (s->thread[p] > tmax) tmax = s->thread[p];
+  }
+  pl->spanels = ts_malloc((size_t)s->npanels * sizeof *pl->spanels);
+  pl->sstart = ts_calloc((size_t)tmax + 2, sizeof *pl->sstart);
+  if (!pl->spanels || !pl->sstart) return ts_error(TS_ERR_OOM, "attn plan: cannot allocate the static assignment");
+  for (int64_t p = 0; p < s->npanels; p++) pl->sstart[s->thread[p] + 1]++;
+  for (int32_t t = 0; t <= tmax; t++) pl->sstart[t + 1] += pl->sstart[t];
+  int64_t *fill = ts_malloc(((size_t)tmax + 1) * sizeof *fill);
+  if (!fill) return ts_error(TS_ERR_OOM, "attn plan: cannot allocate the static assignment");
+  memcpy(fill, pl->sstart, ((size_t)tmax + 1) * sizeof *fill);
+  for (int64_t p = 0; p < s->npanels; p++) pl->spanels[fill[s->thread[p]]++] = p;
+  ts_free(fill);
+  pl->nstatic = tmax + 1;
+  return TS_OK;
+}
+
 static ts_status execute(const ts_context *ctx, ts_attn_plan *pl, const float *q32, const float *k32, const float *v32,
                          const uint16_t *q16, const uint16_t *k16, const uint16_t *v16, float *O, int64_t bh) {
   if (bh == 0) return TS_OK;
@@ -161,6 +184,24 @@ static ts_status execute(const ts_context *ctx, ts_attn_plan *pl, const float *q
   if (nt > pl->nthreads) nt = pl->nthreads;
   if (nt < 1) nt = 1;
   const int64_t hsz = pl->n * pl->d, units = pl->npanels * bh;
+  if (pl->nstatic > 0) {
+    /* Static: OpenMP thread `tid` of `nth` runs the panels of schedule threads tid, tid + nth, ...
+     * (all of them when fewer threads run than the schedule names), (batch, head) by (batch, head). */
+#pragma omp parallel num_threads(nt)
+    {
+      const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+      ws_ptrs w = ws_bind(&pl->ws, pl->wsmem + (size_t)tid * pl->ws.bytes);
+      for (int32_t t = tid; t < pl->nstatic; t += nth)
+        for (int64_t h = 0; h < bh; h++) {
+          int64_t off = h * hsz;
+          for (int64_t x = pl->sstart[t]; x < pl->sstart[t + 1]; x++)
+            run_panel(pl, kn, mode, &pl->panels[pl->spanels[x]], q32 ? q32 + off : NULL, k32 ? k32 + off : NULL,
+                      v32 ? v32 + off : NULL, q16 ? q16 + off : NULL, k16 ? k16 + off : NULL, v16 ? v16 + off : NULL,
+                      O + off, w);
+        }
+    }
+    return TS_OK;
+  }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (int64_t u = 0; u < units; u++) {
     int64_t h = u % bh, off = h * hsz;

@@ -48,7 +48,16 @@ struct ts_attn_plan {
   ts_attn_stats stats;
   ts__attn_ws_layout ws;
   unsigned char *wsmem;   /* nthreads * ws.bytes */
+  /* Static assignment (schedule's thread array complete): nstatic = max thread + 1 (0: dynamic);
+   * spanels lists the panel indices grouped by thread, thread t's at spanels[sstart[t] ..
+   * sstart[t+1]) in schedule order. */
+  int32_t nstatic;
+  int64_t *spanels, *sstart;
 };
+
+/* Fills the static assignment fields from s (attn_exec.c); TS_OK with nstatic = 0 when the schedule
+ * has no complete thread assignment. */
+ts_status ts__attn_plan_static(ts_attn_plan *pl, const ts_attn_schedule *s);
 
 /* Micro-kernels, one set per ISA. Shapes (all row-major, strides in elements):
  *   qk_f32:  st[j][i] = sum_k k[j][k] * qt[k][i] for j < bc, i < round16(br) (lanes past br may hold

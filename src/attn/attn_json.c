@@ -1,5 +1,5 @@
 /* Schedules as JSON (the serializable form of the decision):
- *   {"n": N, "panels": [{"r0": R, "nr": NR, "segs": [[r0, nr, c0, nc, br, bc, "kind"], ...]}, ...]}
+ *   {"n": N, "panels": [{"r0": R, "nr": NR, ["thread": T,] "segs": [[r0, nr, c0, nc, br, bc, "kind"], ...]}, ...]}
  * Segments are compact arrays because a schedule for a large mask holds thousands of them. */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -22,7 +22,8 @@ cJSON *ts_attn_schedule_to_json(const ts_attn_schedule *s) {
       goto fail;
     }
     cJSON_AddItemToArray(panels, jp);
-    if (!cJSON_AddNumberToObject(jp, "r0", P->r0) || !cJSON_AddNumberToObject(jp, "nr", P->nr)) {
+    if (!cJSON_AddNumberToObject(jp, "r0", P->r0) || !cJSON_AddNumberToObject(jp, "nr", P->nr) ||
+        (s->thread && !cJSON_AddNumberToObject(jp, "thread", s->thread[p]))) {
       cJSON_Delete(segs);
       goto fail;
     }
@@ -79,6 +80,18 @@ static ts_status parse(const cJSON *j, ts_attn_schedule *s) {
     snprintf(what, sizeof what, "panels[%lld].nr", (long long)p);
     TS_TRY(get_int(cJSON_GetObjectItemCaseSensitive(jp, "nr"), what, 0, INT32_MAX, &nr));
     s->panels[p] = (ts_attn_panel){.r0 = (int32_t)r0, .nr = (int32_t)nr, .seg0 = k, .nseg = 0};
+    const cJSON *jt = cJSON_GetObjectItemCaseSensitive(jp, "thread");
+    if (jt) { /* optional static thread; panels without one are dynamic (-1) */
+      int64_t t = 0;
+      snprintf(what, sizeof what, "panels[%lld].thread", (long long)p);
+      TS_TRY(get_int(jt, what, -1, TS_ATTN_THREAD_MAX - 1, &t));
+      if (!s->thread) {
+        if (!(s->thread = ts_malloc((size_t)np * sizeof *s->thread)))
+          return ts_error(TS_ERR_OOM, "attn schedule json: cannot allocate %lld panel threads", (long long)np);
+        for (int64_t q = 0; q < np; q++) s->thread[q] = -1;
+      }
+      s->thread[p] = (int32_t)t;
+    }
     const cJSON *g, *segs = cJSON_GetObjectItemCaseSensitive(jp, "segs");
     int64_t q = 0;
     cJSON_ArrayForEach(g, segs) {

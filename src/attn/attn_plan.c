@@ -206,6 +206,8 @@ void ts_attn_plan_destroy(ts_attn_plan *pl) {
   ts_free(pl->panels);
   ts_free(pl->order);
   ts_free(pl->wsmem);
+  ts_free(pl->spanels);
+  ts_free(pl->sstart);
   free(pl);
 }
 
@@ -242,6 +244,7 @@ ts_status ts_attn_plan_create(ts_attn_plan **out, const ts_context *ctx, const t
   pl->order = ts_malloc((size_t)s->npanels * sizeof *pl->order);
   if (!pl->panels || !pl->order) st = ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld panels", (long long)s->npanels);
   if (st == TS_OK) st = compile_panels(pl, s, mask);
+  if (st == TS_OK) st = ts__attn_plan_static(pl, s);
   if (st == TS_OK) {
     st = order_panels(pl);
     pl->stats.panels = s->npanels;

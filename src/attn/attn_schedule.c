@@ -25,7 +25,27 @@ void ts_attn_schedule_free(ts_attn_schedule *s) {
   if (!s) return;
   ts_free(s->panels);
   ts_free(s->segs);
+  ts_free(s->thread);
   memset(s, 0, sizeof *s);
+}
+
+ts_status ts_attn_schedule_set_threads(ts_attn_schedule *s, const int32_t *thread) {
+  if (!s) return ts_error(TS_ERR_INVALID_ARG, "attn schedule: NULL schedule");
+  if (!thread) {
+    ts_free(s->thread);
+    s->thread = NULL;
+    return TS_OK;
+  }
+  for (int64_t p = 0; p < s->npanels; p++)
+    if (thread[p] < -1 || thread[p] >= TS_ATTN_THREAD_MAX)
+      return ts_error(TS_ERR_INVALID_ARG, "attn schedule: panel %lld: thread = %d is not in [-1, %d)", (long long)p,
+                      thread[p], TS_ATTN_THREAD_MAX);
+  int32_t *t = ts_malloc((s->npanels ? (size_t)s->npanels : 1) * sizeof *t);
+  if (!t) return ts_error(TS_ERR_OOM, "attn schedule: cannot allocate %lld panel threads", (long long)s->npanels);
+  if (s->npanels) memcpy(t, thread, (size_t)s->npanels * sizeof *t);
+  ts_free(s->thread);
+  s->thread = t;
+  return TS_OK;
 }
 
 ts_status ts_attn_schedule_alloc(ts_attn_schedule *s, int64_t n, int64_t npanels, int64_t nsegs) {
@@ -102,6 +122,9 @@ ts_status ts_attn_schedule_validate(const ts_attn_schedule *s) {
       return ts_error(TS_ERR_INVALID_ARG, "attn schedule: panel %lld: segments [%lld, %lld+%lld) are outside the %lld segments",
                       (long long)p, (long long)P->seg0, (long long)P->seg0, (long long)P->nseg, (long long)s->nsegs);
     for (int64_t k = 0; k < P->nseg; k++) TS_TRY(check_segment(s, p, k, &s->segs[P->seg0 + k]));
+    if (s->thread && (s->thread[p] < -1 || s->thread[p] >= TS_ATTN_THREAD_MAX))
+      return ts_error(TS_ERR_INVALID_ARG, "attn schedule: panel %lld: thread = %d is not in [-1, %d)", (long long)p,
+                      s->thread[p], TS_ATTN_THREAD_MAX);
   }
   /* Panels must partition [0, n): sort pointers by r0 and walk. */
   const ts_attn_panel **ps = malloc((size_t)s->npanels * sizeof *ps);

@@ -6,3 +6,6 @@ TS_CMD(pattern, "generate a sparsity pattern from a spec (window2d, swin, random
 TS_CMD(spy, "draw a pattern as a density heat map (PNG/SVG), before and after reordering")
 TS_CMD(reorder, "reorder a pattern (rcm, hc, ic, metis, morton, hilbert, auto) and report its locality")
 TS_CMD(blocks, "cover a (reordered) pattern with dense blocks plus a residue; fill ratio, densities")
+TS_CMD(vit, "Vision Transformer end to end with dense-flash, fixed-tile and scheduled sparse attention")
+TS_CMD(gguf, "inspect a GGUF file: metadata and tensors")
+TS_CMD(attn, "tile-aware sparse attention: plan (reorder, blocks, ILP/greedy schedule, plan cache) and bench")

@@ -1,0 +1,148 @@
+/* Decode matvec y = W x for each weight type, reference vs SIMD side by side, in GB/s of weight
+ * streamed and % of the machine profile's read bandwidth. Shapes are SmolLM2-135M's (rows x cols):
+ * 576x1536 (ffn_down), 1536x576 (ffn_gate/up), 576x576 (attn_q/output), 49152x576 (the tied
+ * vocabulary projection, 30 MB in Q8_0). "warm": repeated calls on the same matrix (a 0.5 MB layer
+ * stays in L2/L3, as when one layer is hammered); "cold": caches flushed before each call (what a
+ * decode step sees for a model larger than L3). The activation quantization (block types) is
+ * inside the timed call, as in ts_quant_matvec.
+ *
+ *   bench_quant [--threads N] [--types q4_1,q8_0,...] [--shapes 576x1536,...] [--cold-only|--warm-only] [--json]
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "llm/quant_internal.h"
+#include "tessera/quant.h"
+
+typedef struct job {
+  const ts__quant_table *t;
+  int nt;
+  uint32_t type;
+  const void *W;
+  int64_t rows, cols;
+  const float *x;
+  ts_quant_act *xq;
+  float *y;
+} job;
+
+static void run(void *arg) {
+  job *j = arg;
+  bool blk = j->type == TS_QT_Q8_0 || j->type == TS_QT_Q4_0 || j->type == TS_QT_Q4_1;
+  if (blk) j->t->act_quantize(j->cols, j->x, j->xq->q, j->xq->d, j->xq->sum);
+  ts__quant_matvec_with(j->t, j->nt, j->type, j->W, j->rows, j->cols, j->x, blk ? j->xq : NULL, j->y);
+}
+
+static int parse_list(const char *s, char items[][32], int max) {
+  int n = 0;
+  while (*s && n < max) {
+    size_t len = strcspn(s, ",");
+    if (len >= 32) len = 31;
+    memcpy(items[n], s, len);
+    items[n++][len] = 0;
+    s += strcspn(s, ",");
+    if (*s == ',') s++;
+  }
+  return n;
+}
+
+int main(int argc, char **argv) {
+  int threads = 2;
+  bool json = false, warm = true, cold = true;
+  char types[8][32], shapes[8][32];
+  int ntypes = parse_list("f32,f16,bf16,q8_0,q4_0,q4_1", types, 8);
+  int nshapes = parse_list("576x1536,1536x576,576x576,49152x576", shapes, 8);
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--types") && i + 1 < argc) ntypes = parse_list(argv[++i], types, 8);
+    else if (!strcmp(argv[i], "--shapes") && i + 1 < argc) nshapes = parse_list(argv[++i], shapes, 8);
+    else if (!strcmp(argv[i], "--json")) json = true;
+    else if (!strcmp(argv[i], "--cold-only")) warm = false;
+    else if (!strcmp(argv[i], "--warm-only")) cold = false;
+    else {
+      fprintf(stderr, "usage: bench_quant [--threads N] [--types a,b] [--shapes RxC,...] [--cold-only|--warm-only] [--json]\n");
+      return 2;
+    }
+  }
+  if (threads < 1) threads = 1;
+  ts_machine_profile prof;
+  bool have_prof = ts_bench_profile(&prof) == TS_OK;
+  ts_isa top = ts_isa_active();
+  cJSON *root = json ? cJSON_CreateArray() : NULL;
+  if (!json) {
+    printf("decode matvec, %d thread(s), kernels up to %s; profile bandwidth %.1f GB/s (1 thread %.1f)\n", threads,
+           ts_isa_name(top), have_prof ? prof.bandwidth_gbs : 0.0, have_prof ? prof.bandwidth_gbs_1t : 0.0);
+    ts_bench_print_header(stdout);
+  }
+  for (int si = 0; si < nshapes; si++) {
+    long long R, C;
+    if (sscanf(shapes[si], "%lldx%lld", &R, &C) != 2 || R < 1 || C < 32 || C % 32) {
+      fprintf(stderr, "bench_quant: bad shape '%s' (ROWSxCOLS, COLS a multiple of 32)\n", shapes[si]);
+      return 2;
+    }
+    for (int ti = 0; ti < ntypes; ti++) {
+      uint32_t type;
+      if (ts_qtype_parse(types[ti], &type) != TS_OK || !ts_qtype_has_kernels(type)) {
+        fprintf(stderr, "bench_quant: %s\n", ts_last_error());
+        return 2;
+      }
+      size_t rb;
+      ts_qtype_row_bytes(type, C, &rb);
+      size_t wbytes = rb * (size_t)R;
+      uint8_t *W = ts_malloc(wbytes);
+      float *x = ts_malloc(sizeof(float) * (size_t)C), *y = ts_malloc(sizeof(float) * (size_t)R);
+      float *tmp = ts_malloc(sizeof(float) * (size_t)C);
+      void *amem = ts_malloc(ts_quant_act_bytes(C));
+      ts_quant_act xq;
+      if (!W || !x || !y || !tmp || !amem || ts_quant_act_init(&xq, C, amem, ts_quant_act_bytes(C)) != TS_OK) {
+        fprintf(stderr, "bench_quant: out of memory\n");
+        return 1;
+      }
+      ts_rng rng;
+      ts_rng_seed(&rng, 7);
+      for (int64_t r = 0; r < R; r++) {
+        for (int64_t c = 0; c < C; c++) tmp[c] = ts_rng_normal(&rng) * 0.05f;
+        ts__quantize_ref(type, tmp, W + rb * (size_t)r, C);
+      }
+      for (int64_t c = 0; c < C; c++) x[c] = ts_rng_normal(&rng);
+      for (int mode = 0; mode < 2; mode++) {
+        if ((mode == 0 && !warm) || (mode == 1 && !cold)) continue;
+        for (int isa = TS_ISA_SCALAR; isa <= (int)top; isa++) {
+          job j = {ts__quant_for((ts_isa)isa), threads, type, W, R, C, x, &xq, y};
+          ts_bench_opts o = ts_bench_opts_default();
+          o.flush_cache = mode == 1;
+          if (isa == TS_ISA_SCALAR) o.repeats = 3, o.min_time_s = 0.05;
+          ts_bench_result res;
+          if (ts_bench_run(&o, run, &j, &res) != TS_OK) {
+            fprintf(stderr, "bench_quant: %s\n", ts_last_error());
+            return 1;
+          }
+          char name[320];
+          snprintf(name, sizeof name, "%s %lldx%lld %s %s", types[ti], R, C, mode ? "cold" : "warm",
+                   ts_isa_name((ts_isa)isa));
+          if (json) {
+            cJSON *o2 = ts_bench_result_json(&res, 0, (double)wbytes, have_prof ? &prof : NULL);
+            cJSON_AddStringToObject(o2, "name", name);
+            cJSON_AddNumberToObject(o2, "weight_bytes", (double)wbytes);
+            cJSON_AddNumberToObject(o2, "threads", threads);
+            cJSON_AddItemToArray(root, o2);
+          } else {
+            ts_bench_print_row(stdout, name, &res, 0, (double)wbytes, have_prof ? &prof : NULL);
+          }
+        }
+      }
+      ts_free(W);
+      ts_free(x);
+      ts_free(y);
+      ts_free(tmp);
+      ts_free(amem);
+    }
+  }
+  if (json) {
+    char *s = cJSON_Print(root);
+    if (s) puts(s);
+    free(s);
+    cJSON_Delete(root);
+  }
+  return 0;
+}

@@ -1,0 +1,90 @@
+/* tessera attention on an NVIDIA GPU: the same schedules as attn.h, run by CUDA kernels.
+ *
+ * A CUDA plan is built from the CPU plan's classification (ts_attn_plan_create: every sub-tile is
+ * skip / unmasked / masked, with first-owner semantics for overlapping segments), flattened on the
+ * host and uploaded once; execute only launches kernels. Two kernels:
+ *
+ *   fixed    (src/cuda/attn_fixed.cu) block-skip flash attention baseline: one thread block per
+ *            (batch, head, query tile of br rows) walking that tile's non-skipped key tiles (bc
+ *            columns) in order; masked tiles apply their precomputed bits, full tiles run unmasked.
+ *            With dense = true every tile is computed and masked (dense flash attention).
+ *   variable (src/cuda/attn_vartile.cu) any ts_attn_schedule: one thread block per (batch, head,
+ *            panel); a panel taller than 64 rows (or than the shared-memory budget allows at
+ *            large d) is split into row groups, each its own block. The block walks a flattened list of chunks
+ *            (the panel's sub-tiles in execution order, cut to at most 64 x 64 cells, which keeps
+ *            the online softmax exact: it is associative over key chunks). Panels are dispatched to
+ *            one of four compiled chunk shapes (16x64, 32x32, 32x64, 64x64) by their largest tile.
+ *
+ * Both: fp32 Q/K/V or bf16 Q/K/V (converted to fp32 on load), fp32 accumulation on CUDA cores,
+ * online softmax in exp2 units, fp32 O; head dimension 64 compiled as a constant, any other d in
+ * [1, 256] by a generic path (the plan fails with TS_ERR_UNSUPPORTED when the shared memory a
+ * block needs exceeds the device's limit). Layouts are those of attn.h: Q, K, V, O are
+ * [batch][heads][n][d] contiguous; a row with no allowed key outputs zeros.
+ *
+ * Without a usable device (no driver, no GPU, cudaGetDeviceCount failing) every function below
+ * returns TS_ERR_UNSUPPORTED with "cuda: no CUDA device (...)" in ts_last_error(), and
+ * ts_attn_cuda_available() is false. CUDA errors are TS_ERR_INTERNAL (TS_ERR_OOM for allocation)
+ * with cudaGetErrorString's text. One execute at a time per plan; launches go to the default
+ * stream unless a cudaStream_t is passed as `stream`. */
+#ifndef TESSERA_ATTN_CUDA_H
+#define TESSERA_ATTN_CUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessera/attn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* True when a CUDA device can be used (cudaGetDeviceCount succeeds with at least one device). */
+bool ts_attn_cuda_available(void);
+/* One line naming the current device and its compute capability, or why there is none. */
+ts_status ts_attn_cuda_device_name(char *buf, size_t cap);
+
+typedef struct ts_attn_cuda_plan ts_attn_cuda_plan;
+
+/* Variable-tile plan for schedule s on mask (n x n) with head dimension d. The schedule and mask
+ * may be freed afterwards. Errors: those of ts_attn_plan_create, TS_ERR_UNSUPPORTED (no device, or
+ * d too large for shared memory), CUDA errors. */
+ts_status ts_attn_cuda_plan_create(ts_attn_cuda_plan **plan, const ts_attn_schedule *s, const ts_bitmap *mask,
+                                   int64_t d);
+/* Fixed-tile plan: query tiles of br rows, key tiles of bc columns, br and bc in {16, 32, 64, 128}.
+ * dense = false: block skip (empty tiles skipped, full tiles unmasked, the rest masked);
+ * dense = true: every tile computed with the mask (dense flash attention). */
+ts_status ts_attn_cuda_plan_create_fixed(ts_attn_cuda_plan **plan, const ts_bitmap *mask, int64_t d, int32_t br,
+                                         int32_t bc, bool dense);
+void ts_attn_cuda_plan_destroy(ts_attn_cuda_plan *plan);
+/* The work counts of the classification (as ts_attn_plan_stats); zeros for NULL. */
+void ts_attn_cuda_plan_stats(const ts_attn_cuda_plan *plan, ts_attn_stats *st);
+
+/* Execute on DEVICE pointers (cudaMalloc'd or ts_attn_cuda_malloc'd): Q, K, V [batch][heads][n][d],
+ * O the same shape in fp32. Asynchronous on `stream` (NULL: default stream); launch errors are
+ * reported, execution errors surface at the next synchronizing call. batch, heads <= 65535;
+ * batch or heads 0: nothing. */
+ts_status ts_attn_cuda_execute(ts_attn_cuda_plan *plan, const float *Q, const float *K, const float *V, float *O,
+                               int64_t batch, int64_t heads, int64_t n, int64_t d, void *stream);
+/* Same with bf16 Q, K, V (uint16 bit patterns, ts_f32_to_bf16). */
+ts_status ts_attn_cuda_execute_bf16(ts_attn_cuda_plan *plan, const uint16_t *Q, const uint16_t *K, const uint16_t *V,
+                                    float *O, int64_t batch, int64_t heads, int64_t n, int64_t d, void *stream);
+/* Convenience on HOST arrays: copies in, executes, copies O back, synchronizes. */
+ts_status ts_attn_cuda_execute_host(ts_attn_cuda_plan *plan, const float *Q, const float *K, const float *V, float *O,
+                                    int64_t batch, int64_t heads, int64_t n, int64_t d);
+ts_status ts_attn_cuda_execute_host_bf16(ts_attn_cuda_plan *plan, const uint16_t *Q, const uint16_t *K,
+                                         const uint16_t *V, float *O, int64_t batch, int64_t heads, int64_t n,
+                                         int64_t d);
+
+/* Small device-memory helpers so C callers (tests, benchmarks) need no CUDA headers. */
+ts_status ts_attn_cuda_malloc(void **dptr, size_t bytes);
+void ts_attn_cuda_free(void *dptr);
+ts_status ts_attn_cuda_to_device(void *dst, const void *src, size_t bytes);
+ts_status ts_attn_cuda_to_host(void *dst, const void *src, size_t bytes);
+/* Waits for all work on the device; reports asynchronous execution errors. */
+ts_status ts_attn_cuda_synchronize(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,144 @@
+/* tessera quantized tensor types and the kernels a decode step needs: dequantize / quantize a row,
+ * quantize an activation vector, dot(row, activation) and the matvec y = W x.
+ *
+ * Type ids are GGML's (the ids GGUF files store), so a tensor's type from ts_gguf passes straight
+ * in. Every known GGML type has a name and a block size here (so a GGUF reader can bound-check a
+ * tensor of any of them); kernels exist for F32, F16, BF16, Q8_0, Q4_0 and Q4_1 (ts_qtype_has_kernels).
+ *
+ * Block layouts (32 elements per block, little-endian, fp16 = IEEE binary16):
+ *   Q8_0: fp16 d, int8 q[32]                       x = q * d                 34 bytes
+ *   Q4_0: fp16 d, uint8 qs[16]                     x = (q - 8) * d           18 bytes
+ *   Q4_1: fp16 d, fp16 m, uint8 qs[16]             x = q * d + m             20 bytes
+ * 4-bit nibble order: qs[j] & 0xF is element j, qs[j] >> 4 is element j + 16 (j = 0..15).
+ *
+ * Activation format (ts_quant_act, the "Q8 activation"): x is cut into blocks of 32; block b has an
+ * fp32 scale d[b] = max|x| / 127, int8 q[32 b ..] = rint(x * (127 / max|x|)) (round to nearest even,
+ * |q| <= 127, never -128) and the integer sum sum[b] = sum of its q. The sum lets one activation
+ * serve every weight type with integer block dots: Q8_0 and Q4_0 fold their offsets into it
+ * (Q4_0: d_w d_x (sum q_w q_x - 8 sum q_x)); Q4_1 adds its per-block minimum: d_w d_x sum q_w q_x +
+ * m_w d_x sum q_x. The scale is fp32 (not fp16 as in a Q8_1 block): free here, and more exact.
+ * Optimized kernels compute the same integer block sums as the reference; only the fp32 order of
+ * the per-block accumulation differs. */
+#ifndef TESSERA_QUANT_H
+#define TESSERA_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessera/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* GGML tensor type ids (4 and 5 were removed from the format; 31..33 are unassigned here). */
+typedef enum ts_qtype {
+  TS_QT_F32 = 0,
+  TS_QT_F16 = 1,
+  TS_QT_Q4_0 = 2,
+  TS_QT_Q4_1 = 3,
+  TS_QT_Q5_0 = 6,
+  TS_QT_Q5_1 = 7,
+  TS_QT_Q8_0 = 8,
+  TS_QT_Q8_1 = 9,
+  TS_QT_Q2_K = 10,
+  TS_QT_Q3_K = 11,
+  TS_QT_Q4_K = 12,
+  TS_QT_Q5_K = 13,
+  TS_QT_Q6_K = 14,
+  TS_QT_Q8_K = 15,
+  TS_QT_IQ2_XXS = 16,
+  TS_QT_IQ2_XS = 17,
+  TS_QT_IQ3_XXS = 18,
+  TS_QT_IQ1_S = 19,
+  TS_QT_IQ4_NL = 20,
+  TS_QT_IQ3_S = 21,
+  TS_QT_IQ2_S = 22,
+  TS_QT_IQ4_XS = 23,
+  TS_QT_I8 = 24,
+  TS_QT_I16 = 25,
+  TS_QT_I32 = 26,
+  TS_QT_I64 = 27,
+  TS_QT_F64 = 28,
+  TS_QT_IQ1_M = 29,
+  TS_QT_BF16 = 30,
+  TS_QT_TQ1_0 = 34,
+  TS_QT_TQ2_0 = 35,
+} ts_qtype;
+
+#define TS_QK 32 /* elements per block of Q8_0 / Q4_0 / Q4_1 and of the activation */
+
+/* "q4_1", "f32", ...; "unknown" for an id this build does not know. */
+const char *ts_qtype_name(uint32_t type);
+/* Parses a name as printed by ts_qtype_name (case-insensitive). */
+ts_status ts_qtype_parse(const char *name, uint32_t *type);
+/* True when the id is a known GGML type (its block size and bytes are known). */
+bool ts_qtype_known(uint32_t type);
+/* Elements per block (1 for plain types) and bytes per block; 0 for an unknown id. */
+int64_t ts_qtype_block_elems(uint32_t type);
+size_t ts_qtype_block_bytes(uint32_t type);
+/* Bytes of a row of n elements: TS_ERR_DTYPE for an unknown id, TS_ERR_SHAPE naming n and the block
+ * size when n is not a multiple of it, TS_ERR_OVERFLOW. */
+ts_status ts_qtype_row_bytes(uint32_t type, int64_t n, size_t *bytes);
+/* True for the types this module has kernels for: F32, F16, BF16, Q8_0, Q4_0, Q4_1. */
+bool ts_qtype_has_kernels(uint32_t type);
+
+/* dst[n] = the values of a row of `type` (reference conversion; exact for F32/F16/BF16). */
+ts_status ts_quant_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n);
+/* Quantizes n floats into a row of `type` (the reference quantizers, round to nearest):
+ *   Q8_0: d = max|x| / 127, q = round(x / d)                     |err| <= d/2 + 127 |d - fp16(d)|
+ *   Q4_0: v = the element of largest |x| (signed), d = v / -8, q = min(15, round(x / d) + 8)
+ *         |err| <= |d|/2 + 8 |d - fp16(d)|, except elements clamped to q = 15 (x/d + 8 > 15.5,
+ *         only on the side opposite to v), where |err| <= |d| + ...
+ *   Q4_1: m = min x, d = (max x - m) / 15, q = round((x - m) / d)
+ *         |err| <= d/2 + 15 |d - fp16(d)| + |m - fp16(m)|
+ *   (Q8_0 rounds half away from zero; Q4_0 computes floor(x/d + 8.5), Q4_1 floor((x - m)/d + 0.5):
+ *   round half up. An all-zero block gets d = 0 and dequantizes to exact zeros.)
+ *   F16/BF16: round to nearest even. */
+ts_status ts_quant_quantize_row(uint32_t type, const float *src, void *dst, int64_t n);
+
+/* ---- activation ------------------------------------------------------------------------ */
+
+/* A vector of n (multiple of 32) values in the Q8 activation format above: q[n], d[n/32], sum[n/32]. */
+typedef struct ts_quant_act {
+  int64_t n;
+  int8_t *q;
+  float *d;
+  int32_t *sum;
+} ts_quant_act;
+
+/* Bytes of caller memory ts_quant_act_init needs for n values (0 when n is not a positive multiple
+ * of 32). */
+size_t ts_quant_act_bytes(int64_t n);
+/* Lays an activation over caller memory (any alignment); TS_ERR_SHAPE when n is not a positive
+ * multiple of 32, TS_ERR_INVALID_ARG when `bytes` is too small. */
+ts_status ts_quant_act_init(ts_quant_act *a, int64_t n, void *mem, size_t bytes);
+/* Quantizes x[a->n] into a (dispatched; every ISA gives bit-identical results). */
+ts_status ts_quant_act_quantize(ts_quant_act *a, const float *x);
+
+/* ---- dot and matvec -------------------------------------------------------------------- */
+
+/* *out = dot(row of `type` with n elements, activation). Float types (F32/F16/BF16) read x (fp32);
+ * Q8_0/Q4_0/Q4_1 read xq (quantized from the same x with ts_quant_act_quantize; xq->n == n). Either
+ * pointer may be NULL when that type does not read it. Dispatched on ts_isa_active(). */
+ts_status ts_quant_dot(uint32_t type, const void *row, int64_t n, const float *x, const ts_quant_act *xq,
+                       float *out);
+
+/* y[rows] = W x with W row-major [rows][cols] in `type` (each row ts_qtype_row_bytes(type, cols)
+ * bytes, rows contiguous), x[cols] fp32; rows split over ctx's threads (NULL ctx: default threads).
+ * Block types quantize x first (small stack buffer; heap only for cols > 4096). TS_ERR_SHAPE when
+ * cols is not a multiple of the block size, TS_ERR_DTYPE for a type without kernels. */
+ts_status ts_quant_matvec(const ts_context *ctx, uint32_t type, const void *W, int64_t rows, int64_t cols,
+                          const float *x, float *y);
+/* The same with x already quantized (reuse one activation for several matrices: Q/K/V, gate/up).
+ * x is read for float types, xq for block types (as ts_quant_dot). */
+ts_status ts_quant_matvec_act(const ts_context *ctx, uint32_t type, const void *W, int64_t rows,
+                              int64_t cols, const float *x, const ts_quant_act *xq, float *y);
+
+/* The ISA level the quant kernels run at (ts_isa_active(), resolved once). */
+ts_isa ts_quant_isa(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# GPU check for the CUDA attention kernels, for a machine with an NVIDIA GPU, nvcc and tessera's
+# build dependencies (scripts/deps.sh). Builds with TS_CUDA=ON, runs the CUDA test (GPU vs
+# ts_attn_reference), then benchmarks three masks (heads 12, d 64) and prints one JSON object per
+# run (fields as `tessera attn bench --json`, see bench/cuda/bench_attn_cuda.c).
+#
+#   scripts/gpu-check.sh [BUILD_DIR]       (default build-gpu; env JOBS, BATCH (4), REPS (20),
+#                                           DTYPES ("f32 bf16"), PLAN=0 to skip the scheduler plans)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build-gpu}
+JOBS=${JOBS:-$(nproc)}
+BATCH=${BATCH:-4}
+REPS=${REPS:-20}
+DTYPES=${DTYPES:-"f32 bf16"}
+PLAN=${PLAN:-1}
+export TESSERA_CACHE=${TESSERA_CACHE:-$(mktemp -d /tmp/tessera-gpu-check.XXXXXX)}
+
+command -v nvcc >/dev/null || { echo "gpu-check: nvcc not found" >&2; exit 1; }
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTS_CUDA=ON >/dev/null
+cmake --build "$BUILD" -j "$JOBS" --target test_attn_cuda bench_attn_cuda tessera_cli >/dev/null
+[ -x "$BUILD/tests/test_attn_cuda" ] || { echo "gpu-check: CUDA targets were not configured (nvcc unusable?)" >&2; exit 1; }
+
+echo "== test_attn_cuda"
+"$BUILD/tests/test_attn_cuda"
+
+echo "== bench_attn_cuda"
+MASKS=("window2d:h=64,w=64,k=13" "swin:h=56,w=56,win=7,shift=1" "vitdet:h=64,w=64,win=14,global=4")
+for mask in "${MASKS[@]}"; do
+  plan_args=()
+  if [ "$PLAN" = 1 ]; then
+    # the CPU scheduler's plan (reordering + blocks + greedy schedule) for the same mask
+    plan="$TESSERA_CACHE/$(echo "$mask" | tr ':=,' '___').json"
+    if "$BUILD/tessera" attn plan --pattern "$mask" --heads 12 --head-dim 64 --solver greedy --no-cache \
+         --out "$plan" >/dev/null 2>&1; then
+      plan_args=(--plan "$plan")
+    else
+      echo "gpu-check: tessera attn plan failed for $mask; using the extractor schedule" >&2
+    fi
+  fi
+  for dt in $DTYPES; do
+    "$BUILD/bench/bench_attn_cuda" --mask "$mask" --heads 12 --d 64 --batch "$BATCH" --reps "$REPS" --dtype "$dt" \
+      ${plan_args[@]+"${plan_args[@]}"}
+    if [ ${#plan_args[@]} -gt 0 ]; then  # also the extractor schedule on the original order
+      "$BUILD/bench/bench_attn_cuda" --mask "$mask" --heads 12 --d 64 --batch "$BATCH" --reps "$REPS" --dtype "$dt"
+    fi
+  done
+done

@@ -1,0 +1,36 @@
+/* Shared by the attention profiler files (src/attn/profile*.c): timing one block alone. */
+#ifndef TS_ATTN_PROFILE_INTERNAL_H
+#define TS_ATTN_PROFILE_INTERNAL_H
+
+#include "tessera/attn_profile.h"
+
+/* In-cache inputs for timing blocks up to nmax x nmax: Q, K, V [nmax][d] (fp32 or bf16), O. */
+typedef struct ts__attn_timer {
+  ts_context *ctx; /* 1 thread */
+  int64_t nmax, d;
+  ts_dtype dtype;
+  int warmup, repeats;
+  double min_time_s;
+  bool wall_clock;
+  float *q, *k, *v, *o;
+  uint16_t *qb, *kb, *vb;
+  double *samples; /* [TS__ATTN_MAX_CALLS] */
+} ts__attn_timer;
+
+#define TS__ATTN_MAX_CALLS 1000
+
+ts_status ts__attn_timer_init(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype dtype, int warmup, int repeats,
+                              double min_time_s, bool wall_clock);
+void ts__attn_timer_free(ts__attn_timer *t);
+/* Median seconds of ts_attn_execute for one segment of `kind` with tile `tile` over the allowed
+ * cells of `cells` (a rows x cols bitmap, block at the origin), see attn_profile.h's method. */
+ts_status ts__attn_time_block(ts__attn_timer *t, const ts_bitmap *cells, ts_attn_seg_kind kind, ts_attn_tile tile,
+                              double *seconds);
+
+/* The same panels with no segment over an empty rows x cols mask: the call and panel overhead. */
+ts_status ts__attn_time_empty(ts__attn_timer *t, int64_t rows, int64_t cols, double *seconds);
+/* x rounded to 9 significant digits: far below timing noise, and such a double prints in cJSON's
+ * 15-digit form and parses back to the very same value, so a saved table reloads bit for bit. */
+double ts__attn_round9(double x);
+
+#endif

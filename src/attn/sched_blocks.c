@@ -1,0 +1,193 @@
+/* Schedules from dense blocks: builds the panels (ts_attn_schedule_from_blocks), prices every block
+ * piece for every menu tile and every panel's residue, solves (sched.c) and writes the chosen tiles
+ * and threads into the schedule. Also prices any schedule (ts_attn_schedule_predict). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera/attn_sched.h"
+
+/* Set cells of rows [r0, r0+nr) x cols [c0, c0+nc) of a row-major bit array (W words per row);
+ * clear them too when `clear`. */
+static int64_t rect_count(uint64_t *bits, int64_t W, int64_t r0, int64_t nr, int64_t c0, int64_t nc, bool clear) {
+  int64_t c1 = c0 + nc, tot = 0, w0 = c0 >> 6, w1 = (c1 - 1) >> 6;
+  for (int64_t i = r0; i < r0 + nr; i++) {
+    uint64_t *row = bits + i * W;
+    for (int64_t w = w0; w <= w1; w++) {
+      uint64_t m = ~(uint64_t)0;
+      if (w == w0) m &= ~(uint64_t)0 << (c0 & 63);
+      if (w == w1 && (c1 & 63)) m &= ((uint64_t)1 << (c1 & 63)) - 1;
+      tot += __builtin_popcountll(row[w] & m);
+      if (clear) row[w] &= ~m;
+    }
+  }
+  return tot;
+}
+
+/* Copies panel p's mask rows into R ([nr][W], panel-relative rows). */
+static void load_rows(const ts_bitmap *mask, const ts_attn_panel *P, int64_t W, uint64_t *R) {
+  for (int32_t i = 0; i < P->nr; i++) memcpy(R + (int64_t)i * W, ts_bitmap_row(mask, P->r0 + i), (size_t)W * sizeof *R);
+}
+
+/* Price of segment g of panel P as the kernels run it: its cells still unowned in R are taken
+ * (cleared); per br x bc sub-tile, one cost(sub-tile rectangle, tile) when it holds such a cell
+ * (every sub-tile for DENSE). `price` false: only take the cells. */
+static double price_segment(uint64_t *R, int64_t W, const ts_attn_panel *P, const ts_attn_segment *g, ts_attn_cost_fn cost,
+                            void *user, bool price) {
+  double sum = 0;
+  ts_attn_tile t = {g->br, g->bc};
+  for (int64_t c = g->c0; c < (int64_t)g->c0 + g->nc; c += g->bc) {
+    int64_t nc = (int64_t)g->c0 + g->nc - c < g->bc ? (int64_t)g->c0 + g->nc - c : g->bc;
+    for (int64_t r = g->r0; r < (int64_t)g->r0 + g->nr; r += g->br) {
+      int64_t nr = (int64_t)g->r0 + g->nr - r < g->br ? (int64_t)g->r0 + g->nr - r : g->br;
+      int64_t cnt = rect_count(R, W, r - P->r0, nr, c, nc, true);
+      if (price && (cnt > 0 || g->kind == TS_ATTN_SEG_DENSE)) {
+        ts_block b = {.row0 = (int32_t)r, .col0 = (int32_t)c, .rows = (int32_t)nr, .cols = (int32_t)nc, .nnz = cnt};
+        sum += cost(&b, t, user);
+      }
+    }
+  }
+  return sum;
+}
+
+ts_status ts_attn_schedule_predict(const ts_attn_schedule *s, const ts_bitmap *mask, ts_attn_cost_fn cost, void *user,
+                                   int threads, double *makespan, double *total) {
+  TS_TRY(ts_attn_schedule_validate(s));
+  if (!mask || !mask->bits || mask->rows != s->n || mask->cols != s->n)
+    return ts_error(TS_ERR_SHAPE, "attn predict: the mask must be %lld x %lld", (long long)s->n, (long long)s->n);
+  if (threads < 1 || threads > TS_ATTN_THREAD_MAX)
+    return ts_error(TS_ERR_INVALID_ARG, "attn predict: threads = %d is not in [1, %d]", threads, TS_ATTN_THREAD_MAX);
+  if (!cost) cost = ts_attn_cost_default;
+  int64_t W = mask->stride, nrmax = 1;
+  for (int64_t p = 0; p < s->npanels; p++) nrmax = s->panels[p].nr > nrmax ? s->panels[p].nr : nrmax;
+  uint64_t *R = malloc((size_t)(nrmax * W) * sizeof *R);
+  double *L = malloc((size_t)s->npanels * sizeof *L);
+  int64_t *piece_panel = malloc(sizeof *piece_panel);
+  int32_t *thr = malloc((size_t)s->npanels * sizeof *thr);
+  int tile0 = 0;
+  ts_status st = TS_OK;
+  if (!R || !L || !piece_panel || !thr) st = ts_error(TS_ERR_OOM, "attn predict: cannot allocate panel rows");
+  for (int64_t p = 0; p < s->npanels && st == TS_OK; p++) {
+    const ts_attn_panel *P = &s->panels[p];
+    load_rows(mask, P, W, R);
+    L[p] = 0;
+    for (int64_t k = 0; k < P->nseg; k++) L[p] += price_segment(R, W, P, &s->segs[P->seg0 + k], cost, user, true);
+  }
+  bool complete = s->thread != NULL;
+  for (int64_t p = 0; complete && p < s->npanels; p++) complete = s->thread[p] >= 0;
+  if (st == TS_OK && complete) {
+    double *ld = calloc((size_t)TS_ATTN_THREAD_MAX, sizeof *ld), mk = 0, tot = 0;
+    if (!ld) st = ts_error(TS_ERR_OOM, "attn predict: cannot allocate thread loads");
+    for (int64_t p = 0; st == TS_OK && p < s->npanels; p++) ld[s->thread[p] % threads] += L[p], tot += L[p];
+    for (int q = 0; st == TS_OK && q < threads; q++) mk = ld[q] > mk ? ld[q] : mk;
+    free(ld);
+    if (makespan) *makespan = mk;
+    if (total) *total = tot;
+  } else if (st == TS_OK) { /* LPT over the panel loads: the greedy solver with no pieces */
+    ts_attn_sched_problem pb = {.npanels = s->npanels, .npieces = 0, .ntiles = 1, .piece_panel = piece_panel,
+                                .cost = L, .base = L};
+    ts_attn_sched_opts o;
+    ts_attn_sched_opts_default(&o);
+    o.solver = TS_ATTN_SOLVER_GREEDY;
+    o.threads = threads;
+    ts_attn_sched_info info;
+    st = ts_attn_sched_problem_solve(&pb, &o, &tile0, thr, &info);
+    if (st == TS_OK && makespan) *makespan = info.makespan;
+    if (st == TS_OK && total) *total = info.total;
+  }
+  free(R), free(L), free(piece_panel), free(thr);
+  return st;
+}
+
+/* Blocks meeting panel rows [p0, p1), as ts_attn_schedule_from_blocks lists them (block order). */
+static int64_t blocks_meeting(const ts_block *bl, int64_t nb, int64_t p0, int64_t p1) {
+  int64_t c = 0;
+  for (int64_t b = 0; b < nb; b++) c += bl[b].row0 < p1 && (int64_t)bl[b].row0 + bl[b].rows > p0;
+  return c;
+}
+
+ts_status ts_attn_schedule_solve(const ts_blocks *blk, const ts_bitmap *mask, const ts_attn_sched_opts *opts,
+                                 ts_attn_schedule *out, ts_attn_sched_info *info) {
+  double t0 = ts_now();
+  if (!out) return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: NULL schedule");
+  memset(out, 0, sizeof *out);
+  if (!blk || (blk->nblocks > 0 && !blk->blocks)) return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: NULL blocks");
+  if (!mask || !mask->bits || mask->rows != blk->rows || mask->cols != blk->cols || blk->rows != blk->cols)
+    return ts_error(TS_ERR_SHAPE, "attn scheduler: mask %lld x %lld does not match the %lld x %lld blocks' pattern",
+                    mask ? (long long)mask->rows : 0LL, mask ? (long long)mask->cols : 0LL, (long long)blk->rows,
+                    (long long)blk->cols);
+  ts_attn_sched_opts o;
+  if (opts) o = *opts;
+  else ts_attn_sched_opts_default(&o);
+  const ts_attn_tile *menu = o.menu;
+  int nmenu = o.nmenu;
+  if (!menu || nmenu < 1) nmenu = ts_attn_default_menu(&menu);
+  for (int t = 0; t < nmenu; t++)
+    if (menu[t].br < 1 || menu[t].br > TS_ATTN_TILE_MAX || menu[t].bc < 1 || menu[t].bc > TS_ATTN_TILE_MAX)
+      return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: menu tile %d is %d x %d, not in [1, %d]^2", t, menu[t].br, menu[t].bc,
+                      TS_ATTN_TILE_MAX);
+  ts_attn_cost_fn cost = o.cost ? o.cost : ts_attn_cost_default;
+  const int64_t n = blk->rows, nb = blk->nblocks;
+  ts_attn_tile *t0s = malloc((size_t)(nb ? nb : 1) * sizeof *t0s);
+  if (!t0s) return ts_error(TS_ERR_OOM, "attn scheduler: cannot allocate %lld tiles", (long long)nb);
+  for (int64_t b = 0; b < nb; b++) t0s[b] = menu[0];
+  ts_status st = ts_attn_schedule_from_blocks(out, n, blk->blocks, t0s, nb, mask, &o.blocks);
+  free(t0s);
+  if (st != TS_OK) return st;
+
+  const int64_t np = out->npanels, W = mask->stride;
+  int64_t ni = 0, nrmax = 1;
+  for (int64_t p = 0; p < np; p++) {
+    const ts_attn_panel *P = &out->panels[p];
+    int64_t c = blocks_meeting(blk->blocks, nb, P->r0, (int64_t)P->r0 + P->nr);
+    if (c > P->nseg) {
+      ts_attn_schedule_free(out);
+      return ts_error(TS_ERR_INTERNAL, "attn scheduler: panel %lld lists %lld segments for %lld block pieces", (long long)p,
+                      (long long)P->nseg, (long long)c);
+    }
+    ni += c;
+    nrmax = P->nr > nrmax ? P->nr : nrmax;
+  }
+  int64_t *pp = malloc((size_t)(ni ? ni : 1) * sizeof *pp), *segof = malloc((size_t)(ni ? ni : 1) * sizeof *segof);
+  double *cost_m = malloc((size_t)(ni ? ni : 1) * (size_t)nmenu * sizeof *cost_m), *base = calloc((size_t)np, sizeof *base);
+  uint64_t *R = malloc((size_t)(nrmax * W) * sizeof *R);
+  int *tile = malloc((size_t)(ni ? ni : 1) * sizeof *tile);
+  int32_t *thread = malloc((size_t)np * sizeof *thread);
+  if (!pp || !segof || !cost_m || !base || !R || !tile || !thread)
+    st = ts_error(TS_ERR_OOM, "attn scheduler: cannot allocate the costs of %lld pieces x %d tiles", (long long)ni, nmenu);
+  int64_t i = 0;
+  for (int64_t p = 0; p < np && st == TS_OK; p++) {
+    const ts_attn_panel *P = &out->panels[p];
+    int64_t c = blocks_meeting(blk->blocks, nb, P->r0, (int64_t)P->r0 + P->nr);
+    load_rows(mask, P, W, R);
+    for (int64_t k = 0; k < P->nseg; k++) {
+      const ts_attn_segment *g = &out->segs[P->seg0 + k];
+      if (k < c) { /* a block piece: its cells, then its price for every menu tile */
+        ts_block b = {.row0 = g->r0, .col0 = g->c0, .rows = g->nr, .cols = g->nc};
+        b.nnz = rect_count(R, W, g->r0 - P->r0, g->nr, g->c0, g->nc, true);
+        for (int t = 0; t < nmenu; t++) cost_m[i * nmenu + t] = cost(&b, menu[t], o.cost_user);
+        pp[i] = p, segof[i] = P->seg0 + k;
+        i++;
+      } else { /* residue: priced per non-empty sub-tile of its own tile */
+        base[p] += price_segment(R, W, P, g, cost, o.cost_user, true);
+      }
+    }
+  }
+  ts_attn_sched_info inf;
+  if (st == TS_OK) {
+    ts_attn_sched_problem pb = {.npanels = np, .npieces = ni, .ntiles = nmenu, .piece_panel = pp, .cost = cost_m, .base = base};
+    st = ts_attn_sched_problem_solve(&pb, &o, tile, thread, &inf);
+  }
+  if (st == TS_OK) {
+    for (int64_t x = 0; x < ni; x++) out->segs[segof[x]].br = menu[tile[x]].br, out->segs[segof[x]].bc = menu[tile[x]].bc;
+    st = ts_attn_schedule_set_threads(out, thread);
+  }
+  if (st == TS_OK && info) {
+    inf.nblocks = nb;
+    inf.ms = (ts_now() - t0) * 1e3;
+    *info = inf;
+  }
+  free(pp), free(segof), free(cost_m), free(base), free(R), free(tile), free(thread);
+  if (st != TS_OK) ts_attn_schedule_free(out);
+  return st;
+}

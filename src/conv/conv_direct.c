@@ -1,0 +1,177 @@
+/* Direct and depthwise convolution: weight packing, scalar fallbacks, ISA dispatch, threading.
+ * The vector kernels are in conv_direct_tmpl.h (instantiated per ISA); the scalar versions here
+ * walk the same packed layouts so that TESSERA_ISA=scalar exercises the same indexing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv/conv_internal.h"
+
+typedef struct direct_state {
+  ts_isa isa;
+  int kb;        /* output channels per packed block */
+  int kblocks_g; /* blocks per group: ceil(kg / kb) */
+  float *wp;     /* [groups * kblocks_g][cg][R][S][kb], zero rows past the group's last channel */
+  ts__conv_pad_geom g;
+  int *soff;     /* [S] tap offsets in a padded row */
+} direct_state;
+
+enum { ROWS_PER_TASK = 4 };
+
+static ts_status direct_init(ts_conv_plan *pl) {
+  direct_state *st = calloc(1, sizeof *st);
+  if (!st) return ts_error(TS_ERR_OOM, "direct: out of memory");
+  pl->state = st;
+  st->isa = ts_isa_active();
+  st->kb = st->isa == TS_ISA_AVX512 ? TS__CONV_KB_AVX512 : st->isa == TS_ISA_AVX2 ? TS__CONV_KB_AVX2 : TS__CONV_KB_SCALAR;
+  st->kblocks_g = (pl->kg + st->kb - 1) / st->kb;
+  const ts_conv_desc *d = &pl->d;
+  const size_t wn = (size_t)d->groups * st->kblocks_g * pl->cg * d->r * d->s * st->kb;
+  st->wp = ts_malloc(wn * sizeof(float));
+  if (!st->wp) return ts_error(TS_ERR_OOM, "direct: out of memory for %zu packed weights", wn);
+  st->g = ts__conv_pad_geometry(d);
+  if (!(st->soff = malloc((size_t)d->s * sizeof(int)))) return ts_error(TS_ERR_OOM, "direct: out of memory");
+  ts__conv_tap_offsets(d, &st->g, st->soff);
+  pl->workspace = ts__conv_align((size_t)d->n * d->c * st->g.plane * sizeof(float));
+  return TS_OK;
+}
+
+static ts_status direct_weights(ts_conv_plan *pl) {
+  direct_state *st = pl->state;
+  const ts_conv_desc *d = &pl->d;
+  const int kb = st->kb, rs = d->r * d->s, nb = d->groups * st->kblocks_g;
+  for (int b = 0; b < nb; b++) {
+    const int grp = b / st->kblocks_g, k0 = (b % st->kblocks_g) * kb;
+    float *dst = st->wp + (size_t)b * pl->cg * rs * kb;
+    for (int c = 0; c < pl->cg; c++)
+      for (int t = 0; t < rs; t++)
+        for (int kk = 0; kk < kb; kk++) {
+          const int kl = k0 + kk;
+          dst[((size_t)c * rs + t) * kb + kk] =
+              kl < pl->kg ? pl->weights[((size_t)(grp * pl->kg + kl) * pl->cg + c) * rs + t] : 0.0f;
+        }
+  }
+  return TS_OK;
+}
+
+/* Scalar direct: same blocking over channels (KB_SCALAR), one output at a time. */
+static void direct_rows_scalar(const ts__conv_direct_args *a, int p0, int p1) {
+  enum { KB = TS__CONV_KB_SCALAR };
+  const ts_conv_desc *d = a->d;
+  const ts__conv_pad_geom *g = a->g;
+  const size_t rowlen = (size_t)g->sw * g->wrow, pq = (size_t)a->p * a->q;
+  for (int p = p0; p < p1; p++)
+    for (int q = 0; q < a->q; q++) {
+      float acc[KB] = {0};
+      const float *wv = a->wp;
+      for (int c = 0; c < a->cg; c++)
+        for (int r = 0; r < d->r; r++) {
+          const float *xr = a->xp + (size_t)c * g->plane + (size_t)(p * d->stride_h + r * d->dilation_h) * rowlen + q;
+          for (int s = 0; s < d->s; s++, wv += KB) {
+            const float x = xr[a->soff[s]];
+            for (int kk = 0; kk < KB; kk++) acc[kk] += x * wv[kk];
+          }
+        }
+      for (int kk = 0; kk < a->kvalid; kk++) {
+        const float y = acc[kk] + a->bias[kk];
+        a->out[kk * pq + (size_t)p * a->q + q] = d->relu && y < 0.0f ? 0.0f : y;
+      }
+    }
+}
+
+static ts_status direct_execute(const ts_conv_plan *pl, const float *in, float *out, unsigned char *ws) {
+  const direct_state *st = pl->state;
+  const ts_conv_desc *d = &pl->d;
+  float *xp = (float *)ws;
+  ts__conv_pad_input(d, &st->g, in, xp, pl->threads);
+  const int nb = d->groups * st->kblocks_g, pt = (pl->p + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
+  const int tasks = d->n * nb * pt;
+  void (*rows)(const ts__conv_direct_args *, int, int) =
+      st->isa == TS_ISA_AVX512 ? ts__conv_direct_rows_avx512 : st->isa == TS_ISA_AVX2 ? ts__conv_direct_rows_avx2
+                                                                                         : direct_rows_scalar;
+  const size_t pq = (size_t)pl->p * pl->q;
+#pragma omp parallel for num_threads(pl->threads) schedule(static)
+  for (int t = 0; t < tasks; t++) {
+    const int n = t / (nb * pt), b = (t / pt) % nb, pr = t % pt;
+    const int grp = b / st->kblocks_g, k0 = grp * pl->kg + (b % st->kblocks_g) * st->kb;
+    const int kend = (grp + 1) * pl->kg;
+    ts__conv_direct_args a = {d, &st->g, pl->p, pl->q, pl->cg,
+                              xp + ((size_t)n * d->c + (size_t)grp * pl->cg) * st->g.plane,
+                              st->wp + (size_t)b * pl->cg * d->r * d->s * st->kb, pl->bias + k0,
+                              out + ((size_t)n * d->k + k0) * pq, kend - k0 < st->kb ? kend - k0 : st->kb,
+                              st->soff};
+    const int p0 = pr * ROWS_PER_TASK, p1 = p0 + ROWS_PER_TASK < pl->p ? p0 + ROWS_PER_TASK : pl->p;
+    rows(&a, p0, p1);
+  }
+  return TS_OK;
+}
+
+static void direct_destroy(ts_conv_plan *pl) {
+  direct_state *st = pl->state;
+  if (!st) return;
+  ts_free(st->wp);
+  free(st->soff);
+  free(st);
+  pl->state = NULL;
+}
+
+const ts__conv_algo_ops ts__conv_ops_direct = {NULL, direct_init, direct_weights, direct_execute, direct_destroy};
+
+/* ---- depthwise: groups == C == K ------------------------------------------------------------ */
+
+static ts_status dw_check(const ts_conv_desc *d) {
+  if (d->groups != d->c || d->k != d->c)
+    return ts_error(TS_ERR_UNSUPPORTED,
+                    "depthwise: needs groups == c == k (channel multiplier 1), got c = %d, k = %d, groups = %d", d->c,
+                    d->k, d->groups);
+  return TS_OK;
+}
+
+static ts_status dw_init(ts_conv_plan *pl) {
+  direct_state *st = calloc(1, sizeof *st);
+  if (!st) return ts_error(TS_ERR_OOM, "depthwise: out of memory");
+  pl->state = st;
+  st->isa = ts_isa_active();
+  st->g = ts__conv_pad_geometry(&pl->d);
+  if (!(st->soff = malloc((size_t)pl->d.s * sizeof(int)))) return ts_error(TS_ERR_OOM, "depthwise: out of memory");
+  ts__conv_tap_offsets(&pl->d, &st->g, st->soff);
+  pl->workspace = ts__conv_align((size_t)pl->d.n * pl->d.c * st->g.plane * sizeof(float));
+  return TS_OK;
+}
+
+static void dw_rows_scalar(const ts__conv_direct_args *a, int p0, int p1) {
+  const ts_conv_desc *d = a->d;
+  const ts__conv_pad_geom *g = a->g;
+  const size_t rowlen = (size_t)g->sw * g->wrow;
+  for (int p = p0; p < p1; p++)
+    for (int q = 0; q < a->q; q++) {
+      float acc = 0;
+      for (int r = 0; r < d->r; r++)
+        for (int s = 0; s < d->s; s++)
+          acc += a->xp[(size_t)(p * d->stride_h + r * d->dilation_h) * rowlen + a->soff[s] + q] * a->wp[r * d->s + s];
+      const float y = acc + a->bias[0];
+      a->out[(size_t)p * a->q + q] = d->relu && y < 0.0f ? 0.0f : y;
+    }
+}
+
+static ts_status dw_execute(const ts_conv_plan *pl, const float *in, float *out, unsigned char *ws) {
+  const direct_state *st = pl->state;
+  const ts_conv_desc *d = &pl->d;
+  float *xp = (float *)ws;
+  ts__conv_pad_input(d, &st->g, in, xp, pl->threads);
+  enum { DW_ROWS = 8 };
+  const int pt = (pl->p + DW_ROWS - 1) / DW_ROWS, tasks = d->n * d->c * pt;
+  void (*rows)(const ts__conv_direct_args *, int, int) =
+      st->isa == TS_ISA_AVX512 ? ts__conv_dw_rows_avx512 : st->isa == TS_ISA_AVX2 ? ts__conv_dw_rows_avx2 : dw_rows_scalar;
+  const size_t pq = (size_t)pl->p * pl->q;
+#pragma omp parallel for num_threads(pl->threads) schedule(static)
+  for (int t = 0; t < tasks; t++) {
+    const int nc = t / pt, c = nc % d->c, pr = t % pt;
+    ts__conv_direct_args a = {d, &st->g, pl->p, pl->q, 1, xp + (size_t)nc * st->g.plane,
+                              pl->weights + (size_t)c * d->r * d->s, pl->bias + c, out + (size_t)nc * pq, 1, st->soff};
+    const int p0 = pr * DW_ROWS, p1 = p0 + DW_ROWS < pl->p ? p0 + DW_ROWS : pl->p;
+    rows(&a, p0, p1);
+  }
+  return TS_OK;
+}
+
+const ts__conv_algo_ops ts__conv_ops_depthwise = {dw_check, dw_init, NULL, dw_execute, direct_destroy};

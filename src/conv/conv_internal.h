@@ -1,0 +1,107 @@
+/* Shared internals of the convolution room: the plan, the per-algorithm hooks, the padded input
+ * copy used by the direct and depthwise kernels, and the output epilogue. */
+#ifndef TS_CONV_INTERNAL_H
+#define TS_CONV_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessera/conv.h"
+
+/* Workspace slices are carved at this alignment. */
+#define TS__CONV_ALIGN 64
+static inline size_t ts__conv_align(size_t bytes) {
+  return (bytes + TS__CONV_ALIGN - 1) / TS__CONV_ALIGN * TS__CONV_ALIGN;
+}
+
+typedef struct ts__conv_algo_ops ts__conv_algo_ops;
+
+struct ts_conv_plan {
+  ts_conv_desc d;
+  ts_conv_algo algo;
+  ts_context *ctx;
+  int threads;
+  int p, q;             /* output height/width */
+  int cg, kg;           /* channels per group: c / groups, k / groups */
+  size_t workspace;     /* bytes */
+  int has_weights;
+  float *weights;       /* [K][C/g][R][S] copy (reference, im2col, implicit use it as is) */
+  float *bias;          /* [K], zeros when none was given */
+  const ts__conv_algo_ops *ops;
+  void *state;          /* algorithm-owned: packed weights, transforms, FFTW plans */
+};
+
+/* Per-algorithm hooks. `check` returns TS_ERR_UNSUPPORTED with a message; `init` sets
+ * plan->workspace and plan->state; `weights` runs after plan->weights/bias are filled. */
+struct ts__conv_algo_ops {
+  ts_status (*check)(const ts_conv_desc *d);
+  ts_status (*init)(ts_conv_plan *pl);
+  ts_status (*weights)(ts_conv_plan *pl);
+  ts_status (*execute)(const ts_conv_plan *pl, const float *in, float *out, unsigned char *ws);
+  void (*destroy)(ts_conv_plan *pl);
+};
+
+extern const ts__conv_algo_ops ts__conv_ops_reference, ts__conv_ops_direct, ts__conv_ops_depthwise,
+    ts__conv_ops_im2col, ts__conv_ops_kn2row, ts__conv_ops_implicit, ts__conv_ops_winograd_f2,
+    ts__conv_ops_winograd_f4, ts__conv_ops_fft;
+
+/* ---- padded, stride-phase-split input (direct and depthwise kernels) -------------------------
+ * xp [N][C][Hp][sw][Wrow]: row h of the zero-padded input (Hp = H + pad_top + pad_bottom) split by
+ * column phase, xp[..][h][ph][j] = padded[h][j*sw + ph]. Then output column q with kernel tap s
+ * reads phase (s*dw) % sw at index q + (s*dw) / sw: contiguous in q for every stride. Wrow has
+ * TS__CONV_SLACK zero columns beyond the last so full-vector loads past Q stay inside the row. */
+#define TS__CONV_SLACK 32 /* >= 2 vectors of 16 - 1: the widest tile's overrun */
+typedef struct ts__conv_pad_geom {
+  int hp, wrow, sw;
+  size_t plane; /* floats per channel: hp * sw * wrow */
+} ts__conv_pad_geom;
+/* soff[s] for s < d->s (see ts__conv_direct_args); the caller allocates d->s ints. */
+void ts__conv_tap_offsets(const ts_conv_desc *d, const ts__conv_pad_geom *g, int *soff);
+ts__conv_pad_geom ts__conv_pad_geometry(const ts_conv_desc *d);
+void ts__conv_pad_input(const ts_conv_desc *d, const ts__conv_pad_geom *g, const float *in, float *xp, int threads);
+
+/* out[k][i] = relu?(out[k][i] + bias[k]) over `rows` rows of `len` (row k0 + row index picks the
+ * bias), one image plane block. */
+void ts__conv_epilogue(float *out, int rows, size_t len, size_t ld, const float *bias, int relu);
+
+/* Direct / depthwise vector kernels by ISA (conv_direct_avx512.c, conv_direct_avx2.c).
+ * Packed weights wp [K/KB (rounded up)][C/g][R][S][KB]. One call: output rows [p0, p1) of output
+ * channel block kb (channels k0 .. k0+KB-1, clipped to K by `kvalid`) of image n. */
+typedef struct ts__conv_direct_args {
+  const ts_conv_desc *d;
+  const ts__conv_pad_geom *g;
+  int p, q, cg;
+  const float *xp;   /* padded input of image n, first channel of the group */
+  const float *wp;   /* packed weights of this channel block */
+  const float *bias; /* bias of the block's first channel */
+  float *out;        /* output of image n, first channel of the block, [kvalid][P][Q] */
+  int kvalid;
+  const int *soff;   /* [S]: offset of tap s in a padded row, ((s*dw) % sw) * wrow + (s*dw) / sw */
+} ts__conv_direct_args;
+void ts__conv_direct_rows_avx512(const ts__conv_direct_args *a, int p0, int p1);
+void ts__conv_direct_rows_avx2(const ts__conv_direct_args *a, int p0, int p1);
+/* Depthwise: one channel, weights [R][S], output rows [p0, p1). */
+void ts__conv_dw_rows_avx512(const ts__conv_direct_args *a, int p0, int p1);
+void ts__conv_dw_rows_avx2(const ts__conv_direct_args *a, int p0, int p1);
+/* Winograd transforms over 16 tiles at once (conv_winograd_avx512.c); lanes are the tiles
+ * t0 + j0 .. t0 + j0 + cnt - 1 of the block (cnt <= 16), tile t = (n, ty, tx) over the batch. */
+typedef struct ts__wino_args {
+  const float *in;              /* [N][C][H][W] */
+  const float *BT, *AT;         /* [A][6] and [M][6] (leading dimension 6) */
+  int A, M, C, H, W, P, Q, K;   /* tile size, output tile, tensor sizes */
+  int pad_top, pad_left, th, tw; /* tiles per image: th x tw */
+  int t0, nb, cg, kg, g;        /* block's first tile and size, channels per group, group */
+  float *V;                     /* [A*A][cg][nb] */
+  const float *Mb;              /* [A*A][kg][nb] */
+  float *out;                   /* [N][K][P][Q] */
+  const float *bias;            /* [K] */
+  int relu;
+} ts__wino_args;
+void ts__wino_input_avx512(const ts__wino_args *a, int c, int j0, int cnt);
+void ts__wino_output_avx512(const ts__wino_args *a, int k, int j0, int cnt);
+
+#define TS__CONV_KB_AVX512 8
+#define TS__CONV_KB_AVX2 4
+#define TS__CONV_KB_SCALAR 4
+
+#endif

@@ -1,0 +1,168 @@
+/* Host-side flattening of a CPU attention plan into the units and chunks the CUDA kernels walk
+ * (shapes in attn_cuda_internal.h). Pure C, no CUDA calls: the CUDA test checks it on machines
+ * without a GPU by emulating the kernels' walk on the CPU. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn/attn_internal.h"
+#include "cuda/attn_cuda_internal.h"
+
+typedef struct vec {
+  void *p;
+  int64_t n, cap;
+} vec;
+
+static ts_status vec_push(vec *v, const void *x, size_t elem) {
+  if (v->n == v->cap) {
+    int64_t nc = v->cap ? v->cap * 2 : 256;
+    void *q = realloc(v->p, (size_t)nc * elem);
+    if (!q) return ts_error(TS_ERR_OOM, "cuda attn plan: cannot grow a list to %lld entries", (long long)nc);
+    v->p = q, v->cap = nc;
+  }
+  memcpy((char *)v->p + (size_t)v->n * elem, x, elem);
+  v->n++;
+  return TS_OK;
+}
+
+void ts__cuda_flat_free(ts__cuda_flat *f) {
+  if (!f) return;
+  free(f->units);
+  free(f->chunks);
+  free(f->mbits);
+  memset(f, 0, sizeof *f);
+}
+
+static ts_status copy_mbits(const ts_attn_plan *pl, ts__cuda_flat *f) {
+  f->nmbits = pl->nmbits;
+  f->mbits = malloc((size_t)(pl->nmbits ? pl->nmbits : 1) * sizeof *f->mbits);
+  if (!f->mbits) return ts_error(TS_ERR_OOM, "cuda attn plan: cannot copy %lld mask words", (long long)pl->nmbits);
+  if (pl->nmbits) memcpy(f->mbits, pl->mbits, (size_t)pl->nmbits * sizeof *f->mbits);
+  return TS_OK;
+}
+
+/* The compiled shape for a panel: the smallest that holds its tallest sub-tile (and its widest,
+ * between 32 and 64 columns at 32 rows). */
+static int panel_class(const ts__attn_item *it, int64_t nit) {
+  int32_t br = 1, bc = 1;
+  for (int64_t k = 0; k < nit; k++) {
+    if (it[k].br > br) br = it[k].br;
+    if (it[k].bc > bc) bc = it[k].bc;
+  }
+  if (br <= 16) return 0;
+  if (br <= 32) return bc <= 32 ? 1 : 2;
+  return 3;
+}
+
+/* Chunks of the items of one row group [g0, g1) (panel-relative). Runs of consecutive items over
+ * the same key columns with rows going down (the row sub-tiles of one column tile) walk their
+ * column chunks in the outer loop, so a block loads each K/V chunk once for the whole run. */
+static ts_status group_chunks(vec *chunks, const ts__attn_item *items, int64_t nit, int32_t g0, int32_t g1, int32_t rb,
+                              int32_t cb) {
+  for (int64_t a = 0; a < nit;) {
+    int64_t e = a + 1;
+    while (e < nit && items[e].j0 == items[a].j0 && items[e].bc == items[a].bc &&
+           items[e].i0 >= items[e - 1].i0 + items[e - 1].br)
+      e++;
+    for (int32_t jj = 0; jj < items[a].bc; jj += cb) {
+      for (int64_t q = a; q < e; q++) {
+        const ts__attn_item *it = &items[q];
+        int32_t lo = it->i0 > g0 ? it->i0 : g0, hi = it->i0 + it->br < g1 ? it->i0 + it->br : g1;
+        int32_t nv = (it->br + 15) / 16;
+        for (int32_t ii = lo; ii < hi; ii += rb) {
+          ts__cuda_chunk c = {.i0 = ii - g0, .nr = hi - ii < rb ? hi - ii : rb, .j0 = it->j0 + jj,
+                              .nc = it->bc - jj < cb ? it->bc - jj : cb, .nv = nv, .ro = ii - it->i0,
+                              .moff = it->moff < 0 ? -1 : it->moff + (int64_t)jj * nv};
+          TS_TRY(vec_push(chunks, &c, sizeof c));
+        }
+      }
+    }
+    a = e;
+  }
+  return TS_OK;
+}
+
+ts_status ts__cuda_flatten_vartile(const ts_attn_plan *pl, size_t smem_limit, ts__cuda_flat *out) {
+  memset(out, 0, sizeof *out);
+  out->n = pl->n, out->d = pl->d;
+  int32_t g[TS__CUDA_NCLASS];
+  for (int c = 0; c < TS__CUDA_NCLASS; c++) {
+    g[c] = TS__CUDA_GMAX;
+    while (g[c] >= 16 && ts__cuda_smem_bytes(g[c], ts__cuda_class_rb[c], ts__cuda_class_cb[c], pl->d) > smem_limit) g[c] -= 16;
+  }
+  vec units[TS__CUDA_NCLASS] = {{0}}, chunks = {0};
+  ts_status st = TS_OK;
+  for (int64_t k = 0; k < pl->npanels && st == TS_OK; k++) {
+    const ts__attn_cpanel *P = &pl->panels[pl->order[k]];
+    const ts__attn_item *items = pl->items + P->it0;
+    int c = panel_class(items, P->nit);
+    if (g[c] < 16) {
+      st = ts_error(TS_ERR_UNSUPPORTED, "cuda attn plan: head dimension d = %lld needs %zu bytes of shared memory per block, the device allows %zu",
+                    (long long)pl->d, ts__cuda_smem_bytes(16, ts__cuda_class_rb[c], ts__cuda_class_cb[c], pl->d), smem_limit);
+      break;
+    }
+    for (int32_t g0 = 0; g0 < P->nr && st == TS_OK; g0 += g[c]) {
+      int32_t g1 = g0 + g[c] < P->nr ? g0 + g[c] : P->nr;
+      int64_t c0 = chunks.n;
+      st = group_chunks(&chunks, items, P->nit, g0, g1, ts__cuda_class_rb[c], ts__cuda_class_cb[c]);
+      if (st == TS_OK && chunks.n - c0 > INT32_MAX)
+        st = ts_error(TS_ERR_OVERFLOW, "cuda attn plan: panel at row %d has %lld chunks", P->r0, (long long)(chunks.n - c0));
+      ts__cuda_unit u = {.c0 = c0, .nchunks = (int32_t)(chunks.n - c0), .r0 = P->r0 + g0, .rows = g1 - g0};
+      if (st == TS_OK) st = vec_push(&units[c], &u, sizeof u);
+    }
+  }
+  int64_t nu = 0;
+  for (int c = 0; c < TS__CUDA_NCLASS; c++) nu += units[c].n;
+  if (st == TS_OK && nu > INT32_MAX) st = ts_error(TS_ERR_OVERFLOW, "cuda attn plan: %lld thread blocks per head", (long long)nu);
+  if (st == TS_OK && !(out->units = malloc((size_t)(nu ? nu : 1) * sizeof *out->units)))
+    st = ts_error(TS_ERR_OOM, "cuda attn plan: cannot allocate %lld units", (long long)nu);
+  if (st == TS_OK) {
+    int64_t at = 0;
+    for (int c = 0; c < TS__CUDA_NCLASS; c++) {
+      out->cls[c] = (ts__cuda_class_run){.u0 = at, .nu = units[c].n, .g = g[c]};
+      if (units[c].n) memcpy(out->units + at, units[c].p, (size_t)units[c].n * sizeof *out->units);
+      at += units[c].n;
+    }
+    out->nunits = nu;
+    out->chunks = chunks.p, out->nchunks = chunks.n, chunks.p = NULL;
+    st = copy_mbits(pl, out);
+  }
+  for (int c = 0; c < TS__CUDA_NCLASS; c++) free(units[c].p);
+  free(chunks.p);
+  if (st != TS_OK) ts__cuda_flat_free(out);
+  return st;
+}
+
+ts_status ts__cuda_flatten_fixed(const ts_attn_plan *pl, int cls, ts__cuda_flat *out) {
+  memset(out, 0, sizeof *out);
+  out->n = pl->n, out->d = pl->d;
+  if (cls < 0 || cls >= TS__CUDA_NCLASS) return ts_error(TS_ERR_INVALID_ARG, "cuda attn plan: unknown chunk class %d", cls);
+  if (pl->npanels > INT32_MAX) return ts_error(TS_ERR_OVERFLOW, "cuda attn plan: %lld query tiles", (long long)pl->npanels);
+  out->units = malloc((size_t)(pl->npanels ? pl->npanels : 1) * sizeof *out->units);
+  out->chunks = malloc((size_t)(pl->nitems ? pl->nitems : 1) * sizeof *out->chunks);
+  if (!out->units || !out->chunks) {
+    ts__cuda_flat_free(out);
+    return ts_error(TS_ERR_OOM, "cuda attn plan: cannot allocate %lld tiles", (long long)pl->nitems);
+  }
+  int32_t g = 1;
+  int64_t at = 0;
+  for (int64_t k = 0; k < pl->npanels; k++) {
+    const ts__attn_cpanel *P = &pl->panels[pl->order[k]];
+    if (P->nit > INT32_MAX) {
+      ts__cuda_flat_free(out);
+      return ts_error(TS_ERR_OVERFLOW, "cuda attn plan: query tile at row %d has %lld key tiles", P->r0, (long long)P->nit);
+    }
+    out->units[k] = (ts__cuda_unit){.c0 = at, .nchunks = (int32_t)P->nit, .r0 = P->r0, .rows = P->nr};
+    if (P->nr > g) g = P->nr;
+    for (int64_t q = 0; q < P->nit; q++) {
+      const ts__attn_item *it = &pl->items[P->it0 + q];
+      out->chunks[at++] = (ts__cuda_chunk){.i0 = it->i0, .nr = it->br, .j0 = it->j0, .nc = it->bc,
+                                           .nv = (it->br + 15) / 16, .ro = 0, .moff = it->moff};
+    }
+  }
+  out->nunits = pl->npanels, out->nchunks = at;
+  out->cls[cls] = (ts__cuda_class_run){.u0 = 0, .nu = pl->npanels, .g = g};
+  ts_status st = copy_mbits(pl, out);
+  if (st != TS_OK) ts__cuda_flat_free(out);
+  return st;
+}

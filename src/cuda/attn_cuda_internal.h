@@ -1,0 +1,102 @@
+/* Shapes shared by the CUDA host code (C) and the kernels (CUDA C++).
+ *
+ * The host flattens a CPU plan (attn_internal.h) into UNITS, each run by one thread block per
+ * (batch, head): rows [r0, r0+rows) of one panel (rows <= the unit's group size G <= 64 for the
+ * variable-tile kernel, = br for the fixed one), whose
+ * per-row softmax state and O accumulator live in shared memory, and the unit's CHUNKS in execution
+ * order. A chunk is a rectangle of at most RB x CB cells of one plan sub-tile: unit-relative rows
+ * [i0, i0+nr) x absolute key columns [j0, j0+nc). moff < 0: unmasked; else cell (i0+r, j0+j) is
+ * bit (ro+r) % 16 of word mbits[moff + j*nv + (ro+r)/16] (the plan's [bc][nv] layout of the
+ * sub-tile, moff already advanced to the chunk's first column; ro = the chunk's first row inside
+ * the sub-tile). The fixed kernel reads its units unsplit (one per query tile, chunks = whole key
+ * tiles) and cuts the chunks itself. */
+#ifndef TS_CUDA_ATTN_INTERNAL_H
+#define TS_CUDA_ATTN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ts__cuda_chunk {
+  int32_t i0, nr, j0, nc;
+  int32_t nv, ro;
+  int64_t moff;
+} ts__cuda_chunk;
+
+typedef struct ts__cuda_unit {
+  int64_t c0;          /* first chunk */
+  int32_t nchunks;
+  int32_t r0, rows;    /* absolute first row, row count (<= G) */
+  int32_t pad;
+} ts__cuda_unit;
+
+/* Chunk shapes the kernels are compiled for (RB rows x CB columns, 128 threads each). */
+/* GMAX: the tallest variable-tile row group; 64 rows keep a block near 85 KB of shared memory at
+ * d = 64, so two blocks (8 warps) share an SM instead of one. */
+enum { TS__CUDA_NCLASS = 4, TS__CUDA_THREADS = 128, TS__CUDA_GMAX = 64 };
+static const int32_t ts__cuda_class_rb[TS__CUDA_NCLASS] = {16, 32, 32, 64};
+static const int32_t ts__cuda_class_cb[TS__CUDA_NCLASS] = {64, 32, 64, 64};
+
+/* Units of one class: units[u0 .. u0+nu) run with group size g. */
+typedef struct ts__cuda_class_run {
+  int64_t u0, nu;
+  int32_t g;
+} ts__cuda_class_run;
+
+/* Host-side flattened plan. */
+typedef struct ts__cuda_flat {
+  int64_t n, d;
+  int64_t nunits, nchunks, nmbits;
+  ts__cuda_unit *units;
+  ts__cuda_chunk *chunks;
+  uint16_t *mbits;
+  ts__cuda_class_run cls[TS__CUDA_NCLASS];
+} ts__cuda_flat;
+
+/* Dynamic shared memory of one block (bytes): Q [g][d+1], K [cb][d+1], V [cb][d] + 64 spare,
+ * S [rb][cb+1], O [g][d+8], m and l [g], alpha [rb] (floats). Pads keep the kernels' shared
+ * accesses free of bank conflicts at d = 64 and let the generic path read a row tail unguarded. */
+static inline size_t ts__cuda_smem_bytes(int64_t g, int64_t rb, int64_t cb, int64_t d) {
+  return sizeof(float) * (size_t)(g * (d + 1) + cb * (d + 1) + cb * d + 64 + rb * (cb + 1) + g * (d + 8) + 2 * g + rb);
+}
+
+/* Device-side copy of a flattened plan (pointers are device memory). */
+typedef struct ts__cuda_dev {
+  int64_t n, d;
+  int fixed;           /* 1: fixed-tile kernel, class cls_fixed, g = br */
+  int cls_fixed;
+  const ts__cuda_unit *units;
+  const ts__cuda_chunk *chunks;
+  const uint16_t *mbits;
+  ts__cuda_class_run cls[TS__CUDA_NCLASS];
+} ts__cuda_dev;
+
+/* Launches (attn_fixed.cu, attn_vartile.cu): return a cudaError_t value (0 = success). bf16: Q, K, V
+ * are uint16 bf16 patterns, else float. */
+int ts__cuda_launch_fixed(const ts__cuda_dev *dv, int bf16, const void *Q, const void *K, const void *V, float *O,
+                          int64_t batch, int64_t heads, void *stream);
+int ts__cuda_launch_vartile(const ts__cuda_dev *dv, int bf16, const void *Q, const void *K, const void *V, float *O,
+                            int64_t batch, int64_t heads, void *stream);
+
+#ifndef __CUDACC__
+#include "tessera/core.h"
+struct ts_attn_plan;
+/* Variable-tile flattening (attn_cuda_flat.c): panels in the plan's largest-first order, each
+ * assigned the class of its largest sub-tile, split into row groups of the largest G (multiple of
+ * 16, <= TS__CUDA_GMAX) whose shared memory fits smem_limit bytes; units grouped by class.
+ * TS_ERR_UNSUPPORTED when even G = 16 does not fit. */
+ts_status ts__cuda_flatten_vartile(const struct ts_attn_plan *pl, size_t smem_limit, ts__cuda_flat *out);
+/* Fixed-tile flattening of a plan whose panels hold one segment with br = the panel's rows:
+ * one unit per panel (largest first), chunks = its items unchanged; cls: the class the kernel cuts
+ * tiles with. */
+ts_status ts__cuda_flatten_fixed(const struct ts_attn_plan *pl, int cls, ts__cuda_flat *out);
+void ts__cuda_flat_free(ts__cuda_flat *f);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,61 @@
+// Variable-tile sparse attention: one thread block per (unit, head, batch), a unit being one panel
+// of the schedule (or a row group of a panel taller than the shared-memory budget). The block walks
+// the unit's chunks, flattened on the host from the CPU plan's classification (skipped sub-tiles
+// are absent, unmasked ones have moff < 0), reloading K/V only when a chunk's key range changes.
+// The kernel is compiled for four chunk shapes; every panel runs with the shape of its tallest
+// sub-tile (the host groups the units by shape and this file launches one grid per shape).
+#include "cuda/attn_tile.cuh"
+
+namespace ts_cuda {
+
+template <int RB, int CB, int D, typename T>
+__global__ void __launch_bounds__(kThreads)
+    vartile_kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V, float *__restrict__ O,
+                   int n, int d, int heads, const ts__cuda_unit *__restrict__ units,
+                   const ts__cuda_chunk *__restrict__ chunks, const uint16_t *__restrict__ mbits, int g, float c) {
+  extern __shared__ float4 smem_raw[];
+  const ts__cuda_unit u = units[blockIdx.x];
+  const int64_t off = ((int64_t)blockIdx.z * heads + blockIdx.y) * n * (D ? D : d);
+  vartile_block<RB, CB, D, T>(reinterpret_cast<float *>(smem_raw), Q + off, K + off, V + off, O + off, d,
+                              u, chunks, mbits, g, c);
+}
+
+template <int RB, int CB, int D, typename T>
+static cudaError_t launch(const ts__cuda_dev *dv, const ts__cuda_class_run &run, const void *Q, const void *K,
+                          const void *V, float *O, int64_t batch, int64_t heads, cudaStream_t stream) {
+  if (run.nu == 0) return cudaSuccess;
+  const size_t smem = ts__cuda_smem_bytes(run.g, RB, CB, dv->d);
+  auto kern = vartile_kernel<RB, CB, D, T>;
+  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  if (e != cudaSuccess) return e;
+  const float c = 1.4426950408889634f / sqrtf((float)dv->d);
+  dim3 grid((unsigned)run.nu, (unsigned)heads, (unsigned)batch);
+  kern<<<grid, kThreads, smem, stream>>>(static_cast<const T *>(Q), static_cast<const T *>(K),
+                                         static_cast<const T *>(V), O, (int)dv->n, (int)dv->d, (int)heads,
+                                         dv->units + run.u0, dv->chunks, dv->mbits, run.g, c);
+  return cudaGetLastError();
+}
+
+template <int D, typename T>
+static cudaError_t launch_all(const ts__cuda_dev *dv, const void *Q, const void *K, const void *V, float *O,
+                              int64_t batch, int64_t heads, cudaStream_t st) {
+  static_assert(TS__CUDA_NCLASS == 4, "one launch per compiled chunk shape");
+  cudaError_t e;
+  if ((e = launch<16, 64, D, T>(dv, dv->cls[0], Q, K, V, O, batch, heads, st)) != cudaSuccess) return e;
+  if ((e = launch<32, 32, D, T>(dv, dv->cls[1], Q, K, V, O, batch, heads, st)) != cudaSuccess) return e;
+  if ((e = launch<32, 64, D, T>(dv, dv->cls[2], Q, K, V, O, batch, heads, st)) != cudaSuccess) return e;
+  return launch<64, 64, D, T>(dv, dv->cls[3], Q, K, V, O, batch, heads, st);
+}
+
+}  // namespace ts_cuda
+
+extern "C" int ts__cuda_launch_vartile(const ts__cuda_dev *dv, int bf16, const void *Q, const void *K, const void *V,
+                                       float *O, int64_t batch, int64_t heads, void *stream) {
+  using namespace ts_cuda;
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  if (dv->d == 64)
+    return bf16 ? launch_all<64, uint16_t>(dv, Q, K, V, O, batch, heads, st)
+                : launch_all<64, float>(dv, Q, K, V, O, batch, heads, st);
+  return bf16 ? launch_all<0, uint16_t>(dv, Q, K, V, O, batch, heads, st)
+              : launch_all<0, float>(dv, Q, K, V, O, batch, heads, st);
+}

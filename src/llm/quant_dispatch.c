@@ -1,0 +1,202 @@
+/* Quant dispatch and public API: argument checks, the per-ISA tables (resolved once from
+ * ts_isa_active()), activation layout, and the OpenMP matvec y = W x. */
+#include <pthread.h>
+#include <string.h>
+
+#include "llm/quant_internal.h"
+
+#define TS__QTABLE(sfx, level)                                                                  \
+  {                                                                                              \
+    level, ts__act_quantize_##sfx, ts__dot_f32_##sfx, ts__dot_f16_##sfx, ts__dot_bf16_##sfx,    \
+        ts__dot_q8_0_##sfx, ts__dot_q4_0_##sfx, ts__dot_q4_1_##sfx                              \
+  }
+
+static const ts__quant_table g_tables[3] = {
+    TS__QTABLE(ref, TS_ISA_SCALAR),
+    TS__QTABLE(avx2, TS_ISA_AVX2),
+    TS__QTABLE(avx512, TS_ISA_AVX512),
+};
+static const ts__quant_table *g_active;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void resolve(void) {
+  ts_isa isa = ts_isa_active();
+  if (isa < TS_ISA_SCALAR || isa > TS_ISA_AVX512) isa = TS_ISA_SCALAR;
+  g_active = &g_tables[isa];
+}
+
+const ts__quant_table *ts__quant(void) {
+  pthread_once(&g_once, resolve);
+  return g_active;
+}
+
+const ts__quant_table *ts__quant_for(ts_isa isa) {
+  if (isa < TS_ISA_SCALAR || isa > TS_ISA_AVX512) isa = TS_ISA_SCALAR;
+  return &g_tables[isa];
+}
+
+ts_isa ts_quant_isa(void) { return ts__quant()->isa; }
+
+static ts__dot_fn dot_for(const ts__quant_table *t, uint32_t type) {
+  switch (type) {
+    case TS_QT_F32: return t->dot_f32;
+    case TS_QT_F16: return t->dot_f16;
+    case TS_QT_BF16: return t->dot_bf16;
+    case TS_QT_Q8_0: return t->dot_q8_0;
+    case TS_QT_Q4_0: return t->dot_q4_0;
+    case TS_QT_Q4_1: return t->dot_q4_1;
+    default: return NULL;
+  }
+}
+
+static bool is_block(uint32_t type) { return type == TS_QT_Q8_0 || type == TS_QT_Q4_0 || type == TS_QT_Q4_1; }
+
+/* Kernels exist for the type and n fits its blocks; row bytes out. */
+static ts_status check_row(const char *fn, uint32_t type, int64_t n, size_t *row_bytes) {
+  if (!ts_qtype_has_kernels(type))
+    return ts_error(TS_ERR_DTYPE, "%s: no kernels for tensor type %s (id %u); supported: f32, f16, bf16, q8_0, q4_0, q4_1",
+                    fn, ts_qtype_name(type), type);
+  ts_status s = ts_qtype_row_bytes(type, n, row_bytes);
+  if (s != TS_OK) ts_error_prefix("%s: ", fn);
+  return s;
+}
+
+ts_status ts_quant_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n) {
+  size_t rb;
+  TS_TRY(check_row("ts_quant_dequantize_row", type, n, &rb));
+  if (n && (!src || !dst)) return ts_error(TS_ERR_INVALID_ARG, "ts_quant_dequantize_row: NULL buffer");
+  ts__dequant_ref(type, src, dst, n);
+  return TS_OK;
+}
+
+ts_status ts_quant_quantize_row(uint32_t type, const float *src, void *dst, int64_t n) {
+  size_t rb;
+  TS_TRY(check_row("ts_quant_quantize_row", type, n, &rb));
+  if (n && (!src || !dst)) return ts_error(TS_ERR_INVALID_ARG, "ts_quant_quantize_row: NULL buffer");
+  ts__quantize_ref(type, src, dst, n);
+  return TS_OK;
+}
+
+/* ---- activation -------------------------------------------------------------------------- */
+
+/* Layout in caller memory, from mem rounded up to 4 bytes (the extra 4 bytes in the size pay for
+ * that): d[nb] float, sum[nb] int32, q[n] int8. */
+size_t ts_quant_act_bytes(int64_t n) {
+  if (n <= 0 || n % TS_QK || n > INT64_MAX / 4) return 0;
+  return (size_t)(n / TS_QK) * 8 + (size_t)n + 4;
+}
+
+ts_status ts_quant_act_init(ts_quant_act *a, int64_t n, void *mem, size_t bytes) {
+  if (!a || !mem) return ts_error(TS_ERR_INVALID_ARG, "ts_quant_act_init: NULL argument");
+  if (n <= 0 || n % TS_QK)
+    return ts_error(TS_ERR_SHAPE, "ts_quant_act_init: length %lld is not a positive multiple of %d", (long long)n,
+                    TS_QK);
+  size_t need = ts_quant_act_bytes(n);
+  if (bytes < need)
+    return ts_error(TS_ERR_INVALID_ARG, "ts_quant_act_init: %zu bytes given, %zu needed for %lld values", bytes,
+                    need, (long long)n);
+  uintptr_t p = ((uintptr_t)mem + 3) & ~(uintptr_t)3; /* the +4 in the size pays for this */
+  size_t nb = (size_t)(n / TS_QK);
+  a->n = n;
+  a->d = (float *)p;
+  a->sum = (int32_t *)(p + 4 * nb);
+  a->q = (int8_t *)(p + 8 * nb);
+  return TS_OK;
+}
+
+ts_status ts_quant_act_quantize(ts_quant_act *a, const float *x) {
+  if (!a || !x || !a->q || !a->d || !a->sum)
+    return ts_error(TS_ERR_INVALID_ARG, "ts_quant_act_quantize: NULL argument");
+  if (a->n <= 0 || a->n % TS_QK)
+    return ts_error(TS_ERR_SHAPE, "ts_quant_act_quantize: length %lld is not a positive multiple of %d",
+                    (long long)a->n, TS_QK);
+  ts__quant()->act_quantize(a->n, x, a->q, a->d, a->sum);
+  return TS_OK;
+}
+
+/* ---- dot and matvec ---------------------------------------------------------------------- */
+
+static ts_status check_inputs(const char *fn, uint32_t type, int64_t n, const float *x, const ts_quant_act *xq) {
+  if (is_block(type)) {
+    if (!xq || !xq->q || !xq->d || !xq->sum)
+      return ts_error(TS_ERR_INVALID_ARG, "%s: %s needs the quantized activation (xq)", fn, ts_qtype_name(type));
+    if (xq->n != n)
+      return ts_error(TS_ERR_SHAPE, "%s: activation has %lld values, the row %lld", fn, (long long)xq->n,
+                      (long long)n);
+  } else if (!x && n) {
+    return ts_error(TS_ERR_INVALID_ARG, "%s: %s needs x", fn, ts_qtype_name(type));
+  }
+  return TS_OK;
+}
+
+ts_status ts_quant_dot(uint32_t type, const void *row, int64_t n, const float *x, const ts_quant_act *xq,
+                       float *out) {
+  size_t rb;
+  TS_TRY(check_row("ts_quant_dot", type, n, &rb));
+  if (!out || (n && !row)) return ts_error(TS_ERR_INVALID_ARG, "ts_quant_dot: NULL argument");
+  if (n == 0) {
+    *out = 0;
+    return TS_OK;
+  }
+  TS_TRY(check_inputs("ts_quant_dot", type, n, x, xq));
+  *out = dot_for(ts__quant(), type)(n, row, x, xq);
+  return TS_OK;
+}
+
+/* Below this many weight bytes the fork/join costs more than a second thread saves. */
+#define TS__MATVEC_PAR_BYTES (64 * 1024)
+
+ts_status ts_quant_matvec_act(const ts_context *ctx, uint32_t type, const void *W, int64_t rows, int64_t cols,
+                              const float *x, const ts_quant_act *xq, float *y) {
+  size_t rb, total;
+  TS_TRY(check_row("ts_quant_matvec", type, cols, &rb));
+  if (rows < 0) return ts_error(TS_ERR_SHAPE, "ts_quant_matvec: negative row count %lld", (long long)rows);
+  if (!ts_mul_size(rb, (size_t)rows, &total))
+    return ts_error(TS_ERR_OVERFLOW, "ts_quant_matvec: %lld x %lld matrix overflows size_t", (long long)rows,
+                    (long long)cols);
+  if (rows == 0) return TS_OK;
+  if (!y || (total && !W)) return ts_error(TS_ERR_INVALID_ARG, "ts_quant_matvec: NULL argument");
+  if (cols == 0) { /* empty rows: y = 0 */
+    memset(y, 0, (size_t)rows * sizeof *y);
+    return TS_OK;
+  }
+  TS_TRY(check_inputs("ts_quant_matvec", type, cols, x, xq));
+  int nt = ctx ? ts_context_threads(ctx) : ts_default_threads();
+  ts__quant_matvec_with(ts__quant(), nt, type, W, rows, cols, x, xq, y);
+  return TS_OK;
+}
+
+void ts__quant_matvec_with(const ts__quant_table *t, int nt, uint32_t type, const void *W, int64_t rows,
+                           int64_t cols, const float *x, const ts_quant_act *xq, float *y) {
+  ts__dot_fn f = dot_for(t, type);
+  const uint8_t *w = W;
+  size_t rb;
+  ts_qtype_row_bytes(type, cols, &rb);
+  if (nt < 1 || rb * (size_t)rows < TS__MATVEC_PAR_BYTES) nt = 1;
+  if ((int64_t)nt > rows) nt = (int)rows;
+  /* contiguous row ranges per thread: each streams its own part of W */
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t r = 0; r < rows; r++) y[r] = f(cols, w + (size_t)r * rb, x, xq);
+}
+
+/* Activations up to this many values are quantized on the stack. */
+#define TS__ACT_STACK 4096
+
+ts_status ts_quant_matvec(const ts_context *ctx, uint32_t type, const void *W, int64_t rows, int64_t cols,
+                          const float *x, float *y) {
+  if (!is_block(type)) return ts_quant_matvec_act(ctx, type, W, rows, cols, x, NULL, y);
+  size_t rb;
+  TS_TRY(check_row("ts_quant_matvec", type, cols, &rb));
+  if (cols == 0 || rows <= 0) return ts_quant_matvec_act(ctx, type, W, rows, cols, x, NULL, y);
+  if (!x) return ts_error(TS_ERR_INVALID_ARG, "ts_quant_matvec: NULL x");
+  _Alignas(64) unsigned char stack[TS__ACT_STACK / TS_QK * 8 + TS__ACT_STACK + 4];
+  size_t need = ts_quant_act_bytes(cols);
+  void *mem = need <= sizeof stack ? (void *)stack : ts_malloc(need);
+  if (!mem) return TS_ERR_OOM;
+  ts_quant_act a;
+  ts_status s = ts_quant_act_init(&a, cols, mem, need);
+  if (s == TS_OK) s = ts_quant_act_quantize(&a, x);
+  if (s == TS_OK) s = ts_quant_matvec_act(ctx, type, W, rows, cols, x, &a, y);
+  if (mem != stack) ts_free(mem);
+  return s;
+}

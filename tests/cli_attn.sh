@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# tessera attn: `attn plan` writes a valid plan JSON (schedule with a thread per panel, the
+# permutation) and caches it under $TESSERA_CACHE/plans/<key>.json, a second run loads the cached
+# plan; `attn bench --json` on a small pattern reports every field; bad usage exits 2 with one line,
+# a missing mask file exits 1.
+# Usage: cli_attn.sh path/to/tessera   (TESSERA_CACHE points at a scratch directory)
+set -u
+T=${1:?usage: cli_attn.sh path/to/tessera}
+export TESSERA_QUIET=1
+fail=0 pass=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export TESSERA_CACHE="$tmp/cache"
+SPEC="permute:window2d:h=16,w=16,k=5,seed=7"
+
+# plan: JSON report + plan file + cache entry
+if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
+    --out "$tmp/plan.json" --json >"$tmp/p1.json" 2>"$tmp/err"; then ok; else
+  bad "attn plan exited $?: $(cat "$tmp/err")"; fi
+if python3 - "$tmp/p1.json" "$tmp/plan.json" "$tmp/cache" <<'PY'
+import json, os, sys
+r = json.load(open(sys.argv[1]))
+p = json.load(open(sys.argv[2]))
+assert r["cached"] is False and r["n"] == 256 and r["reorder"] == "hilbert", r
+assert r["solver_used"] in ("ilp", "greedy") and r["ilp_status"] in ("optimal", "feasible"), r
+assert r["predicted_ilp"] <= r["predicted_greedy"] * (1 + 1e-12), r
+assert os.path.exists(os.path.join(sys.argv[3], "plans", r["key"] + ".json")), "no cache entry"
+assert p["format"] == "tessera-attn-plan" and p["key"] == r["key"], p.keys()
+d = p["desc"]
+assert d["n"] == 256 and d["heads"] == 2 and d["d"] == 32 and d["threads"] == 2 and d["reorder"] == "hilbert", d
+assert sorted(p["perm"]) == list(range(256)), "perm is not a permutation"
+s = p["schedule"]
+assert s["n"] == 256 and len(s["panels"]) >= 1
+rows = 0
+for q in s["panels"]:
+    assert q["r0"] == rows and q["nr"] >= 1 and q["thread"] in (0, 1), q
+    rows += q["nr"]
+    for g in q["segs"]:
+        assert len(g) == 7 and g[6] in ("mixed", "full", "dense"), g
+assert rows == 256
+PY
+then ok; else bad "plan JSON checks failed"; fi
+# the second run is served from the cache
+if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
+    --json >"$tmp/p2.json" 2>"$tmp/err" &&
+  python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert b["cached"] is True and a["key"]==b["key"], b' \
+    "$tmp/p1.json" "$tmp/p2.json"; then ok; else bad "second attn plan was not cached: $(cat "$tmp/p2.json" "$tmp/err")"; fi
+# other block options are another plan (not the cached one)
+if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
+    --density 0.9 --json >"$tmp/p4.json" 2>"$tmp/err" &&
+  python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert b["cached"] is False and a["key"]!=b["key"], b' \
+    "$tmp/p1.json" "$tmp/p4.json"; then ok; else bad "block options not in the key: $(cat "$tmp/p4.json" "$tmp/err")"; fi
+# a tampered index entry pointing at another plan is detected and ignored
+for f in "$tmp/cache/plans/"src-*.key; do printf '%s' "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["key"])' "$tmp/p4.json")" >"$f"; done
+if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
+    --json >"$tmp/p5.json" 2>"$tmp/err" &&
+  python3 -c 'import json,sys; b=json.load(open(sys.argv[1])); assert b["cached"] is False, b' "$tmp/p5.json" &&
+  grep -q "does not match this request" "$tmp/err"; then ok; else bad "tampered cache index accepted: $(cat "$tmp/p5.json" "$tmp/err")"; fi
+# another head dim is another key
+if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 16 --reorder hilbert --threads 2 --solver greedy --json >"$tmp/p3.json" 2>"$tmp/err" &&
+  python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert b["cached"] is False and a["key"]!=b["key"], b' \
+    "$tmp/p1.json" "$tmp/p3.json"; then ok; else bad "head dim not in the key: $(cat "$tmp/p3.json" "$tmp/err")"; fi
+# human output
+if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --no-cache --solver greedy >"$tmp/h.txt" 2>&1 &&
+  grep -q "^schedule   greedy" "$tmp/h.txt"; then ok; else bad "plan text: $(cat "$tmp/h.txt")"; fi
+
+# bench --json: every field
+if "$T" attn bench --pattern "window2d:h=16,w=16,k=5" --heads 2 --head-dim 32 --repeats 2 --threads 2 --time-limit 1 \
+    --json >"$tmp/b.json" 2>"$tmp/err"; then ok; else bad "attn bench exited $?: $(cat "$tmp/err")"; fi
+if python3 - "$tmp/b.json" <<'PY'
+import json, math, sys
+j = json.load(open(sys.argv[1]))
+need = ["n", "density", "tiles_empty", "tiles_mixed", "tiles_full", "tiles_empty_before", "tiles_mixed_before",
+        "tiles_full_before", "dense_flash", "fixed_best", "fixed_best_tile", "fixed_64", "fixed_best_reordered", "greedy",
+        "ilp", "speedup_vs_fixed_best", "speedup_vs_fixed_64", "speedup_vs_fixed_best_reordered", "work_ratio", "plan_ms",
+        "plan_parts", "reorder", "max_abs_err", "err_subset", "gflops_effective", "pct_peak", "ilp_status"]
+missing = [k for k in need if k not in j]
+assert not missing, missing
+assert j["n"] == 256 and 0 < j["density"] < 1
+assert j["tiles_empty"] + j["tiles_mixed"] + j["tiles_full"] == 16
+for k in ["dense_flash", "fixed_best", "fixed_64", "fixed_best_reordered", "greedy", "ilp"]:
+    assert j[k] > 0 and math.isfinite(j[k]), (k, j[k])
+    assert j["work_ratio"][k] >= 1.0, (k, j["work_ratio"])
+assert j["max_abs_err"] < 1e-4, j["max_abs_err"]
+assert j["gflops_effective"] > 0
+for k in ["reorder_ms", "blocks_ms", "solve_ms"]:
+    assert j["plan_parts"][k] >= 0, k
+PY
+then ok; else bad "bench JSON checks failed: $(head -c 2000 "$tmp/b.json")"; fi
+# bf16, human table
+if "$T" attn bench --pattern "$SPEC" --heads 1 --head-dim 16 --repeats 1 --dtype bf16 --solver greedy >"$tmp/t.txt" 2>"$tmp/err" &&
+  grep -q "^ilp " "$tmp/t.txt" && grep -q "^fixed_best_reordered" "$tmp/t.txt"; then ok; else
+  bad "bench bf16 table: $(cat "$tmp/t.txt" "$tmp/err")"; fi
+
+# usage errors: exit 2, one line
+usage_case() {
+  "$T" attn "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ]; then ok; else
+    bad "attn $* exited $rc (want 2): $(cat "$tmp/err")"; fi
+}
+usage_case
+usage_case frobnicate --pattern "$SPEC"
+usage_case plan --pattern "$SPEC" --head-dim 32
+usage_case plan --pattern "$SPEC" --heads 2 --head-dim 0
+usage_case plan --pattern "$SPEC" --mask x.npy --heads 2 --head-dim 32
+usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --solver cplex
+usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder magic
+usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --dtype f16
+usage_case bench --pattern "window2d:h=4" --heads 2 --head-dim 32
+usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --bogus
+# failure: exit 1
+"$T" attn plan --mask "$tmp/missing.npy" --heads 2 --head-dim 32 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ]; then ok; else bad "missing mask exited $rc: $(cat "$tmp/err")"; fi
+# help
+if "$T" attn --help | grep -q "usage: tessera attn plan"; then ok; else bad "attn --help"; fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,461 @@
+/* Attention scheduler and plan cache: greedy vs ILP on small abstract instances (the ILP equals
+ * brute force on tiny ones and never loses to greedy), the static panel -> thread assignment of the
+ * executor (vs the reference), schedules from the scheduler on a permuted window2d mask executed on
+ * the original token order, and the plan cache (round trip, key mismatch, corrupt files).
+ *
+ * Attention tolerance: max |O - O_ref| / max|V| <= 2e-5, the fp32 class of tests/test_attn.c (the
+ * executor's fp32 scores and sums against a double reference; measured ~1e-6 there). Predicted
+ * makespans are compared with a relative 1e-9 (the same double sums in a different order). */
+#include <cjson/cJSON.h>
+#include <math.h>
+
+#include "tessera/attn_sched.h"
+#include "tessera/io.h"
+#include "tst.h"
+
+#define TOL 2e-5
+
+/* ---- abstract instances ------------------------------------------------------------------------ */
+
+typedef struct inst {
+  int64_t np, ni;
+  int nt;
+  int64_t pp[16];
+  double cost[16 * 4], base[8];
+} inst;
+
+static void inst_random(inst *I, ts_rng *r, int64_t np, int64_t ni, int nt) {
+  I->np = np, I->ni = ni, I->nt = nt;
+  for (int64_t i = 0; i < ni; i++) {
+    I->pp[i] = i < np ? i : (int64_t)ts_rng_below(r, (uint64_t)np); /* every panel gets a piece */
+    for (int t = 0; t < nt; t++) I->cost[i * nt + t] = 1.0 + floor(ts_rng_uniform(r) * 100.0);
+  }
+  for (int64_t p = 0; p < np; p++) I->base[p] = floor(ts_rng_uniform(r) * 30.0);
+}
+
+/* Exhaustive minimum makespan over every tile choice and every panel -> thread map. */
+static double brute(const inst *I, int P) {
+  double best = INFINITY;
+  int64_t tc = 1, ac = 1;
+  for (int64_t i = 0; i < I->ni; i++) tc *= I->nt;
+  for (int64_t p = 0; p < I->np; p++) ac *= P;
+  for (int64_t a = 0; a < ac; a++)
+    for (int64_t c = 0; c < tc; c++) {
+      double L[8] = {0}, ld[4] = {0}, mk = 0;
+      for (int64_t p = 0; p < I->np; p++) L[p] = I->base[p];
+      int64_t x = c;
+      for (int64_t i = 0; i < I->ni; i++, x /= I->nt) L[I->pp[i]] += I->cost[i * I->nt + x % I->nt];
+      x = a;
+      for (int64_t p = 0; p < I->np; p++, x /= P) ld[x % P] += L[p];
+      for (int q = 0; q < P; q++) mk = ld[q] > mk ? ld[q] : mk;
+      if (mk < best) best = mk;
+    }
+  return best;
+}
+
+static double makespan_of(const inst *I, int P, const int *tile, const int32_t *thread) {
+  double L[8] = {0}, ld[4] = {0}, mk = 0;
+  for (int64_t p = 0; p < I->np; p++) L[p] = I->base[p];
+  for (int64_t i = 0; i < I->ni; i++) L[I->pp[i]] += I->cost[i * I->nt + tile[i]];
+  for (int64_t p = 0; p < I->np; p++) ld[thread[p]] += L[p];
+  for (int q = 0; q < P; q++) mk = ld[q] > mk ? ld[q] : mk;
+  return mk;
+}
+
+static void test_brute_force(void) {
+  ts_rng r;
+  ts_rng_seed(&r, 42);
+  static const struct { int64_t np, ni; int nt, P; } shapes[] = {{4, 4, 3, 2}, {3, 6, 3, 2}, {5, 5, 2, 3}, {4, 7, 2, 2}};
+  int ilp_wins = 0;
+  for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+    for (int rep = 0; rep < 6; rep++) {
+      inst I;
+      inst_random(&I, &r, shapes[sh].np, shapes[sh].ni, shapes[sh].nt);
+      int P = shapes[sh].P;
+      ts_attn_sched_problem pb = {.npanels = I.np, .npieces = I.ni, .ntiles = I.nt, .piece_panel = I.pp, .cost = I.cost,
+                                  .base = I.base};
+      double opt = brute(&I, P);
+      for (int fixed = 0; fixed < 2; fixed++) {
+        ts_attn_sched_opts o;
+        ts_attn_sched_opts_default(&o);
+        o.threads = P;
+        o.k_tiles = I.nt;
+        o.max_tile_vars = fixed ? 0 : 1000;
+        o.full_model = !fixed; /* exercise the x variables (else the proven aggregate answers) */
+        o.time_limit = 5.0;
+        int tile[16];
+        int32_t thread[8];
+        ts_attn_sched_info info;
+        CHECK_OK(ts_attn_sched_problem_solve(&pb, &o, tile, thread, &info));
+        CHECK(info.ilp_run && info.tiles_fixed == (fixed == 1), "ilp run %d, tiles fixed %d", info.ilp_run, info.tiles_fixed);
+        CHECK(info.ilp_status == TS_ILP_OPTIMAL, "shape %zu rep %d: ilp status %s", sh, rep, ts_ilp_status_name(info.ilp_status));
+        double mk = makespan_of(&I, P, tile, thread);
+        CHECK(fabs(mk - info.makespan) <= 1e-9 * mk, "reported makespan %g, recomputed %g", info.makespan, mk);
+        CHECK(fabs(mk - opt) <= 1e-9 * opt, "shape %zu rep %d fixed %d: ILP makespan %g, brute force %g", sh, rep, fixed, mk, opt);
+        CHECK(info.makespan <= info.greedy_makespan * (1 + 1e-12), "ILP %g > greedy %g", info.makespan, info.greedy_makespan);
+        CHECK(info.lower_bound <= opt * (1 + 1e-12), "lower bound %g > optimum %g", info.lower_bound, opt);
+        ilp_wins += info.makespan < info.greedy_makespan;
+        /* greedy alone */
+        o.solver = TS_ATTN_SOLVER_GREEDY;
+        ts_attn_sched_info gi;
+        CHECK_OK(ts_attn_sched_problem_solve(&pb, &o, tile, thread, &gi));
+        CHECK(!gi.ilp_run && gi.solver == TS_ATTN_SOLVER_GREEDY, "greedy ran the ILP");
+        CHECK(fabs(gi.makespan - info.greedy_makespan) <= 1e-9 * gi.makespan, "greedy %g vs %g", gi.makespan, info.greedy_makespan);
+        for (int64_t i = 0; i < I.ni; i++) /* cheapest tile */
+          for (int t = 0; t < I.nt; t++) CHECK(I.cost[i * I.nt + tile[i]] <= I.cost[i * I.nt + t], "greedy tile not cheapest");
+      }
+    }
+  printf("brute force: ILP beat greedy (LPT) on %d of 48 solves\n", ilp_wins);
+  /* LPT's classic bad case: panel loads {3, 3, 2, 2, 2} on 2 threads, LPT 7, optimum 6 (each panel
+   * has one piece whose second tile is dearer, so tiles must stay at their cheapest). */
+  inst I = {.np = 5, .ni = 5, .nt = 2, .pp = {0, 1, 2, 3, 4}, .base = {3, 3, 2, 2, 2}};
+  for (int i = 0; i < 5; i++) I.cost[2 * i] = 0.5, I.cost[2 * i + 1] = 0.25 + 0.5 * (i % 2); /* tile 1 cheaper on even i */
+  for (int i = 0; i < 5; i++) I.base[i] -= I.cost[2 * i + (i % 2 == 0)];
+  ts_attn_sched_problem pb = {.npanels = 5, .npieces = 5, .ntiles = 2, .piece_panel = I.pp, .cost = I.cost, .base = I.base};
+  ts_attn_sched_opts o;
+  ts_attn_sched_opts_default(&o);
+  o.threads = 2;
+  int tile[5];
+  int32_t thread[5];
+  ts_attn_sched_info info;
+  CHECK_OK(ts_attn_sched_problem_solve(&pb, &o, tile, thread, &info));
+  CHECK(fabs(info.greedy_makespan - 7) < 1e-9 && fabs(info.makespan - 6) < 1e-9 && info.solver == TS_ATTN_SOLVER_ILP &&
+            info.ilp_improved,
+        "LPT case: greedy %g (7), ILP %g (6), solver %s", info.greedy_makespan, info.makespan, ts_attn_solver_name(info.solver));
+  CHECK(fabs(brute(&I, 2) - 6) < 1e-9, "brute force of the LPT case %g", brute(&I, 2));
+}
+
+/* A larger instance: ILP within [lower bound, greedy]; bad inputs rejected. */
+static void test_larger(void) {
+  enum { NP = 40, NI = 120, NT = 5 };
+  static int64_t pp[NI];
+  static double cost[NI * NT], base[NP];
+  ts_rng r;
+  ts_rng_seed(&r, 7);
+  for (int i = 0; i < NI; i++) {
+    pp[i] = i % NP;
+    for (int t = 0; t < NT; t++) cost[i * NT + t] = 100 + ts_rng_uniform(&r) * 1000;
+  }
+  for (int p = 0; p < NP; p++) base[p] = ts_rng_uniform(&r) * 200;
+  ts_attn_sched_problem pb = {.npanels = NP, .npieces = NI, .ntiles = NT, .piece_panel = pp, .cost = cost, .base = base};
+  for (int P = 2; P <= 3; P++) {
+    ts_attn_sched_opts o;
+    ts_attn_sched_opts_default(&o);
+    o.threads = P;
+    o.time_limit = 0.5;
+    int tile[NI];
+    int32_t thread[NP];
+    ts_attn_sched_info info;
+    CHECK_OK(ts_attn_sched_problem_solve(&pb, &o, tile, thread, &info));
+    CHECK(info.makespan <= info.greedy_makespan * (1 + 1e-12) && info.makespan >= info.lower_bound * (1 - 1e-9),
+          "P=%d: makespan %g not in [%g, %g]", P, info.makespan, info.lower_bound, info.greedy_makespan);
+    for (int p = 0; p < NP; p++) CHECK(thread[p] >= 0 && thread[p] < P, "thread %d", thread[p]);
+  }
+  ts_attn_sched_opts o;
+  ts_attn_sched_opts_default(&o);
+  int tile[NI];
+  int32_t thread[NP];
+  o.threads = -3;
+  CHECK_ERR_CONTAINS(ts_attn_sched_problem_solve(&pb, &o, tile, thread, NULL), "threads");
+  o.threads = 2;
+  o.time_limit = 0;
+  CHECK_ERR_CONTAINS(ts_attn_sched_problem_solve(&pb, &o, tile, thread, NULL), "time_limit");
+  o.time_limit = 1;
+  cost[5] = NAN;
+  CHECK_ERR_CONTAINS(ts_attn_sched_problem_solve(&pb, &o, tile, thread, NULL), "piece 1 tile 0");
+  cost[5] = 1;
+  pp[3] = NP;
+  CHECK_ERR_CONTAINS(ts_attn_sched_problem_solve(&pb, &o, tile, thread, NULL), "piece 3");
+  pp[3] = 3;
+  ts_attn_solver sv;
+  CHECK_OK(ts_attn_solver_parse("ilp", &sv));
+  CHECK(sv == TS_ATTN_SOLVER_ILP, "parse ilp");
+  CHECK_STATUS(ts_attn_solver_parse("cplex", &sv), TS_ERR_INVALID_ARG);
+}
+
+/* ---- attention on masks ---------------------------------------------------------------------- */
+
+typedef struct qkv {
+  int64_t b, h, n, d;
+  float *Q, *K, *V, *O, *R;
+  double vmax;
+} qkv;
+
+static qkv qkv_make(int64_t b, int64_t h, int64_t n, int64_t d, uint64_t seed) {
+  qkv x = {.b = b, .h = h, .n = n, .d = d};
+  size_t tot = (size_t)(b * h * n * d);
+  x.Q = ts_malloc(tot * sizeof(float)), x.K = ts_malloc(tot * sizeof(float)), x.V = ts_malloc(tot * sizeof(float));
+  x.O = ts_malloc(tot * sizeof(float)), x.R = ts_malloc(tot * sizeof(float));
+  ts_rng r;
+  ts_rng_seed(&r, seed);
+  for (size_t i = 0; i < tot; i++) {
+    x.Q[i] = ts_rng_normal(&r), x.K[i] = ts_rng_normal(&r), x.V[i] = ts_rng_normal(&r);
+    x.vmax = fabs(x.V[i]) > x.vmax ? fabs(x.V[i]) : x.vmax;
+  }
+  return x;
+}
+static void qkv_free(qkv *x) { ts_free(x->Q), ts_free(x->K), ts_free(x->V), ts_free(x->O), ts_free(x->R); }
+static void poison(float *p, size_t n) {
+  for (size_t i = 0; i < n; i++) p[i] = NAN;
+}
+static double rel_err(const qkv *x) {
+  return tst_max_abs_diff(x->O, x->R, (size_t)(x->b * x->h * x->n * x->d)) / x->vmax;
+}
+
+static void test_static_threads(void) {
+  ts_csr m = {0};
+  ts_bitmap bm = {0};
+  CHECK_OK(ts_pattern_generate("window2d:h=12,w=11,k=5", &m, NULL));
+  CHECK_OK(ts_csr_to_bitmap(&m, &bm));
+  const int64_t n = m.rows;
+  qkv x = qkv_make(2, 3, n, 24, 11);
+  CHECK_OK(ts_attn_reference(&bm, x.Q, x.K, x.V, x.R, x.b, x.h, n, x.d));
+  ts_context *ctx;
+  CHECK_OK(ts_context_create(&ctx, 2));
+  ts_attn_schedule s;
+  CHECK_OK(ts_attn_schedule_blockskip(&s, n, 16, 32));
+  CHECK(s.thread == NULL, "a fresh schedule has no thread array");
+  int32_t thr[64];
+  /* 0: round robin over 3 threads (more than ctx runs: mod 2); 1: all on thread 1; 2: one dynamic */
+  for (int variant = 0; variant < 3; variant++) {
+    for (int64_t p = 0; p < s.npanels; p++) thr[p] = variant == 0 ? (int32_t)(p % 3) : 1;
+    if (variant == 2) thr[s.npanels / 2] = -1;
+    CHECK_OK(ts_attn_schedule_set_threads(&s, thr));
+    ts_attn_plan *pl;
+    CHECK_OK(ts_attn_plan_create(&pl, ctx, &s, &bm, x.d));
+    poison(x.O, (size_t)(x.b * x.h * n * x.d));
+    CHECK_OK(ts_attn_execute(ctx, pl, x.Q, x.K, x.V, x.O, x.b, x.h, n, x.d));
+    double e = rel_err(&x);
+    CHECK(e <= TOL, "static variant %d: error %g", variant, e);
+    poison(x.O, (size_t)(x.b * x.h * n * x.d));
+    CHECK_OK(ts_attn_execute(NULL, pl, x.Q, x.K, x.V, x.O, x.b, x.h, n, x.d)); /* plan's threads */
+    CHECK(rel_err(&x) <= TOL, "static variant %d (plan threads): error %g", variant, rel_err(&x));
+    ts_attn_plan_destroy(pl);
+    /* JSON round trip keeps the assignment */
+    cJSON *j = ts_attn_schedule_to_json(&s);
+    ts_attn_schedule r;
+    CHECK_OK(ts_attn_schedule_from_json(j, &r));
+    CHECK(r.thread && memcmp(r.thread, thr, (size_t)s.npanels * sizeof *thr) == 0, "thread array round trip");
+    ts_attn_schedule_free(&r);
+    cJSON_Delete(j);
+  }
+  thr[0] = -2;
+  CHECK_ERR_CONTAINS(ts_attn_schedule_set_threads(&s, thr), "panel 0: thread = -2");
+  s.thread[1] = TS_ATTN_THREAD_MAX;
+  CHECK_ERR_CONTAINS(ts_attn_schedule_validate(&s), "panel 1: thread");
+  cJSON *j = ts_attn_schedule_to_json(&s);
+  CHECK(j == NULL || cJSON_IsObject(j), "to_json");
+  if (j) {
+    CHECK_STATUS(ts_attn_schedule_from_json(j, &(ts_attn_schedule){0}), TS_ERR_FORMAT);
+    cJSON_Delete(j);
+  }
+  CHECK_OK(ts_attn_schedule_set_threads(&s, NULL));
+  CHECK(s.thread == NULL, "cleared");
+  ts_attn_schedule_free(&s);
+  ts_context_destroy(ctx);
+  qkv_free(&x);
+  ts_bitmap_free(&bm);
+  ts_csr_free(&m);
+}
+
+/* Reorder a permuted window2d, extract blocks, schedule (greedy and ILP), execute on the ORIGINAL
+ * token order via the permutation, compare with the reference on the original mask. */
+static void test_scheduled_window2d(void) {
+  const char *specs[] = {"permute:window2d:h=16,w=16,k=5,seed=3", "permute:vitdet:h=14,w=14,win=7,global=2,seed=5"};
+  ts_context *ctx;
+  CHECK_OK(ts_context_create(&ctx, 2));
+  for (int sp = 0; sp < 2; sp++) {
+    ts_csr m = {0}, pm = {0};
+    ts_pattern_info info;
+    CHECK_OK(ts_pattern_generate(specs[sp], &m, &info));
+    const int64_t n = m.rows;
+    int32_t *perm = ts_malloc((size_t)n * sizeof *perm);
+    ts_reorder_opts ro;
+    ts_reorder_opts_default(&ro);
+    ro.method = TS_REORDER_HILBERT;
+    ro.grid_h = info.grid_h, ro.grid_w = info.grid_w, ro.grid_pos = info.base_index;
+    CHECK_OK(ts_reorder(&m, &ro, perm, NULL, NULL));
+    CHECK_OK(ts_csr_permute(&m, perm, perm, &pm));
+    ts_bitmap bo = {0}, bp = {0};
+    CHECK_OK(ts_csr_to_bitmap(&m, &bo));
+    CHECK_OK(ts_csr_to_bitmap(&pm, &bp));
+    ts_blocks_opts bopt;
+    ts_blocks_opts_default(&bopt);
+    ts_blocks blk;
+    CHECK_OK(ts_blocks_extract(&pm, &bopt, &blk));
+    qkv x = qkv_make(1, 2, n, 32, 21 + (uint64_t)sp);
+    CHECK_OK(ts_attn_reference(&bo, x.Q, x.K, x.V, x.R, x.b, x.h, n, x.d));
+    int d = 32;
+    for (int solver = 0; solver < 2; solver++) {
+      ts_attn_sched_opts o;
+      ts_attn_sched_opts_default(&o);
+      o.solver = solver ? TS_ATTN_SOLVER_ILP : TS_ATTN_SOLVER_GREEDY;
+      o.threads = 2;
+      o.time_limit = 0.5;
+      o.cost_user = &d;
+      o.blocks.panel_rows = 32;
+      ts_attn_schedule s;
+      ts_attn_sched_info si;
+      CHECK_OK(ts_attn_schedule_solve(&blk, &bp, &o, &s, &si));
+      CHECK(s.thread != NULL, "the scheduler sets threads");
+      for (int64_t p = 0; s.thread && p < s.npanels; p++) CHECK(s.thread[p] >= 0 && s.thread[p] < 2, "thread %d", s.thread[p]);
+      CHECK(si.makespan <= si.greedy_makespan * (1 + 1e-12), "%s: makespan %g > greedy %g", specs[sp], si.makespan,
+            si.greedy_makespan);
+      CHECK(si.npieces >= si.nblocks && si.npanels == s.npanels, "pieces %lld blocks %lld", (long long)si.npieces,
+            (long long)si.nblocks);
+      double pmk, ptot;
+      CHECK_OK(ts_attn_schedule_predict(&s, &bp, NULL, &d, 2, &pmk, &ptot));
+      CHECK(pmk > 0 && ptot >= pmk, "predict %g %g", pmk, ptot);
+      ts_attn_plan *pl;
+      CHECK_OK(ts_attn_plan_create(&pl, ctx, &s, &bp, x.d));
+      poison(x.O, (size_t)(x.b * x.h * n * x.d));
+      CHECK_OK(ts_attn_execute_original(ctx, pl, perm, x.Q, x.K, x.V, x.O, x.b, x.h, n, x.d));
+      double e = rel_err(&x);
+      CHECK(e <= TOL, "%s solver %d: error %g", specs[sp], solver, e);
+      if (solver) printf("%s: %lld blocks, %lld panels, predicted makespan greedy %.4g ilp %.4g (bound %.4g), error %.2g\n",
+                         specs[sp], (long long)si.nblocks, (long long)si.npanels, si.greedy_makespan, si.makespan,
+                         si.lower_bound, e);
+      ts_attn_plan_destroy(pl);
+      ts_attn_schedule_free(&s);
+    }
+    /* the permuted run without the helper is wrong on the original order: the helper matters */
+    ts_attn_schedule s;
+    CHECK_OK(ts_attn_schedule_blockskip(&s, n, 16, 16));
+    ts_attn_plan *pl;
+    CHECK_OK(ts_attn_plan_create(&pl, ctx, &s, &bp, x.d));
+    CHECK_OK(ts_attn_execute(ctx, pl, x.Q, x.K, x.V, x.O, x.b, x.h, n, x.d));
+    CHECK(rel_err(&x) > 1e-2, "unpermuted run matched the original order (%g)", rel_err(&x));
+    CHECK_STATUS(ts_attn_execute_original(ctx, pl, (int32_t[]){0, 0}, x.Q, x.K, x.V, x.O, x.b, x.h, 2, x.d), TS_ERR_INVALID_ARG);
+    ts_attn_plan_destroy(pl);
+    ts_attn_schedule_free(&s);
+    qkv_free(&x);
+    ts_blocks_free(&blk);
+    ts_bitmap_free(&bo), ts_bitmap_free(&bp);
+    ts_free(perm);
+    ts_pattern_info_free(&info);
+    ts_csr_free(&m), ts_csr_free(&pm);
+  }
+  ts_context_destroy(ctx);
+}
+
+/* ---- plan cache -------------------------------------------------------------------------------- */
+
+static void test_cache(void) {
+  ts_csr m = {0}, pm = {0};
+  CHECK_OK(ts_pattern_generate("permute:window2d:h=8,w=8,k=3,seed=2", &m, NULL));
+  const int64_t n = m.rows;
+  int32_t *perm = ts_malloc((size_t)n * sizeof *perm);
+  ts_reorder_opts ro;
+  ts_reorder_opts_default(&ro);
+  ro.method = TS_REORDER_RCM;
+  CHECK_OK(ts_reorder(&m, &ro, perm, NULL, NULL));
+  CHECK_OK(ts_csr_permute(&m, perm, perm, &pm));
+  ts_bitmap bp = {0};
+  CHECK_OK(ts_csr_to_bitmap(&pm, &bp));
+  ts_blocks_opts bopt;
+  ts_blocks_opts_default(&bopt);
+  ts_blocks blk;
+  CHECK_OK(ts_blocks_extract(&pm, &bopt, &blk));
+  ts_attn_sched_opts o;
+  ts_attn_sched_opts_default(&o);
+  o.threads = 2;
+  o.time_limit = 0.5;
+  o.blocks.panel_rows = 16;
+  ts_attn_schedule s;
+  ts_attn_sched_info si;
+  CHECK_OK(ts_attn_schedule_solve(&blk, &bp, &o, &s, &si));
+
+  ts_attn_plan_desc d;
+  ts_attn_plan_desc_init(&d, n, 4, 32, 2);
+  snprintf(d.reorder, sizeof d.reorder, "rcm");
+  char key[17], key2[17], path[4200];
+  CHECK_OK(ts_attn_plan_key(&pm, perm, &d, key));
+  CHECK(strlen(key) == 16, "key '%s'", key);
+  CHECK_OK(ts_attn_plan_key(&pm, perm, &d, key2));
+  CHECK(strcmp(key, key2) == 0, "key not deterministic");
+  /* every part of the key matters */
+  ts_attn_plan_desc d2 = d;
+  d2.threads = 3;
+  CHECK_OK(ts_attn_plan_key(&pm, perm, &d2, key2));
+  CHECK(strcmp(key, key2) != 0, "threads not in the key");
+  d2 = d;
+  snprintf(d2.dtype, sizeof d2.dtype, "bf16");
+  CHECK_OK(ts_attn_plan_key(&pm, perm, &d2, key2));
+  CHECK(strcmp(key, key2) != 0, "dtype not in the key");
+  CHECK_OK(ts_attn_plan_key(&pm, NULL, &d, key2));
+  CHECK(strcmp(key, key2) != 0, "perm not in the key");
+  CHECK_OK(ts_attn_plan_key(&m, perm, &d, key2));
+  CHECK(strcmp(key, key2) != 0, "mask not in the key");
+  CHECK_STATUS(ts_attn_plan_key(&pm, perm, &d2, NULL), TS_ERR_INVALID_ARG);
+  d2 = d;
+  d2.n = n + 1;
+  CHECK_STATUS(ts_attn_plan_key(&pm, perm, &d2, key2), TS_ERR_SHAPE);
+
+  CHECK_OK(ts_attn_plan_cache_path(key, path, sizeof path));
+  CHECK(strstr(path, "/plans/") && strstr(path, key), "path %s", path);
+  remove(path);
+  ts_attn_plan_desc ld;
+  int32_t *lperm = NULL;
+  ts_attn_schedule ls;
+  CHECK_STATUS(ts_attn_plan_load(path, key, &ld, &lperm, &ls), TS_ERR_NOT_FOUND);
+  CHECK_OK(ts_attn_plan_save(path, key, &d, perm, &s, &si));
+  double t0 = ts_now();
+  CHECK_OK(ts_attn_plan_load(path, key, &ld, &lperm, &ls));
+  double load_ms = (ts_now() - t0) * 1e3;
+  CHECK(ld.n == n && ld.heads == 4 && ld.d == 32 && ld.threads == 2 && strcmp(ld.reorder, "rcm") == 0 &&
+            strcmp(ld.cpu_model, d.cpu_model) == 0 && strcmp(ld.kernels, d.kernels) == 0,
+        "desc round trip");
+  CHECK(lperm && memcmp(lperm, perm, (size_t)n * sizeof *perm) == 0, "perm round trip");
+  CHECK(ls.npanels == s.npanels && ls.nsegs == s.nsegs && memcmp(ls.segs, s.segs, (size_t)s.nsegs * sizeof *s.segs) == 0 &&
+            ls.thread && memcmp(ls.thread, s.thread, (size_t)s.npanels * sizeof *s.thread) == 0,
+        "schedule round trip");
+  for (int64_t p = 0; p < s.npanels; p++)
+    CHECK(ls.panels[p].r0 == s.panels[p].r0 && ls.panels[p].nr == s.panels[p].nr && ls.panels[p].nseg == s.panels[p].nseg,
+          "panel %lld", (long long)p);
+  /* its key recomputed from what it stores matches: the file is self-describing */
+  CHECK_OK(ts_attn_plan_key(&pm, lperm, &ld, key2));
+  CHECK(strcmp(key, key2) == 0, "key of the loaded plan %s vs %s", key2, key);
+  ts_free(lperm);
+  ts_attn_schedule_free(&ls);
+  printf("plan cache: %lld panels loaded in %.2f ms\n", (long long)s.npanels, load_ms);
+  /* mismatched key */
+  CHECK_ERR_CONTAINS(ts_attn_plan_load(path, "0123456789abcdef", &ld, &lperm, &ls), "key mismatch");
+  CHECK(lperm == NULL && ls.panels == NULL, "outputs cleared on error");
+  /* no key check */
+  CHECK_OK(ts_attn_plan_load(path, NULL, NULL, &lperm, &ls));
+  ts_free(lperm);
+  ts_attn_schedule_free(&ls);
+  /* corrupt files: a bad perm, a schedule that does not validate, not JSON */
+  static const char *bad[] = {
+      "{\"format\":\"tessera-attn-plan\",\"key\":\"k\",\"desc\":{\"n\":2,\"heads\":1,\"d\":4,\"threads\":1,\"dtype\":\"f32\","
+      "\"reorder\":\"none\",\"solver\":\"greedy\",\"cpu_model\":\"x\",\"kernels\":\"avx2\"},\"perm\":[0,0],"
+      "\"schedule\":{\"n\":2,\"panels\":[{\"r0\":0,\"nr\":2,\"segs\":[[0,2,0,2,16,16,\"mixed\"]]}]}}",
+      "{\"format\":\"tessera-attn-plan\",\"key\":\"k\",\"desc\":{\"n\":2,\"heads\":1,\"d\":4,\"threads\":1,\"dtype\":\"f32\","
+      "\"reorder\":\"none\",\"solver\":\"greedy\",\"cpu_model\":\"x\",\"kernels\":\"avx2\"},\"perm\":null,"
+      "\"schedule\":{\"n\":2,\"panels\":[{\"r0\":0,\"nr\":1,\"segs\":[]}]}}",
+      "{\"format\":\"tessera-attn-plan\",\"key\":\"k\",\"desc\":{\"n\":3,\"heads\":1,\"d\":4,\"threads\":1,\"dtype\":\"f32\","
+      "\"reorder\":\"none\",\"solver\":\"greedy\",\"cpu_model\":\"x\",\"kernels\":\"avx2\"},\"perm\":null,"
+      "\"schedule\":{\"n\":2,\"panels\":[{\"r0\":0,\"nr\":2,\"segs\":[]}]}}",
+      "{\"format\":\"other\"}",
+      "[1, 2"};
+  for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
+    CHECK_OK(ts_write_file_atomic(path, bad[b], strlen(bad[b])));
+    ts_status st = ts_attn_plan_load(path, NULL, &ld, &lperm, &ls);
+    CHECK(st != TS_OK && lperm == NULL && ls.panels == NULL, "corrupt plan %zu accepted (%s)", b, ts_strerror(st));
+  }
+  remove(path);
+  ts_attn_schedule_free(&s);
+  ts_blocks_free(&blk);
+  ts_bitmap_free(&bp);
+  ts_free(perm);
+  ts_csr_free(&m), ts_csr_free(&pm);
+}
+
+int main(void) {
+  test_brute_force();
+  test_larger();
+  test_static_threads();
+  test_scheduled_window2d();
+  test_cache();
+  return tst_finish();
+}

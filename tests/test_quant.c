@@ -1,0 +1,425 @@
+/* Quant kernels: formats, quantizer error bounds, activation quantizer (every ISA bit-identical to
+ * the reference), dots (every ISA vs the reference, and the reference vs the fp64 truth), matvec.
+ *
+ * Tolerances:
+ *  - dequantize: exact against an independent decoder written here from the block layouts.
+ *  - quantize -> dequantize: the per-element bounds stated in quant.h, computed per block from the
+ *    block's own d (and m) as the reference quantizer defines them (+1e-6 relative slack).
+ *  - activation quantizer: bit-identical q, d, sum (same fp32 multiply, same rounding).
+ *  - SIMD dot vs reference dot: both use the same exact integer block sums; the SIMD side
+ *    accumulates the nb per-block terms (and lane partials) in fp32, the reference in double, so
+ *    |diff| <= 2 (nb + 8) eps_f32 * sum_b |term_b| (recursive-summation bound, doubled). Float
+ *    types: 2 (n + 8) eps * sum |w_i x_i|.
+ *  - reference dot vs sum deq(w) x in double: the only error is the activation rounding,
+ *    |x - q d_x| <= d_x / 2 per element, so |diff| <= sum_i |deq(w_i)| d_x(b_i) / 2 (+ fp32 slack). */
+#include <float.h>
+#include <math.h>
+
+#include "llm/quant_internal.h"
+#include "tessera/quant.h"
+#include "tst.h"
+
+static const uint32_t kTypes[] = {TS_QT_F32, TS_QT_F16, TS_QT_BF16, TS_QT_Q8_0, TS_QT_Q4_0, TS_QT_Q4_1};
+#define NTYPES 6
+
+static bool is_block(uint32_t t) { return t == TS_QT_Q8_0 || t == TS_QT_Q4_0 || t == TS_QT_Q4_1; }
+
+static void *xalloc(size_t n) {
+  void *p = ts_malloc(n ? n : 1);
+  if (!p) {
+    fprintf(stderr, "out of memory\n");
+    exit(1);
+  }
+  return p;
+}
+
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+/* Independent decoder from the byte layouts in quant.h. */
+static float decode(uint32_t t, const uint8_t *row, int64_t i) {
+  int64_t b = i / 32, j = i % 32;
+  switch (t) {
+    case TS_QT_F32: { float f; memcpy(&f, row + 4 * i, 4); return f; }
+    case TS_QT_F16: return ts_f16_to_f32(rd16(row + 2 * i));
+    case TS_QT_BF16: { uint32_t u = (uint32_t)rd16(row + 2 * i) << 16; float f; memcpy(&f, &u, 4); return f; }
+    case TS_QT_Q8_0: { const uint8_t *p = row + 34 * b; return ts_f16_to_f32(rd16(p)) * (float)(int8_t)p[2 + j]; }
+    case TS_QT_Q4_0: {
+      const uint8_t *p = row + 18 * b;
+      int q = j < 16 ? (p[2 + j] & 15) : (p[2 + j - 16] >> 4);
+      return ts_f16_to_f32(rd16(p)) * (float)(q - 8);
+    }
+    case TS_QT_Q4_1: {
+      const uint8_t *p = row + 20 * b;
+      int q = j < 16 ? (p[4 + j] & 15) : (p[4 + j - 16] >> 4);
+      return ts_f16_to_f32(rd16(p)) * (float)q + ts_f16_to_f32(rd16(p + 2));
+    }
+  }
+  return NAN;
+}
+
+/* Random valid row bytes: random bits, with finite fp16 scales/values (exponent field not all ones). */
+static void random_row(uint32_t t, uint8_t *row, int64_t n, ts_rng *r) {
+  size_t rb;
+  ts_qtype_row_bytes(t, n, &rb);
+  for (size_t i = 0; i < rb; i++) row[i] = (uint8_t)ts_rng_next(r);
+  if (t == TS_QT_F32) {
+    for (int64_t i = 0; i < n; i++) { float f = ts_rng_normal(r); memcpy(row + 4 * i, &f, 4); }
+  } else if (t == TS_QT_F16 || t == TS_QT_BF16) {
+    for (int64_t i = 0; i < n; i++) {
+      uint16_t h = t == TS_QT_F16 ? ts_f32_to_f16(ts_rng_normal(r)) : ts_f32_to_bf16(ts_rng_normal(r));
+      memcpy(row + 2 * i, &h, 2);
+    }
+  } else {
+    size_t bb = ts_qtype_block_bytes(t);
+    for (int64_t b = 0; b < n / 32; b++) {
+      uint16_t d = ts_f32_to_f16(0.01f + 0.05f * (float)ts_rng_uniform(r));
+      memcpy(row + bb * b, &d, 2);
+      if (t == TS_QT_Q4_1) {
+        uint16_t m = ts_f32_to_f16(-0.4f * (float)ts_rng_uniform(r));
+        memcpy(row + bb * b + 2, &m, 2);
+      }
+    }
+  }
+}
+
+static void test_types(void) {
+  size_t rb = 0;
+  CHECK_OK(ts_qtype_row_bytes(TS_QT_Q4_1, 576, &rb));
+  CHECK(rb == 360, "q4_1 576 -> %zu", rb);
+  CHECK_OK(ts_qtype_row_bytes(TS_QT_Q8_0, 576, &rb));
+  CHECK(rb == 612, "q8_0 576 -> %zu", rb);
+  CHECK_OK(ts_qtype_row_bytes(TS_QT_Q6_K, 256, &rb));
+  CHECK(rb == 210, "q6_k 256 -> %zu", rb);
+  CHECK_ERR_CONTAINS(ts_qtype_row_bytes(TS_QT_Q4_0, 33, &rb), "block size 32");
+  CHECK_STATUS(ts_qtype_row_bytes(77, 32, &rb), TS_ERR_DTYPE);
+  for (int i = 0; i < NTYPES; i++) {
+    uint32_t t = 999;
+    CHECK_OK(ts_qtype_parse(ts_qtype_name(kTypes[i]), &t));
+    CHECK(t == kTypes[i] && ts_qtype_has_kernels(t), "parse %s", ts_qtype_name(kTypes[i]));
+  }
+  CHECK(!ts_qtype_known(4) && !ts_qtype_known(31) && ts_qtype_known(TS_QT_BF16), "known ids");
+  CHECK(strcmp(ts_qtype_name(4), "unknown") == 0, "name of a removed id");
+  CHECK(!ts_qtype_has_kernels(TS_QT_Q6_K), "q6_k has no kernels");
+}
+
+/* Dequantize of random bytes matches the independent decoder exactly. */
+static void test_dequant(void) {
+  ts_rng r;
+  ts_rng_seed(&r, 11);
+  const int64_t n = 320;
+  uint8_t *row = xalloc(4 * n);
+  float *out = tst_alloc_guarded(n);
+  for (int ti = 0; ti < NTYPES; ti++) {
+    uint32_t t = kTypes[ti];
+    random_row(t, row, n, &r);
+    tst_poison(out, n);
+    CHECK_OK(ts_quant_dequantize_row(t, row, out, n));
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += out[i] != decode(t, row, i);
+    CHECK(bad == 0 && tst_guard_ok(out, n), "dequant %s: %d mismatches", ts_qtype_name(t), bad);
+  }
+  ts_free(row);
+  ts_free(out);
+}
+
+/* Fills x with blocks of different character: normal, zero, constant, one outlier, all negative. */
+static void quant_input(float *x, int64_t n, ts_rng *r) {
+  for (int64_t i = 0; i < n; i++) x[i] = ts_rng_normal(r) * (1.0f + (float)(i / 32 % 5));
+  if (n >= 160) {
+    for (int i = 0; i < 32; i++) x[32 + i] = 0;
+    for (int i = 0; i < 32; i++) x[64 + i] = 0.75f;
+    x[96 + 5] = -40.0f;
+    for (int i = 0; i < 32; i++) x[128 + i] = -fabsf(x[128 + i]) - 1;
+  }
+}
+
+static void test_quant_roundtrip(void) {
+  ts_rng r;
+  ts_rng_seed(&r, 12);
+  const int64_t n = 1024;
+  float *x = xalloc(n * 4), *y = tst_alloc_guarded(n);
+  uint8_t *q = xalloc(4 * n);
+  for (int ti = 0; ti < NTYPES; ti++) {
+    uint32_t t = kTypes[ti];
+    quant_input(x, n, &r);
+    CHECK_OK(ts_quant_quantize_row(t, x, q, n));
+    tst_poison(y, n);
+    CHECK_OK(ts_quant_dequantize_row(t, q, y, n));
+    int bad = 0;
+    double worst = 0;
+    for (int64_t b = 0; b < n / 32; b++) {
+      const float *xb = x + 32 * b;
+      float amax = 0, vmax = 0, lo = xb[0], hi = xb[0];
+      for (int i = 0; i < 32; i++) {
+        if (fabsf(xb[i]) > amax) { amax = fabsf(xb[i]); vmax = xb[i]; }
+        lo = fminf(lo, xb[i]);
+        hi = fmaxf(hi, xb[i]);
+      }
+      for (int i = 0; i < 32; i++) {
+        double e = fabs((double)y[32 * b + i] - xb[i]), bound;
+        if (t == TS_QT_F32) bound = 0;
+        else if (t == TS_QT_F16) bound = fabs(xb[i]) * 0x1p-11 + 0x1p-25;
+        else if (t == TS_QT_BF16) bound = fabs(xb[i]) * 0x1p-8;
+        else if (t == TS_QT_Q8_0) {
+          double d = amax / 127.0;
+          bound = d / 2 + 127 * fabs(d - ts_f16_to_f32(ts_f32_to_f16((float)d)));
+        } else if (t == TS_QT_Q4_0) {
+          double d = vmax / -8.0, d16 = ts_f16_to_f32(ts_f32_to_f16((float)d));
+          double clamped = d != 0 && xb[i] / d + 8 > 15.5;
+          bound = (clamped ? fabs(d) : fabs(d) / 2) + 8 * fabs(d - d16);
+        } else {
+          double d = (hi - lo) / 15.0;
+          bound = d / 2 + 15 * fabs(d - ts_f16_to_f32(ts_f32_to_f16((float)d))) +
+                  fabs(lo - ts_f16_to_f32(ts_f32_to_f16(lo)));
+        }
+        bound = bound * (1 + 1e-6) + 1e-6 * amax;
+        if (e > bound) bad++;
+        if (bound > 0 && e / bound > worst) worst = e / bound;
+      }
+    }
+    CHECK(bad == 0 && tst_guard_ok(y, n), "quantize %s: %d elements past the bound (worst err/bound %.3f)",
+          ts_qtype_name(t), bad, worst);
+    /* zero block round-trips to exact zeros */
+    if (is_block(t)) CHECK(y[40] == 0 && y[63] == 0, "%s zero block -> %g %g", ts_qtype_name(t), y[40], y[63]);
+  }
+  CHECK_STATUS(ts_quant_quantize_row(TS_QT_Q4_1, x, q, 48), TS_ERR_SHAPE);
+  CHECK_STATUS(ts_quant_quantize_row(TS_QT_Q6_K, x, q, 256), TS_ERR_DTYPE);
+  ts_free(x);
+  ts_free(y);
+  ts_free(q);
+}
+
+static void act_alloc(ts_quant_act *a, int64_t n, void **mem) {
+  size_t bytes = ts_quant_act_bytes(n);
+  *mem = xalloc(bytes + 1);
+  /* odd address: the layout must cope with any alignment */
+  CHECK_OK(ts_quant_act_init(a, n, (char *)*mem + 1, bytes));
+}
+
+static void test_act(void) {
+  ts_rng r;
+  ts_rng_seed(&r, 13);
+  const int64_t sizes[] = {32, 64, 96, 576, 1536};
+  for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+    int64_t n = sizes[si];
+    float *x = xalloc(n * 4);
+    quant_input(x, n, &r);
+    if (n >= 64) x[33] = 1e-30f; /* a tiny block value next to zeros */
+    void *m0;
+    ts_quant_act ref;
+    act_alloc(&ref, n, &m0);
+    ts__act_quantize_ref(n, x, ref.q, ref.d, ref.sum);
+    /* reference properties: |q| <= 127, sum matches, |x - q d| <= d/2 */
+    int bad = 0;
+    for (int64_t b = 0; b < n / 32; b++) {
+      int32_t s = 0;
+      for (int i = 0; i < 32; i++) {
+        int q = ref.q[32 * b + i];
+        s += q;
+        if (q < -127 || q > 127 || fabs((double)q * ref.d[b] - x[32 * b + i]) > ref.d[b] * 0.5001 + 1e-30) bad++;
+      }
+      if (s != ref.sum[b]) bad++;
+    }
+    CHECK(bad == 0, "n=%lld reference activation: %d bad values", (long long)n, bad);
+    for (int isa = TS_ISA_AVX2; isa <= (int)ts_isa_supported(); isa++) {
+      void *m1;
+      ts_quant_act a;
+      act_alloc(&a, n, &m1);
+      ts__quant_for((ts_isa)isa)->act_quantize(n, x, a.q, a.d, a.sum);
+      CHECK(memcmp(a.q, ref.q, (size_t)n) == 0 && memcmp(a.d, ref.d, (size_t)n / 8) == 0 &&
+                memcmp(a.sum, ref.sum, (size_t)n / 8) == 0,
+            "act quantize %s n=%lld differs from the reference", ts_isa_name((ts_isa)isa), (long long)n);
+      ts_free(m1);
+    }
+    ts_free(m0);
+    ts_free(x);
+  }
+  ts_quant_act a;
+  char mem[64];
+  CHECK_STATUS(ts_quant_act_init(&a, 48, mem, sizeof mem), TS_ERR_SHAPE);
+  CHECK_STATUS(ts_quant_act_init(&a, 64, mem, 8), TS_ERR_INVALID_ARG);
+}
+
+/* Magnitude sum of the reference's per-block terms (block types) or products (float types). */
+static double term_mag(uint32_t t, const uint8_t *row, int64_t n, const float *x, const ts_quant_act *xq) {
+  double m = 0;
+  if (!is_block(t)) {
+    for (int64_t i = 0; i < n; i++) m += fabs((double)decode(t, row, i) * x[i]);
+    return m;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    double w = decode(t, row, i);
+    /* |d_w q_w| d_x |q_x|: the magnitude of this element's share of the block's integer sum */
+    double wq = t == TS_QT_Q4_1 ? fabs(w - ts_f16_to_f32(rd16(row + 20 * (i / 32) + 2))) : fabs(w);
+    m += wq * xq->d[i / 32] * abs(xq->q[i]);
+  }
+  if (t == TS_QT_Q4_1)
+    for (int64_t b = 0; b < n / 32; b++) m += fabs(ts_f16_to_f32(rd16(row + 20 * b + 2)) * xq->d[b] * xq->sum[b]);
+  return m;
+}
+
+static void test_dots(void) {
+  ts_rng r;
+  ts_rng_seed(&r, 14);
+  const int64_t sizes[] = {1, 7, 16, 17, 32, 33, 64, 96, 128, 160, 224, 576, 1536};
+  for (int ti = 0; ti < NTYPES; ti++) {
+    uint32_t t = kTypes[ti];
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+      int64_t n = sizes[si];
+      if (is_block(t) && n % 32) continue;
+      uint8_t *row = xalloc(4 * n);
+      float *x = xalloc(4 * n);
+      random_row(t, row, n, &r);
+      quant_input(x, n, &r);
+      void *mem = NULL;
+      ts_quant_act xq = {0};
+      if (n % 32 == 0) {
+        act_alloc(&xq, n, &mem);
+        ts__act_quantize_ref(n, x, xq.q, xq.d, xq.sum);
+      }
+      const ts__dot_fn refs[] = {ts__dot_f32_ref, ts__dot_f16_ref, ts__dot_bf16_ref,
+                                 ts__dot_q8_0_ref, ts__dot_q4_0_ref, ts__dot_q4_1_ref};
+      float ref = refs[ti](n, row, x, &xq);
+      /* reference vs the fp64 truth sum deq(w) x */
+      double truth = 0, abound = 0;
+      for (int64_t i = 0; i < n; i++) {
+        truth += (double)decode(t, row, i) * x[i];
+        if (is_block(t)) abound += fabs(decode(t, row, i)) * xq.d[i / 32] / 2;
+      }
+      double mag = term_mag(t, row, n, x, &xq);
+      double tolt = abound * 1.0001 + 1e-6 * mag + 1e-30;
+      CHECK(fabs(ref - truth) <= tolt, "%s n=%lld: reference dot %.9g vs truth %.9g (bound %.3g)", ts_qtype_name(t),
+            (long long)n, ref, truth, tolt);
+      double nb = is_block(t) ? (double)n / 32 : (double)n;
+      double tol = 2 * (nb + 8) * FLT_EPSILON * mag + 1e-30;
+      for (int isa = TS_ISA_AVX2; isa <= (int)ts_isa_supported(); isa++) {
+        const ts__quant_table *tb = ts__quant_for((ts_isa)isa);
+        const ts__dot_fn fs[] = {tb->dot_f32, tb->dot_f16, tb->dot_bf16, tb->dot_q8_0, tb->dot_q4_0, tb->dot_q4_1};
+        float v = fs[ti](n, row, x, &xq);
+        CHECK(fabs(v - ref) <= tol, "%s %s n=%lld: %.9g vs reference %.9g (tol %.3g)", ts_qtype_name(t),
+              ts_isa_name((ts_isa)isa), (long long)n, v, ref, tol);
+      }
+      /* the public, dispatched entry */
+      float pv = NAN;
+      CHECK_OK(ts_quant_dot(t, row, n, x, is_block(t) ? &xq : NULL, &pv));
+      CHECK(fabs(pv - ref) <= tol, "ts_quant_dot %s n=%lld: %.9g vs %.9g", ts_qtype_name(t), (long long)n, pv, ref);
+      if (mem) ts_free(mem);
+      ts_free(row);
+      ts_free(x);
+    }
+  }
+  /* Q8_0 with -128 weights (legal in files, never produced by the quantizer) */
+  {
+    uint8_t row[34 * 4];
+    float x[128];
+    ts_rng_seed(&r, 15);
+    random_row(TS_QT_Q8_0, row, 128, &r);
+    for (int b = 0; b < 4; b++) row[34 * b + 2 + 3] = 0x80;
+    quant_input(x, 128, &r);
+    void *mem;
+    ts_quant_act xq;
+    act_alloc(&xq, 128, &mem);
+    ts__act_quantize_ref(128, x, xq.q, xq.d, xq.sum);
+    float ref = ts__dot_q8_0_ref(128, row, x, &xq);
+    double tol = 2 * (4 + 8) * FLT_EPSILON * term_mag(TS_QT_Q8_0, row, 128, x, &xq);
+    for (int isa = TS_ISA_AVX2; isa <= (int)ts_isa_supported(); isa++) {
+      float v = ts__quant_for((ts_isa)isa)->dot_q8_0(128, row, x, &xq);
+      CHECK(fabs(v - ref) <= tol, "q8_0 with -128 weights %s: %.9g vs %.9g", ts_isa_name((ts_isa)isa), v, ref);
+    }
+    ts_free(mem);
+  }
+}
+
+static void test_matvec(void) {
+  ts_rng r;
+  ts_rng_seed(&r, 16);
+  ts_context *ctx1 = NULL, *ctx2 = NULL;
+  CHECK_OK(ts_context_create(&ctx1, 1));
+  CHECK_OK(ts_context_create(&ctx2, 2));
+  const int64_t shapes[][2] = {{1, 32}, {3, 64}, {7, 96}, {17, 576}, {257, 576}, {5, 1536}, {130, 1536}, {9, 4160}};
+  for (int ti = 0; ti < NTYPES; ti++) {
+    uint32_t t = kTypes[ti];
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+      int64_t rows = shapes[si][0], cols = shapes[si][1];
+      size_t rb;
+      CHECK_OK(ts_qtype_row_bytes(t, cols, &rb));
+      uint8_t *W = xalloc(rb * rows);
+      float *x = xalloc(4 * cols), *y = tst_alloc_guarded(rows), *yref = xalloc(4 * rows);
+      for (int64_t i = 0; i < rows; i++) random_row(t, W + rb * i, cols, &r);
+      quant_input(x, cols, &r);
+      void *mem;
+      ts_quant_act xq;
+      act_alloc(&xq, cols, &mem);
+      ts__act_quantize_ref(cols, x, xq.q, xq.d, xq.sum);
+      const ts__dot_fn refs[] = {ts__dot_f32_ref, ts__dot_f16_ref, ts__dot_bf16_ref,
+                                 ts__dot_q8_0_ref, ts__dot_q4_0_ref, ts__dot_q4_1_ref};
+      for (int64_t i = 0; i < rows; i++) yref[i] = refs[ti](cols, W + rb * i, x, &xq);
+      for (int c = 0; c < 2; c++) {
+        tst_poison(y, rows);
+        CHECK_OK(ts_quant_matvec(c ? ctx2 : ctx1, t, W, rows, cols, x, y));
+        int bad = 0;
+        for (int64_t i = 0; i < rows; i++) {
+          double nb = is_block(t) ? (double)cols / 32 : (double)cols;
+          double tol = 2 * (nb + 8) * FLT_EPSILON * term_mag(t, W + rb * i, cols, x, &xq) + 1e-30;
+          if (!(fabs(y[i] - yref[i]) <= tol)) bad++;
+        }
+        CHECK(bad == 0 && tst_guard_ok(y, rows), "matvec %s %lldx%lld threads=%d: %d rows off", ts_qtype_name(t),
+              (long long)rows, (long long)cols, c + 1, bad);
+      }
+      /* pre-quantized activation path gives the same numbers */
+      float *y2 = tst_alloc_guarded(rows);
+      tst_poison(y2, rows);
+      CHECK_OK(ts_quant_matvec_act(ctx2, t, W, rows, cols, x, is_block(t) ? &xq : NULL, y2));
+      CHECK(memcmp(y, y2, 4 * rows) == 0 && tst_guard_ok(y2, rows), "matvec_act %s differs", ts_qtype_name(t));
+      ts_free(y2);
+      ts_free(mem);
+      ts_free(W);
+      ts_free(x);
+      ts_free(y);
+      ts_free(yref);
+    }
+  }
+  /* errors */
+  float x[64] = {0}, y[4];
+  uint8_t W[4 * 64 * 4] = {0};
+  CHECK_ERR_CONTAINS(ts_quant_matvec(ctx1, TS_QT_Q4_1, W, 2, 48, x, y), "multiple of");
+  CHECK_STATUS(ts_quant_matvec(ctx1, TS_QT_Q8_0, W, 2, 33, x, y), TS_ERR_SHAPE);
+  CHECK_STATUS(ts_quant_matvec(ctx1, TS_QT_Q6_K, W, 1, 256, x, y), TS_ERR_DTYPE);
+  CHECK_STATUS(ts_quant_matvec(ctx1, 77, W, 1, 32, x, y), TS_ERR_DTYPE);
+  CHECK_STATUS(ts_quant_matvec(ctx1, TS_QT_F32, W, -1, 32, x, y), TS_ERR_SHAPE);
+  CHECK_STATUS(ts_quant_matvec(ctx1, TS_QT_Q4_0, W, 1, 32, NULL, y), TS_ERR_INVALID_ARG);
+  CHECK_STATUS(ts_quant_matvec_act(ctx1, TS_QT_Q4_0, W, 1, 32, x, NULL, y), TS_ERR_INVALID_ARG);
+  float f = 0;
+  CHECK_STATUS(ts_quant_dot(TS_QT_Q8_0, W, 32, x, NULL, &f), TS_ERR_INVALID_ARG);
+  /* zero columns: y = 0 for every type */
+  for (int ti = 0; ti < NTYPES; ti++) {
+    float yz[3] = {NAN, NAN, NAN};
+    CHECK_OK(ts_quant_matvec(ctx1, kTypes[ti], W, 3, 0, x, yz));
+    CHECK(yz[0] == 0 && yz[1] == 0 && yz[2] == 0, "%s with 0 columns", ts_qtype_name(kTypes[ti]));
+    CHECK_OK(ts_quant_dot(kTypes[ti], W, 0, x, NULL, &f));
+    CHECK(f == 0, "%s dot of length 0", ts_qtype_name(kTypes[ti]));
+  }
+  /* f32 with an odd column count works (no blocks) */
+  float w7[3 * 7], x7[7], y7[3];
+  for (int i = 0; i < 21; i++) w7[i] = (float)(i % 5) - 2;
+  for (int i = 0; i < 7; i++) x7[i] = (float)i * 0.5f;
+  CHECK_OK(ts_quant_matvec(ctx1, TS_QT_F32, w7, 3, 7, x7, y7));
+  for (int rr = 0; rr < 3; rr++) {
+    float e = 0;
+    for (int i = 0; i < 7; i++) e += w7[rr * 7 + i] * x7[i];
+    CHECK(fabsf(y7[rr] - e) < 1e-5f, "f32 7-col row %d: %g vs %g", rr, y7[rr], e);
+  }
+  ts_context_destroy(ctx1);
+  ts_context_destroy(ctx2);
+}
+
+int main(void) {
+  printf("quant kernels at %s (supported %s)\n", ts_isa_name(ts_quant_isa()), ts_isa_name(ts_isa_supported()));
+  test_types();
+  test_dequant();
+  test_quant_roundtrip();
+  test_act();
+  test_dots();
+  test_matvec();
+  return tst_finish();
+}
