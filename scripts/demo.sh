@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on its built-in default workload: measure the machine, then take a sparse attention
 # mask whose tokens were shuffled (locality destroyed), recover its locality by reordering, extract
-# dense blocks, and draw the mask before and after.
+# dense blocks, draw the mask before and after, schedule variable tiles over the blocks and run
+# the attention against the fixed-tile baselines, and finally a short ViT forward end to end.
 set -euo pipefail
 T=${1:-build/tessera}
 OUT=${TS_DEMO_OUT:-demo-out}
@@ -27,5 +28,13 @@ echo "== 4. dense blocks of the reordered mask"
 echo
 echo "== 5. spy plot before/after: $OUT/spy.png"
 "$T" spy --pattern "$SPEC" --method ic --out "$OUT/spy.png"
+echo
+echo "== 6. tile-scheduled sparse attention vs fixed tiles (8 heads, d=64)"
+"$T" attn bench --pattern "$SPEC" --heads 8 --head-dim 64 --repeats 3
+
+echo
+echo "== 7. ViT end to end (DeiT-S, 512x512 -> 32x32 tokens, window2d k=13, 4 of 12 blocks)"
+"$T" vit bench --model deit-s --res 512 --pattern window2d:k=13 --depth 4 --repeats 2
+
 echo
 echo "demo outputs are in $OUT/"
