@@ -169,9 +169,10 @@ int cmd_spy(int argc, char **argv) {
     if ((s = ts_reorder(&m, &ro, p->row_perm, p->col_perm, &st)) != TS_OK) goto fail;
     if (st.symmetric) memcpy(p->col_perm, p->row_perm, (size_t)m.rows * sizeof(int32_t));
     p->ms = st.ms;
-    snprintf(p->method, sizeof p->method, "%s", ts_reorder_method_name(st.method));
-    if (meth[k] == TS_REORDER_AUTO) snprintf(p->title, sizeof p->title, "auto: %s", p->method);
-    else snprintf(p->title, sizeof p->title, "%s", p->method);
+    const char *mname = ts_reorder_method_name(st.method);
+    snprintf(p->method, sizeof p->method, "%s", mname);
+    if (meth[k] == TS_REORDER_AUTO) snprintf(p->title, sizeof p->title, "auto: %s", mname);
+    else snprintf(p->title, sizeof p->title, "%s", mname);
     if ((s = ts_pattern_metrics_compute(&m, p->row_perm, p->col_perm, (int32_t)tile, &p->met)) != TS_OK) goto fail;
     subtitle(p, (int32_t)tile);
   }
