@@ -70,6 +70,13 @@ ts_status ts__graph_sym(const ts_csr *m, const uint8_t *active, ts__graph *g);
 /* rows x cols pattern -> bipartite graph: nodes 0..rows-1 are rows, rows..rows+cols-1 columns;
  * an edge per nonzero between an active row and an active column. */
 ts_status ts__graph_bip(const ts_csr *m, const uint8_t *row_active, const uint8_t *col_active, ts__graph *g);
+/* A graph ordering: writes the included nodes of g in order (order[0..*nwritten)) and a group count. */
+typedef ts_status (*ts__graph_order_fn)(const ts__graph *g, const uint8_t *include, const ts_reorder_opts *o,
+                                        int32_t *order, int64_t *nwritten, int64_t *groups);
+/* Runs fn on the symmetrized graph (square, symmetric problems) or on the bipartite row/column
+ * graph (rectangular), checking every active row and column is ordered; `name` labels errors. */
+ts_status ts__ro_graph_order(const ts__ro_problem *p, const char *name, ts__graph_order_fn fn, int32_t *row_order,
+                             int32_t *col_order, int64_t *groups, int64_t *col_groups);
 
 /* Reverse Cuthill-McKee over the nodes with include[v] (NULL = all), written to order[] in the
  * sequence given by `starts` [nstarts]: its nodes are tried as component starts in that order

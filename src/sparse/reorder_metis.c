@@ -99,40 +99,5 @@ done:
 
 ts_status ts__ro_metis(const ts__ro_problem *p, int32_t *row_order, int32_t *col_order, int64_t *groups,
                        int64_t *col_groups) {
-  ts__graph g;
-  int64_t nw, R = p->m->rows;
-  if (p->symmetric) {
-    TS_TRY(ts__graph_sym(p->m, p->row_active, &g));
-    ts_status s = metis_order(&g, p->row_active, p->o, row_order, &nw, groups);
-    ts__graph_free(&g);
-    if (s == TS_OK && nw != p->nrow_active)
-      s = ts_error(TS_ERR_INTERNAL, "metis: ordered %lld of %lld tokens", (long long)nw, (long long)p->nrow_active);
-    return s;
-  }
-  TS_TRY(ts__graph_bip(p->m, p->row_active, p->col_active, &g));
-  int64_t n = g.n;
-  uint8_t *inc = malloc((size_t)n + 1);
-  int32_t *ord = malloc(((size_t)n + 1) * sizeof *ord);
-  ts_status s = TS_OK;
-  if (!inc || !ord) {
-    s = ts_error(TS_ERR_OOM, "metis: bipartite work arrays for %lld nodes", (long long)n);
-    goto done;
-  }
-  memcpy(inc, p->row_active, (size_t)R);
-  memcpy(inc + R, p->col_active, (size_t)(n - R));
-  s = metis_order(&g, inc, p->o, ord, &nw, groups);
-  if (s != TS_OK) goto done;
-  *col_groups = *groups;
-  int64_t nr = 0, nc = 0;
-  for (int64_t k = 0; k < nw; k++) {
-    if (ord[k] < R) row_order[nr++] = ord[k];
-    else col_order[nc++] = (int32_t)(ord[k] - R);
-  }
-  if (nr != p->nrow_active || nc != p->ncol_active)
-    s = ts_error(TS_ERR_INTERNAL, "metis: ordered %lld/%lld rows and %lld/%lld columns", (long long)nr,
-                 (long long)p->nrow_active, (long long)nc, (long long)p->ncol_active);
-done:
-  ts__graph_free(&g);
-  free(inc), free(ord);
-  return s;
+  return ts__ro_graph_order(p, "metis", metis_order, row_order, col_order, groups, col_groups);
 }

@@ -231,42 +231,13 @@ done:
   return s;
 }
 
+static ts_status rcm_order(const ts__graph *g, const uint8_t *include, const ts_reorder_opts *o, int32_t *order,
+                           int64_t *nwritten, int64_t *ncomp) {
+  (void)o;
+  return ts__rcm(g, include, NULL, NULL, 0, RCM_TRIES, order, nwritten, ncomp);
+}
+
 ts_status ts__ro_rcm(const ts__ro_problem *p, int32_t *row_order, int32_t *col_order, int64_t *groups,
                      int64_t *col_groups) {
-  ts__graph g;
-  int64_t nw, R = p->m->rows;
-  if (p->symmetric) {
-    TS_TRY(ts__graph_sym(p->m, p->row_active, &g));
-    ts_status s = ts__rcm(&g, p->row_active, NULL, NULL, 0, RCM_TRIES, row_order, &nw, groups);
-    ts__graph_free(&g);
-    if (s == TS_OK && nw != p->nrow_active)
-      s = ts_error(TS_ERR_INTERNAL, "rcm: ordered %lld of %lld tokens", (long long)nw, (long long)p->nrow_active);
-    return s;
-  }
-  TS_TRY(ts__graph_bip(p->m, p->row_active, p->col_active, &g));
-  int64_t n = g.n;
-  uint8_t *inc = malloc((size_t)n + 1);
-  int32_t *ord = malloc(((size_t)n + 1) * sizeof *ord);
-  ts_status s = TS_OK;
-  if (!inc || !ord) {
-    s = ts_error(TS_ERR_OOM, "rcm: bipartite work arrays for %lld nodes", (long long)n);
-    goto done;
-  }
-  memcpy(inc, p->row_active, (size_t)R);
-  memcpy(inc + R, p->col_active, (size_t)(n - R));
-  s = ts__rcm(&g, inc, NULL, NULL, 0, RCM_TRIES, ord, &nw, groups);
-  if (s != TS_OK) goto done;
-  *col_groups = *groups;
-  int64_t nr = 0, nc = 0;
-  for (int64_t k = 0; k < nw; k++) {
-    if (ord[k] < R) row_order[nr++] = ord[k];
-    else col_order[nc++] = (int32_t)(ord[k] - R);
-  }
-  if (nr != p->nrow_active || nc != p->ncol_active)
-    s = ts_error(TS_ERR_INTERNAL, "rcm: ordered %lld/%lld rows and %lld/%lld columns", (long long)nr,
-                 (long long)p->nrow_active, (long long)nc, (long long)p->ncol_active);
-done:
-  ts__graph_free(&g);
-  free(inc), free(ord);
-  return s;
+  return ts__ro_graph_order(p, "rcm", rcm_order, row_order, col_order, groups, col_groups);
 }
