@@ -62,6 +62,20 @@ if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --
 if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 16 --reorder hilbert --threads 2 --solver greedy --json >"$tmp/p3.json" 2>"$tmp/err" &&
   python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert b["cached"] is False and a["key"]!=b["key"], b' \
     "$tmp/p1.json" "$tmp/p3.json"; then ok; else bad "head dim not in the key: $(cat "$tmp/p3.json" "$tmp/err")"; fi
+# measured cost model (quick profile level, < 1 s): recorded in the report, the profile cached,
+# and another plan key than the analytic plan with the same options (p1)
+if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
+    --cost profile --profile-level quick --json >"$tmp/p6.json" 2>"$tmp/err" &&
+  python3 - "$tmp/p1.json" "$tmp/p6.json" "$tmp/cache" <<'PY'
+import json, os, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert a["cost"] == "analytic", a
+assert b["cost"] == "profile" and b["profile_level"] == "quick" and b["cached"] is False, b
+assert b["profile_path"] == os.path.join(sys.argv[3], "attn_profile_quick_d32_f32.json"), b["profile_path"]
+assert os.path.exists(b["profile_path"]) and b["key"] != a["key"], b
+assert b["predicted_ilp"] > 0 and b["predicted_ilp"] <= b["predicted_greedy"] * (1 + 1e-12), b
+PY
+then ok; else bad "attn plan --cost profile: $(cat "$tmp/p6.json" "$tmp/err")"; fi
 # human output
 if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --no-cache --solver greedy >"$tmp/h.txt" 2>&1 &&
   grep -q "^schedule   greedy" "$tmp/h.txt"; then ok; else bad "plan text: $(cat "$tmp/h.txt")"; fi
@@ -75,7 +89,7 @@ j = json.load(open(sys.argv[1]))
 need = ["n", "density", "tiles_empty", "tiles_mixed", "tiles_full", "tiles_empty_before", "tiles_mixed_before",
         "tiles_full_before", "dense_flash", "fixed_best", "fixed_best_tile", "fixed_64", "fixed_best_reordered", "greedy",
         "ilp", "speedup_vs_fixed_best", "speedup_vs_fixed_64", "speedup_vs_fixed_best_reordered", "work_ratio", "plan_ms",
-        "plan_parts", "reorder", "max_abs_err", "err_subset", "gflops_effective", "pct_peak", "ilp_status"]
+        "plan_parts", "reorder", "cost", "max_abs_err", "err_subset", "gflops_effective", "pct_peak", "ilp_status"]
 missing = [k for k in need if k not in j]
 assert not missing, missing
 assert j["n"] == 256 and 0 < j["density"] < 1
@@ -111,6 +125,8 @@ usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder magic
 usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --dtype f16
 usage_case bench --pattern "window2d:h=4" --heads 2 --head-dim 32
 usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --bogus
+usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --cost measured
+usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --cost profile --profile-level huge
 # failure: exit 1
 "$T" attn plan --mask "$tmp/missing.npy" --heads 2 --head-dim 32 >"$tmp/out" 2>"$tmp/err"
 rc=$?

@@ -11,6 +11,7 @@
 
 #include "cmd_reorder.h"
 #include "harness.h"
+#include "tessera/attn_profile.h"
 #include "tessera/attn_sched.h"
 
 #define CMD "attn"
@@ -18,9 +19,10 @@
 static void usage(void) {
   printf("usage: tessera attn plan  (--pattern SPEC | --mask FILE) --heads H --head-dim D [--reorder M]\n"
          "                          [--solver ilp|greedy] [--time-limit S] [--dtype f32|bf16] [--out plan.json]\n"
-         "                          [--no-cache] [--threads N] [--json]\n"
+         "                          [--cost analytic|profile] [--profile-level L] [--no-cache] [--threads N] [--json]\n"
          "       tessera attn bench (--pattern SPEC | --mask FILE) --heads H --head-dim D [--dtype f32|bf16]\n"
-         "                          [--reorder M] [--batch B] [--threads N] [--repeats R] [--solver ...] [--json]\n\n"
+         "                          [--reorder M] [--batch B] [--threads N] [--repeats R] [--solver ...]\n"
+         "                          [--cost analytic|profile] [--profile-level L] [--json]\n\n"
          "plan: reorders the mask (--reorder, default auto: the candidate with the fewest non-empty 64 x 64\n"
          "tiles), covers it with dense blocks, and schedules them: a tile per block piece from the menu\n"
          "(8..128 x 16..128) and a thread per row panel, minimizing the predicted thread makespan (greedy:\n"
@@ -36,6 +38,12 @@ static void usage(void) {
          "  --solver S         ilp|greedy (ilp)         --time-limit S ILP seconds (2)\n"
          "  --dtype T          f32|bf16 (f32)           --batch B      batch (1)\n"
          "  --repeats R        timed runs (5)           --threads N    threads (and the P the schedule balances)\n"
+         "  --cost C           the scheduler's block cost: analytic (the formula ts_attn_cost_default, default)\n"
+         "                     or profile (this machine's measured tile timings for the head dim and dtype:\n"
+         "                     measured once, with progress on stderr, then read from\n"
+         "                     <cache>/attn_profile_<level>_d<D>_<dtype>.json)\n"
+         "  --profile-level L  quick|standard|full (standard): the profile's grid; quick < 1 s, standard 20-60 s,\n"
+         "                     full several minutes (measured once per level, head dim and dtype)\n"
          "  --out FILE         plan: also write the plan JSON here\n"
          "  --no-cache         plan: neither read nor write the plan cache\n"
          "  --json             print the report as JSON\n"
@@ -49,6 +57,8 @@ typedef struct args {
   ts_attn_solver solver;
   double time_limit;
   bool bf16;
+  bool profile;                 /* --cost profile */
+  ts_attn_profile_level level;  /* --profile-level */
   const char *out;
   cli_common_opts co;
 } args;
@@ -57,6 +67,7 @@ static int parse(int argc, char **argv, args *A) {
   memset(A, 0, sizeof *A);
   rcli_defaults(&A->r, TS_REORDER_AUTO, 64);
   A->batch = 1, A->repeats = 5, A->time_limit = 2.0, A->solver = TS_ATTN_SOLVER_ILP;
+  A->level = TS_ATTN_PROFILE_STANDARD;
   int i = 1;
   if (argc < 2) return cli_usage_error(CMD, "expected a sub-command: plan or bench (see --help)");
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -92,6 +103,15 @@ static int parse(int argc, char **argv, args *A) {
       A->bf16 = v[0] == 'b';
     } else if (strcmp(o, "--out") == 0 || strcmp(o, "-o") == 0) {
       if (!(A->out = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
+    } else if (strcmp(o, "--cost") == 0) {
+      if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
+      if (strcmp(v, "analytic") != 0 && strcmp(v, "profile") != 0)
+        return cli_usage_error(CMD, "--cost expects analytic or profile, got '%s'", v);
+      A->profile = v[0] == 'p';
+    } else if (strcmp(o, "--profile-level") == 0) {
+      if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
+      if (ts_attn_profile_level_parse(v, &A->level) != TS_OK)
+        return cli_usage_error(CMD, "--profile-level expects quick, standard or full, got '%s'", v);
     } else if (strcmp(o, "--no-cache") == 0) {
       A->no_cache = true;
     } else {
@@ -119,6 +139,12 @@ typedef struct planned {
   ts_attn_sched_info gi, ii;
   double reorder_ms, blocks_ms, solve_ms, greedy_ms;
   int threads, d;
+  /* --cost profile: the model made from the profile, where the profile lives, whether this run
+   * measured it, its date (part of the plan key: a re-measured profile is another cost model) */
+  ts_attn_cost_model *model;
+  char profile_path[4200], profile_date[32];
+  bool profile_measured;
+  double profile_ms;
 } planned;
 
 static void planned_free(planned *P) {
@@ -128,6 +154,7 @@ static void planned_free(planned *P) {
   ts_bitmap_free(&P->bo), ts_bitmap_free(&P->bp);
   ts_blocks_free(&P->blk);
   ts_attn_schedule_free(&P->greedy), ts_attn_schedule_free(&P->ilp);
+  ts_attn_cost_model_destroy(P->model);
 }
 
 static ts_attn_sched_opts sched_opts(const args *A, const planned *P, ts_attn_solver solver) {
@@ -137,7 +164,38 @@ static ts_attn_sched_opts sched_opts(const args *A, const planned *P, ts_attn_so
   o.threads = P->threads;
   o.time_limit = A->time_limit;
   o.cost_user = (void *)&P->d;
+  if (P->model) o.cost = ts_attn_cost_profiled, o.cost_user = P->model;
   return o;
+}
+
+/* --cost profile: the cached profile for this head dim and dtype (measured now when missing or
+ * stale; the default menu, which is also the scheduler's) and its cost model. */
+static int cost_setup(const args *A, planned *P) {
+  if (!A->profile) return CLI_OK;
+  ts_attn_profile_opts po = ts_attn_profile_opts_default();
+  po.level = A->level, po.d = A->d, po.dtype = A->bf16 ? TS_BF16 : TS_F32;
+  ts_attn_profile prof;
+  memset(&prof, 0, sizeof prof);
+  double t0 = ts_now();
+  ts_status s = ts_attn_profile_default_path(&po, P->profile_path, sizeof P->profile_path);
+  if (s == TS_OK) s = ts_attn_profile_get(&po, P->profile_path, &prof, &P->profile_measured);
+  if (s != TS_OK) return cli_fail(CMD, s);
+  snprintf(P->profile_date, sizeof P->profile_date, "%s", prof.date);
+  s = ts_attn_cost_model_create(&prof, &P->model);
+  ts_attn_profile_free(&prof);
+  P->profile_ms = (ts_now() - t0) * 1e3;
+  return s == TS_OK ? CLI_OK : cli_fail(CMD, s);
+}
+
+/* JSON fields naming the cost model. */
+static void cost_json(cJSON *j, const args *A, const planned *P) {
+  cJSON_AddStringToObject(j, "cost", A->profile ? "profile" : "analytic");
+  if (!A->profile) return;
+  cJSON_AddStringToObject(j, "profile_level", ts_attn_profile_level_name(A->level));
+  cJSON_AddStringToObject(j, "profile_path", P->profile_path);
+  cJSON_AddStringToObject(j, "profile_date", P->profile_date);
+  cJSON_AddBoolToObject(j, "profile_measured", P->profile_measured);
+  cJSON_AddNumberToObject(j, "profile_ms", P->profile_ms);
 }
 
 /* Load, reorder, permute, extract blocks (no scheduling yet). CLI_OK or the exit code. */
@@ -168,12 +226,12 @@ static int prepare(args *A, planned *P) {
   return CLI_OK;
 }
 
-static void options_text(const args *A, char *buf, size_t cap);
+static void options_text(const args *A, const planned *P, char *buf, size_t cap);
 
 static void desc_of(const args *A, const planned *P, ts_attn_solver solver, ts_attn_plan_desc *d) {
-  char opts[512];
+  char opts[1024];
   uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 of the knobs: the desc's options digest */
-  options_text(A, opts, sizeof opts);
+  options_text(A, P, opts, sizeof opts);
   for (const char *c = opts; *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
   ts_attn_plan_desc_init(d, P->in.m.rows, A->heads, A->d, P->threads);
   snprintf(d->dtype, sizeof d->dtype, "%s", A->bf16 ? "bf16" : "f32");
@@ -198,8 +256,9 @@ static void info_json(cJSON *j, const ts_attn_sched_info *g, const ts_attn_sched
   cJSON_AddNumberToObject(j, "ilp_vars", x->ilp_vars);
 }
 
-/* The knobs that shape a plan besides the desc, as text for the source key. */
-static void options_text(const args *A, char *buf, size_t cap) {
+/* The knobs that shape a plan besides the desc, as text for the source key and (hashed) the desc's
+ * options digest, so both keys see them; the cost model is one (a profile by its level and date). */
+static void options_text(const args *A, const planned *P, char *buf, size_t cap) {
   const ts_reorder_opts *r = &A->r.ro;
   const ts_blocks_opts *b = &A->r.bo;
   snprintf(buf, cap, "mode=%d cs=%d dist=%d tau=%.17g q=%d rw=%d ps=%d grid=%lldx%lld gp=%d df=%.17g tile=%d seed=%llu "
@@ -208,6 +267,11 @@ static void options_text(const args *A, char *buf, size_t cap) {
            (long long)r->grid_h, (long long)r->grid_w, r->grid_pos != NULL, r->dense_frac, r->tile,
            (unsigned long long)r->seed, (int)b->method, b->rho, (long long)b->min_nnz, b->max_rows, b->max_cols,
            b->max_group, b->block_cost, ts_attn_solver_name(A->solver), A->solver == TS_ATTN_SOLVER_ILP ? A->time_limit : 0.0);
+  size_t len = strlen(buf);
+  if (A->profile)
+    snprintf(buf + len, cap - len, " cost=profile level=%s date=%s", ts_attn_profile_level_name(A->level), P->profile_date);
+  else
+    snprintf(buf + len, cap - len, " cost=analytic");
 }
 
 /* Cache lookup through the source index: loads plans/<key>.json and accepts it only when its key
@@ -246,16 +310,17 @@ static bool cache_lookup(const args *A, planned *P, const char *src_path, const 
 
 static int cmd_plan(args *A, planned *P) {
   int rc = load_mask(A, P);
+  if (rc == CLI_OK) rc = cost_setup(A, P);
   if (rc != CLI_OK) return rc;
   ts_attn_plan_desc desc;
-  char key[17], src[17], path[4200], src_path[4200], opts[512];
+  char key[17], src[17], path[4200], src_path[4200], opts[1024];
   ts_status s;
   bool cached = false;
   double t0 = ts_now(), load_ms = 0;
   if (!A->no_cache) {
     desc_of(A, P, A->solver, &desc);
     snprintf(desc.reorder, sizeof desc.reorder, "%s", ts_reorder_method_name(A->r.ro.method)); /* requested */
-    options_text(A, opts, sizeof opts);
+    options_text(A, P, opts, sizeof opts);
     if ((s = ts_attn_plan_source_key(&P->in.m, opts, &desc, src)) != TS_OK || (s = ts_attn_plan_cache_path(src, path, sizeof path)) != TS_OK)
       return cli_fail(CMD, s);
     char *dot = strrchr(path, '/');
@@ -294,12 +359,18 @@ static int cmd_plan(args *A, planned *P) {
     cJSON_AddNumberToObject(j, "solve_ms", P->solve_ms);
     cJSON_AddNumberToObject(j, "plan_ms", P->reorder_ms + P->blocks_ms + P->solve_ms);
     cJSON_AddNumberToObject(j, "threads", P->threads);
+    cost_json(j, A, P);
     if (!cached) info_json(j, &P->ii, &P->ii);
     cJSON_AddStringToObject(j, "cache_path", A->no_cache ? "" : path);
     if (A->out) cJSON_AddStringToObject(j, "out", A->out);
     cli_print_json(j);
   } else {
     printf("pattern    %s (n = %lld, nnz = %lld)\n", P->in.name, (long long)P->in.m.rows, (long long)P->in.m.nnz);
+    if (A->profile)
+      printf("cost       profile %s (%s, %s)\n", ts_attn_profile_level_name(A->level), P->profile_path,
+             P->profile_measured ? "measured now" : "cached");
+    else
+      printf("cost       analytic\n");
     if (cached) {
       printf("reorder    %s (from the cached plan)\nplan       cached %s (found and checked in %.2f ms)\n", desc.reorder, path,
              load_ms);
@@ -439,6 +510,7 @@ typedef struct method {
 
 static int cmd_bench(args *A, planned *P, const ts_context *ctx) {
   int rc = load_mask(A, P);
+  if (rc == CLI_OK) rc = cost_setup(A, P);
   if (rc == CLI_OK) rc = prepare(A, P);
   if (rc != CLI_OK) return rc;
   ts_status s;
@@ -505,6 +577,7 @@ static int cmd_bench(args *A, planned *P, const ts_context *ctx) {
     cJSON_AddNumberToObject(j, "threads", P->threads);
     cJSON_AddNumberToObject(j, "repeats", (double)A->repeats);
     cJSON_AddStringToObject(j, "reorder", ts_reorder_method_name(P->rst.method));
+    cost_json(j, A, P);
     cJSON_AddNumberToObject(j, "tiles_empty", (double)ma.tiles_empty);
     cJSON_AddNumberToObject(j, "tiles_mixed", (double)ma.tiles_mixed);
     cJSON_AddNumberToObject(j, "tiles_full", (double)ma.tiles_full);
@@ -546,6 +619,10 @@ static int cmd_bench(args *A, planned *P, const ts_context *ctx) {
     printf("pattern  %s: n = %lld, density %.4f; %s reorder; %lld x %lld x %lld (batch x heads x d) %s, %d threads\n",
            P->in.name, (long long)n, nnz / (n * n), ts_reorder_method_name(P->rst.method), (long long)A->batch,
            (long long)A->heads, (long long)A->d, A->bf16 ? "bf16" : "f32", P->threads);
+    if (A->profile)
+      printf("cost     profile %s (%s)\n", ts_attn_profile_level_name(A->level), P->profile_path);
+    else
+      printf("cost     analytic\n");
     printf("tiles64  before: %lld empty %lld mixed %lld full; after: %lld empty %lld mixed %lld full\n",
            (long long)mb.tiles_empty, (long long)mb.tiles_mixed, (long long)mb.tiles_full, (long long)ma.tiles_empty,
            (long long)ma.tiles_mixed, (long long)ma.tiles_full);
