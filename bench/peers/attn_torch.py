@@ -38,6 +38,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import peerenv
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -67,24 +69,7 @@ TOL = {"fp32": 1e-4, "bf16": 2e-2}
 
 def ensure_torch():
     """Imports torch and numpy, re-running this script inside bench/peers/.venv-torch when needed."""
-    try:
-        import numpy  # noqa: F401
-        import torch  # noqa: F401
-        return
-    except ImportError:
-        pass
-    in_venv = os.path.realpath(sys.prefix) == os.path.realpath(VENV)
-    if in_venv:
-        sys.exit("attn_torch: torch/numpy missing inside %s even after installing; remove it and retry" % VENV)
-    py = os.path.join(VENV, "bin", "python")
-    if not os.path.exists(py):
-        print("attn_torch: creating %s" % VENV, file=sys.stderr)
-        subprocess.check_call([sys.executable, "-m", "venv", VENV])
-    check = subprocess.run([py, "-c", "import numpy, torch"], capture_output=True)
-    if check.returncode != 0:
-        print("attn_torch: pip install -r %s (torch is large: this takes a while once)" % REQS, file=sys.stderr)
-        subprocess.check_call([py, "-m", "pip", "install", "-q", "-r", REQS])
-    os.execv(py, [py, os.path.abspath(__file__)] + sys.argv[1:])
+    peerenv.ensure("attn_torch", ["numpy", "torch"], VENV, REQS, " (torch is large: this takes a while once)")
 
 
 class TesseraError(Exception):

@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 
+import peerenv
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 VENV = os.path.join(HERE, ".venv")
@@ -45,24 +47,7 @@ TESSERA_METHODS = ["rcm", "auto", "ic"]
 
 def ensure_scipy():
     """Imports numpy and scipy, re-running this script inside bench/peers/.venv when needed."""
-    try:
-        import numpy  # noqa: F401
-        import scipy.sparse.csgraph  # noqa: F401
-        return
-    except ImportError:
-        pass
-    in_venv = os.path.realpath(sys.prefix) == os.path.realpath(VENV)
-    if in_venv:
-        sys.exit("rcm_scipy: numpy/scipy missing inside %s even after installing; remove it and retry" % VENV)
-    py = os.path.join(VENV, "bin", "python")
-    if not os.path.exists(py):
-        print("rcm_scipy: creating %s" % VENV, file=sys.stderr)
-        subprocess.check_call([sys.executable, "-m", "venv", VENV])
-    check = subprocess.run([py, "-c", "import numpy, scipy.sparse.csgraph"], capture_output=True)
-    if check.returncode != 0:
-        print("rcm_scipy: pip install -r %s" % REQS, file=sys.stderr)
-        subprocess.check_call([py, "-m", "pip", "install", "-q", "-r", REQS])
-    os.execv(py, [py, os.path.abspath(__file__)] + sys.argv[1:])
+    peerenv.ensure("rcm_scipy", ["numpy", "scipy.sparse.csgraph"], VENV, REQS)
 
 
 class TesseraError(Exception):
