@@ -359,20 +359,18 @@ int main(int argc, char **argv) {
   add_layer("inception_1x7", 192, 17, 224, 1, 7, 0, 3, 1);
   add_layer("depthwise_3x3", 32, 112, 32, 3, 3, 1, 1, 32);
   const char *want = NULL;
-  int nthreads = 2, json = 0, with_ref = 0;
+  int nthreads = 2, with_ref = 0;
+  bool json = false;
   ts_bench_opts o = ts_bench_opts_default();
   o.repeats = 5;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--json")) json = 1;
-    else if (!strcmp(argv[i], "--reference")) with_ref = 1;
+    const char *why = NULL;
+    int c = ts_bench_common_arg(argc, argv, &i, &nthreads, &o, &json, &why);
+    if (c < 0) return usage(why);
+    if (c > 0) continue;
+    if (!strcmp(argv[i], "--reference")) with_ref = 1;
     else if (!strcmp(argv[i], "--layers") && i + 1 < argc) want = argv[++i];
-    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-      nthreads = atoi(argv[++i]);
-      if (nthreads < 1 || nthreads > 4096) return usage("--threads wants 1..4096");
-    } else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) {
-      o.repeats = atoi(argv[++i]);
-      if (o.repeats < 1 || o.repeats > 100000) return usage("--repeats wants 1..100000");
-    } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       usage("convolution algorithms vs oneDNN on representative layers");
       return 0;
     } else {

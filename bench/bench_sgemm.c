@@ -252,16 +252,13 @@ int main(int argc, char **argv) {
   report rep = {false, NULL};
   ts_bench_opts o = ts_bench_opts_default();
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--json")) rep.json = true;
-    else if (!strcmp(argv[i], "--no-tiles")) tiles = 0;
+    const char *why = NULL;
+    int c = ts_bench_common_arg(argc, argv, &i, &nthreads, &o, &rep.json, &why);
+    if (c < 0) return usage(why);
+    if (c > 0) continue;
+    if (!strcmp(argv[i], "--no-tiles")) tiles = 0;
     else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes = argv[++i];
-    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-      nthreads = atoi(argv[++i]);
-      if (nthreads < 1 || nthreads > 4096) return usage("--threads wants 1..4096");
-    } else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) {
-      o.repeats = atoi(argv[++i]);
-      if (o.repeats < 1 || o.repeats > 100000) return usage("--repeats wants 1..100000");
-    } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       usage("fp32 GEMM: oneDNN, OpenBLAS and ts_gemm_tile side by side");
       return 0;
     } else {

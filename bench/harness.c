@@ -156,3 +156,35 @@ cJSON *ts_bench_result_json(const ts_bench_result *r, double flops, double bytes
   }
   return j;
 }
+
+static bool parse_range(const char *v, long lo, long hi, int *out) {
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (end == v || *end || x < lo || x > hi) return false;
+  *out = (int)x;
+  return true;
+}
+
+int ts_bench_common_arg(int argc, char **argv, int *i, int *threads, ts_bench_opts *o, bool *json, const char **why) {
+  const char *a = argv[*i];
+  if (!strcmp(a, "--json")) {
+    *json = true;
+    return 1;
+  }
+  bool is_threads = !strcmp(a, "--threads"), is_repeats = !strcmp(a, "--repeats");
+  if (!is_threads && !is_repeats) return 0;
+  if (*i + 1 >= argc) {
+    *why = is_threads ? "--threads needs a value" : "--repeats needs a value";
+    return -1;
+  }
+  const char *v = argv[++*i];
+  if (is_threads && !parse_range(v, 1, 4096, threads)) {
+    *why = "--threads wants 1..4096";
+    return -1;
+  }
+  if (is_repeats && !parse_range(v, 1, 100000, &o->repeats)) {
+    *why = "--repeats wants 1..100000";
+    return -1;
+  }
+  return 1;
+}

@@ -29,6 +29,12 @@ typedef struct ts_bench_result {
 
 ts_bench_opts ts_bench_opts_default(void);
 
+/* The options every benchmark program takes: --threads N (1..4096), --repeats R (1..100000),
+ * --json. Consumes argv[*i] (and its value, advancing *i) when it is one of them: returns 1 when
+ * consumed, 0 when it is not a common option, -1 when its value is missing or out of range (the
+ * reason is written to *why). */
+int ts_bench_common_arg(int argc, char **argv, int *i, int *threads, ts_bench_opts *o, bool *json, const char **why);
+
 /* Calls fn(arg) o->warmup times, then times it (one ts_now() pair per call) at least o->repeats
  * times and until min_time_s is reached. fn should take >= ~10 us (loop inside it otherwise): the
  * clock's overhead is not subtracted. o NULL: defaults. */
