@@ -21,6 +21,7 @@
 #include <math.h>
 
 #include "tessera/attn.h"
+#include "attn_test_blocks.h"
 #include "tst.h"
 
 #define TOL 2e-5
@@ -43,7 +44,6 @@ static ts_bitmap mk_alloc(int64_t n) {
 static void mk_free(ts_bitmap *b) { ts_free(b->bits); }
 static void mk_set(ts_bitmap *b, int64_t i, int64_t j) { b->bits[i * b->stride + (j >> 6)] |= (uint64_t)1 << (j & 63); }
 static void mk_clear_row(ts_bitmap *b, int64_t i) { memset(b->bits + i * b->stride, 0, (size_t)b->stride * 8); }
-static int mk_get(const ts_bitmap *b, int64_t i, int64_t j) { return (int)((b->bits[i * b->stride + (j >> 6)] >> (j & 63)) & 1); }
 
 typedef struct mask_case {
   const char *name;
@@ -105,29 +105,6 @@ static ts_bitmap mask_full(int64_t n) {
 
 /* ---- blocks from tile occupancy (the block extractor's stand-in for tests) ------------------- */
 
-/* Runs of g x g tiles with density >= 0.5 along each tile row become blocks. */
-static int64_t blocks_from_occupancy(const ts_bitmap *m, int32_t g, ts_block *out, int64_t cap) {
-  int64_t n = m->rows, nb = 0, nt = (n + g - 1) / g;
-  for (int64_t ti = 0; ti < nt; ti++) {
-    int64_t start = -1;
-    for (int64_t tj = 0; tj <= nt; tj++) {
-      int on = 0;
-      if (tj < nt) {
-        int64_t cnt = 0, area = 0;
-        for (int64_t i = ti * g; i < n && i < (ti + 1) * g; i++)
-          for (int64_t j = tj * g; j < n && j < (tj + 1) * g; j++) cnt += mk_get(m, i, j), area++;
-        on = 2 * cnt >= area;
-      }
-      if (on && start < 0) start = tj;
-      if (!on && start >= 0 && nb < cap) {
-        int64_t r0 = ti * g, c0 = start * g, r1 = (ti + 1) * g < n ? (ti + 1) * g : n, c1 = tj * g < n ? tj * g : n;
-        out[nb++] = (ts_block){.row0 = (int32_t)r0, .col0 = (int32_t)c0, .rows = (int32_t)(r1 - r0), .cols = (int32_t)(c1 - c0)};
-        start = -1;
-      }
-    }
-  }
-  return nb;
-}
 
 /* ---- data and comparison ---------------------------------------------------------------------- */
 
@@ -251,7 +228,7 @@ static void test_sweep(void) {
         check_schedule(&s, m, &D, ctx, what, full && (t < 3 || t == 5));
       }
       ts_block bl[512];
-      int64_t nb = blocks_from_occupancy(m, 8, bl, 512);
+      int64_t nb = attn_test_blocks(m, 8, bl, 512);
       ts_attn_tile tiles[512];
       const ts_attn_tile *menu;
       int nmenu = ts_attn_default_menu(&menu);
@@ -480,7 +457,7 @@ static void test_counters(void) {
 static void test_json(void) {
   ts_bitmap m = mask_band(90, 10, 2);
   ts_block bl[64];
-  int64_t nb = blocks_from_occupancy(&m, 8, bl, 64);
+  int64_t nb = attn_test_blocks(&m, 8, bl, 64);
   ts_attn_tile tiles[64];
   const ts_attn_tile *menu;
   int nmenu = ts_attn_default_menu(&menu);

@@ -20,6 +20,7 @@
 #include "attn/attn_internal.h"
 #include "cuda/attn_cuda_internal.h"
 #include "tessera/attn_cuda.h"
+#include "../attn_test_blocks.h"
 #include "tst.h"
 
 #define TOL 5e-5
@@ -76,30 +77,6 @@ static ts_bitmap mask_blockdiag(int64_t n, int64_t blk) {
   return b;
 }
 
-/* Runs of g x g tiles at least half full along each tile row become blocks (a stand-in extractor). */
-static int64_t blocks_of(const ts_bitmap *m, int32_t g, ts_block *out, int64_t cap) {
-  int64_t n = m->rows, nb = 0, nt = (n + g - 1) / g;
-  for (int64_t ti = 0; ti < nt; ti++) {
-    int64_t start = -1;
-    for (int64_t tj = 0; tj <= nt; tj++) {
-      int on = 0;
-      if (tj < nt) {
-        int64_t cnt = 0, area = 0;
-        for (int64_t i = ti * g; i < n && i < (ti + 1) * g; i++)
-          for (int64_t j = tj * g; j < n && j < (tj + 1) * g; j++) cnt += ts_bitmap_get(m, i, j), area++;
-        on = 2 * cnt >= area;
-      }
-      if (on && start < 0) start = tj;
-      if (!on && start >= 0 && nb < cap) {
-        int64_t r1 = (ti + 1) * g < n ? (ti + 1) * g : n, c1 = tj * g < n ? tj * g : n;
-        out[nb++] = (ts_block){.row0 = (int32_t)(ti * g), .col0 = (int32_t)(start * g), .rows = (int32_t)(r1 - ti * g),
-                               .cols = (int32_t)(c1 - start * g)};
-        start = -1;
-      }
-    }
-  }
-  return nb;
-}
 
 /* ---- data ----------------------------------------------------------------------------------- */
 
@@ -263,7 +240,7 @@ static int vt_schedules(const ts_bitmap *m, int64_t d, ts_attn_schedule *out, co
   ts_attn_tile tiles[512];
   const ts_attn_tile *menu;
   int nmenu = ts_attn_default_menu(&menu), dd = (int)d, k = 0;
-  int64_t nb = blocks_of(m, 8, bl, 512);
+  int64_t nb = attn_test_blocks(m, 8, bl, 512);
   CHECK_OK(ts_attn_choose_tiles(bl, nb, menu, nmenu, NULL, &dd, tiles));
   ts_attn_blocks_opts bo = ts_attn_blocks_opts_default();
   bo.panel_rows = 48;
