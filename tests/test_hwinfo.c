@@ -30,6 +30,8 @@ static ts_machine_profile sample_profile(void) {
   snprintf(p.date, sizeof p.date, "2024-05-01T12:34:56Z");
   snprintf(p.host, sizeof p.host, "testhost");
   p.version = TS_HWINFO_VERSION;
+  p.load_avg = 0.25;
+  p.cpus_online = 4;
   return p;
 }
 
@@ -43,7 +45,8 @@ static bool same_profile(const ts_machine_profile *a, const ts_machine_profile *
          near(a->peak_gflops_fp32_1t, b->peak_gflops_fp32_1t) && near(a->peak_gflops_fp32, b->peak_gflops_fp32) &&
          near(a->bandwidth_gbs, b->bandwidth_gbs) && near(a->bandwidth_gbs_1t, b->bandwidth_gbs_1t) &&
          a->l1d_bytes == b->l1d_bytes && a->l2_bytes == b->l2_bytes && a->l3_bytes == b->l3_bytes &&
-         !strcmp(a->date, b->date) && !strcmp(a->host, b->host) && a->version == b->version;
+         !strcmp(a->date, b->date) && !strcmp(a->host, b->host) && a->version == b->version &&
+         a->load_avg == b->load_avg && a->cpus_online == b->cpus_online;
 }
 
 static void test_roundtrip(void) {
@@ -254,6 +257,42 @@ static void test_get(void) {
   ts_context_destroy(ctx);
 }
 
+/* A profile measured under load is re-measured once the machine is quiet, and merged by max. */
+static void test_refresh(void) {
+  ts_machine_profile p = sample_profile();
+  p.load_avg = 3.0, p.cpus_online = 2; /* busy when measured */
+  CHECK(ts_hwinfo_should_refresh(&p, 0.1, 2), "busy then, quiet now: refresh");
+  CHECK(!ts_hwinfo_should_refresh(&p, 1.9, 2), "busy then, busy now: keep");
+  p.load_avg = 0.9;
+  CHECK(!ts_hwinfo_should_refresh(&p, 0.1, 2), "load 0.9 on 2 CPUs is not busy");
+  p.load_avg = -1;
+  CHECK(!ts_hwinfo_should_refresh(&p, 0.0, 2), "unknown load never refreshes");
+  p.load_avg = 3.0, p.cpus_online = 0;
+  CHECK(!ts_hwinfo_should_refresh(&p, 0.0, 2), "unknown CPU count never refreshes");
+  CHECK(!ts_hwinfo_should_refresh(NULL, 0.0, 2), "NULL");
+  p.cpus_online = 2;
+  CHECK(!ts_hwinfo_should_refresh(&p, -1, 2), "unknown load now");
+
+  /* older file without the fields: unknown load */
+  cJSON *j = ts_hwinfo_to_json(&p);
+  cJSON_DeleteItemFromObject(j, "load_avg");
+  cJSON_DeleteItemFromObject(j, "cpus_online");
+  ts_machine_profile q;
+  CHECK_OK(ts_hwinfo_from_json(j, &q));
+  CHECK(q.load_avg < 0 && q.cpus_online == 0, "absent load fields read as unknown (%g, %d)", q.load_avg, q.cpus_online);
+  cJSON_Delete(j);
+
+  ts_machine_profile a = sample_profile(), b = sample_profile();
+  b.peak_gflops_fp32 = 300, b.peak_gflops_fp32_1t = 100, b.bandwidth_gbs = 10, b.bandwidth_gbs_1t = 20;
+  snprintf(b.peak_isa, sizeof b.peak_isa, "avx512");
+  snprintf(b.date, sizeof b.date, "2020-01-01T00:00:00Z");
+  ts_hwinfo_merge_max(&a, &b);
+  CHECK(a.peak_gflops_fp32 == 300 && !strcmp(a.peak_isa, "avx512"), "higher all-thread peak and its loop kept");
+  CHECK(a.peak_gflops_fp32_1t == 112.34567890123 && a.bandwidth_gbs == 47.25 && a.bandwidth_gbs_1t == 20,
+        "per-figure max");
+  CHECK(!strcmp(a.date, "2024-05-01T12:34:56Z"), "provenance stays the newer measurement's");
+}
+
 /* ---- harness -------------------------------------------------------------------------------- */
 
 typedef struct spin_arg { int calls; volatile double acc; } spin_arg;
@@ -363,5 +402,6 @@ int main(void) {
   test_harness();
   test_measure();
   test_get();
+  test_refresh();
   return tst_finish();
 }

@@ -32,6 +32,8 @@ typedef struct ts_machine_profile {
   char date[32];               /* ISO 8601 UTC, "2024-05-01T12:34:56Z" */
   char host[64];
   int version;                 /* TS_HWINFO_VERSION */
+  double load_avg;             /* 1-minute load average when measured (getloadavg); < 0 unknown */
+  int cpus_online;             /* online CPUs when measured (0 unknown) */
 } ts_machine_profile;
 
 /* Measurement knobs; ts_hwinfo_opts_default gives the full measurement (about 2-4 s). Tests use a
@@ -62,8 +64,21 @@ ts_status ts_hwinfo_load(const char *path, ts_machine_profile *p);
  * `threads` threads (<= 0: the default thread count). */
 bool ts_hwinfo_matches(const ts_machine_profile *p, int threads);
 /* The cached profile when it matches (ctx threads), else measures and saves it. A failed save
- * (read-only cache) is reported on stderr and does not fail the call. */
+ * (read-only cache) is reported on stderr and does not fail the call. A matching profile that was
+ * measured on a busy machine is re-measured once the machine is quiet (ts_hwinfo_should_refresh),
+ * and the two are merged by ts_hwinfo_merge_max: a peak measured low under load would otherwise
+ * inflate every later "% of peak". */
 ts_status ts_hwinfo_get(const ts_context *ctx, ts_machine_profile *p);
+
+/* True when p was measured under load (load average above half its online CPUs) and the machine
+ * is quiet now (load_now below a quarter of cpus_now). Unknown loads never refresh. */
+bool ts_hwinfo_should_refresh(const ts_machine_profile *p, double load_now, int cpus_now);
+/* Peaks and bandwidths are ceilings: a lower reading is interference. Keeps, per figure, the higher
+ * of dst and other (both must describe the same machine: ts_hwinfo_matches); provenance (date,
+ * load) stays dst's. */
+void ts_hwinfo_merge_max(ts_machine_profile *dst, const ts_machine_profile *other);
+/* The current 1-minute load average (-1 when unavailable). */
+double ts_hwinfo_load_now(void);
 
 /* cJSON conversions (the profile's JSON object; from_json names the bad field). */
 struct cJSON;

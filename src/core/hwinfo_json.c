@@ -45,7 +45,8 @@ cJSON *ts_hwinfo_to_json(const ts_machine_profile *p) {
        cJSON_AddNumberToObject(j, "l1d_bytes", (double)p->l1d_bytes) &&
        cJSON_AddNumberToObject(j, "l2_bytes", (double)p->l2_bytes) &&
        cJSON_AddNumberToObject(j, "l3_bytes", (double)p->l3_bytes) && cJSON_AddStringToObject(j, "date", p->date) &&
-       cJSON_AddStringToObject(j, "host", p->host);
+       cJSON_AddStringToObject(j, "host", p->host) && cJSON_AddNumberToObject(j, "load_avg", p->load_avg) &&
+       cJSON_AddNumberToObject(j, "cpus_online", p->cpus_online);
   if (!ok) {
     cJSON_Delete(j);
     return NULL;
@@ -135,6 +136,13 @@ ts_status ts_hwinfo_from_json(const cJSON *j, ts_machine_profile *p) {
   }
   TS_TRY(get_str(j, "date", true, q.date, sizeof q.date));
   TS_TRY(get_str(j, "host", false, q.host, sizeof q.host));
+  /* provenance of the measurement's conditions; absent in older files (unknown = never refreshed) */
+  q.load_avg = -1;
+  if (cJSON_GetObjectItemCaseSensitive(j, "load_avg")) TS_TRY(get_num(j, "load_avg", -1, 1e6, false, &q.load_avg));
+  if (cJSON_GetObjectItemCaseSensitive(j, "cpus_online")) {
+    TS_TRY(get_num(j, "cpus_online", 0, 1e6, true, &d));
+    q.cpus_online = (int)d;
+  }
   *p = q;
   return TS_OK;
 }

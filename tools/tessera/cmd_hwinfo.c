@@ -39,7 +39,11 @@ static void print_table(const ts_machine_profile *p, const char *path, const cha
          p->peak_gflops_fp32, p->threads);
   printf("bandwidth  %8.1f GB/s    1 thread   %8.1f GB/s    %d threads (sustained read)\n", p->bandwidth_gbs_1t,
          p->bandwidth_gbs, p->threads);
-  printf("measured   %s on %s\n", p->date, p->host[0] ? p->host : "unknown host");
+  printf("measured   %s on %s", p->date, p->host[0] ? p->host : "unknown host");
+  if (p->load_avg >= 0 && p->cpus_online > 0)
+    printf(" at load average %.2f on %d CPUs%s", p->load_avg, p->cpus_online,
+           p->load_avg > 0.5 * p->cpus_online ? " (busy: figures may read low; re-measured when quiet)" : "");
+  printf("\n");
   printf("profile    %s (%s%s)\n", path, source, saved ? ", saved" : ", not saved");
 }
 
