@@ -1,14 +1,10 @@
 /* .npy files: the preamble (magic, version, header length), the data block, and the file-level
- * read (mmap, falling back to a whole-file read) and atomic write. Layout of a file:
+ * read (whole-file read) and atomic write. Layout of a file:
  *   "\x93NUMPY" major minor | header length (u16 LE for 1.0, u32 LE for 2.0/3.0) | dict text | data
  * The dict text is parsed by npy_header.c. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "io/io_internal.h"
 
@@ -78,25 +74,8 @@ ts_status ts_npy_read(const char *path, ts_tensor *out) {
   if (!out) return ts_error(TS_ERR_INVALID_ARG, "ts_npy_read: out is NULL");
   memset(out, 0, sizeof *out);
   if (!path) return ts_error(TS_ERR_INVALID_ARG, "ts_npy_read: path is NULL");
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return ts_error(errno == ENOENT ? TS_ERR_NOT_FOUND : TS_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= SIZE_MAX) {
-    /* Regular file: map it, so the data is copied once (page cache -> tensor). */
-    size_t n = (size_t)st.st_size;
-    void *map = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map != MAP_FAILED) {
-      madvise(map, n, MADV_SEQUENTIAL);
-      ts_status s = ts_npy_read_mem(map, n, path, out);
-      munmap(map, n);
-      return s;
-    }
-  } else {
-    close(fd);
-  }
-  /* Empty files, pipes, or a failed mmap: read it whole. */
+  /* Read, not mmap: a file truncated by another process while mapped would raise SIGBUS here instead
+   * of an error. The data is copied into the tensor either way, so a map saves one copy at most. */
   char *data;
   size_t n;
   TS_TRY(ts_read_file(path, &data, &n));
