@@ -4,10 +4,14 @@
  * vocabulary projection, 30 MB in Q8_0). "warm": repeated calls on the same matrix (a 0.5 MB layer
  * stays in L2/L3, as when one layer is hammered); "cold": caches flushed before each call (what a
  * decode step sees for a model larger than L3). The activation quantization (block types) is
- * inside the timed call, as in ts_quant_matvec.
+ * inside the timed call, as in ts_quant_matvec. Block types also run "packed": the AVX-512 GEMM on
+ * rows packed as the LLM runtime packs them at load (quant_pgemm_avx512.c; activation quantize and
+ * prepare inside the timed call, rows split over the threads in one OpenMP region), the kernel a
+ * decode step runs on AVX-512.
  *
  *   bench_quant [--threads N] [--types q4_1,q8_0,...] [--shapes 576x1536,...] [--cold-only|--warm-only] [--json]
  */
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,13 +28,33 @@ typedef struct job {
   const float *x;
   ts_quant_act *xq;
   float *y;
+  const void *P; /* packed rows (NULL: the file-layout dot loop) */
+  int8_t *quad;
+  float *ds;
 } job;
 
 static void run(void *arg) {
   job *j = arg;
   bool blk = j->type == TS_QT_Q8_0 || j->type == TS_QT_Q4_0 || j->type == TS_QT_Q4_1;
-  if (blk) j->t->act_quantize(j->cols, j->x, j->xq->q, j->xq->d, j->xq->sum);
+  if (blk) j->t->act_quantize(j->cols, j->x, j->xq->q, j->xq->d, j->xq->sum, j->xq->s);
   ts__quant_matvec_with(j->t, j->nt, j->type, j->W, j->rows, j->cols, j->x, blk ? j->xq : NULL, j->y);
+}
+
+static void run_packed(void *arg) {
+  job *j = arg;
+  const ts__quant_table *t = j->t;
+  t->act_quantize(j->cols, j->x, j->xq->q, j->xq->d, j->xq->sum, j->xq->s);
+  t->prep_packed(j->cols, 1, j->xq->q, j->xq->d, j->xq->sum, j->quad, j->ds);
+  const ts__qbatch qb = {j->cols, 1, j->xq->q, j->xq->d, j->xq->sum, j->xq->s, j->quad, j->ds};
+  ts__pgemm_fn f = ts__quant_pgemm_fn(t, j->type);
+  size_t rb;
+  ts_qtype_row_bytes(j->type, j->cols, &rb);
+#pragma omp parallel num_threads(j->nt)
+  {
+    const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+    const int64_t r0 = (j->rows * id / nt) & ~(int64_t)3, r1 = id == nt - 1 ? j->rows : (j->rows * (id + 1) / nt) & ~(int64_t)3;
+    if (r1 > r0) f((const uint8_t *)j->P + (size_t)r0 * rb, rb, r1 - r0, &qb, j->y + r0, 1);
+  }
 }
 
 static int parse_list(const char *s, char items[][32], int max) {
@@ -93,6 +117,11 @@ int main(int argc, char **argv) {
       float *x = ts_malloc(sizeof(float) * (size_t)C), *y = ts_malloc(sizeof(float) * (size_t)R);
       float *tmp = ts_malloc(sizeof(float) * (size_t)C);
       void *amem = ts_malloc(ts_quant_act_bytes(C));
+      const bool blk = type == TS_QT_Q8_0 || type == TS_QT_Q4_0 || type == TS_QT_Q4_1;
+      const ts__quant_table *top_t = ts__quant_for(top);
+      uint8_t *P = blk && top_t->prep_packed ? ts_malloc(wbytes) : NULL;
+      int8_t *quad = ts_malloc((size_t)C + 128);
+      float *ds = ts_malloc(sizeof(float) * (size_t)(C / 32));
       ts_quant_act xq;
       if (!W || !x || !y || !tmp || !amem || ts_quant_act_init(&xq, C, amem, ts_quant_act_bytes(C)) != TS_OK) {
         fprintf(stderr, "bench_quant: out of memory\n");
@@ -105,21 +134,23 @@ int main(int argc, char **argv) {
         ts__quantize_ref(type, tmp, W + rb * (size_t)r, C);
       }
       for (int64_t c = 0; c < C; c++) x[c] = ts_rng_normal(&rng);
+      if (P) ts__pack_rows(type, W, P, R, C);
       for (int mode = 0; mode < 2; mode++) {
         if ((mode == 0 && !warm) || (mode == 1 && !cold)) continue;
-        for (int isa = TS_ISA_SCALAR; isa <= (int)top; isa++) {
-          job j = {ts__quant_for((ts_isa)isa), threads, type, W, R, C, x, &xq, y};
+        for (int isa = TS_ISA_SCALAR; isa <= (int)top + (P ? 1 : 0); isa++) {
+          const bool packed = isa > (int)top;
+          job j = {ts__quant_for(packed ? top : (ts_isa)isa), threads, type, W, R, C, x, &xq, y, P, quad, ds};
           ts_bench_opts o = ts_bench_opts_default();
           o.flush_cache = mode == 1;
           if (isa == TS_ISA_SCALAR) o.repeats = 3, o.min_time_s = 0.05;
           ts_bench_result res;
-          if (ts_bench_run(&o, run, &j, &res) != TS_OK) {
+          if (ts_bench_run(&o, packed ? run_packed : run, &j, &res) != TS_OK) {
             fprintf(stderr, "bench_quant: %s\n", ts_last_error());
             return 1;
           }
           char name[320];
           snprintf(name, sizeof name, "%s %lldx%lld %s %s", types[ti], R, C, mode ? "cold" : "warm",
-                   ts_isa_name((ts_isa)isa));
+                   packed ? "avx512-packed" : ts_isa_name((ts_isa)isa));
           if (json) {
             cJSON *o2 = ts_bench_result_json(&res, 0, (double)wbytes, have_prof ? &prof : NULL);
             cJSON_AddStringToObject(o2, "name", name);
@@ -136,6 +167,9 @@ int main(int argc, char **argv) {
       ts_free(y);
       ts_free(tmp);
       ts_free(amem);
+      ts_free(P);
+      ts_free(quad);
+      ts_free(ds);
     }
   }
   if (json) {

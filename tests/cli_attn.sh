@@ -2,7 +2,8 @@
 # tessera attn: `attn plan` writes a valid plan JSON (schedule with a thread per panel, the
 # permutation) and caches it under $TESSERA_CACHE/plans/<key>.json, a second run loads the cached
 # plan; `attn bench --json` on a small pattern reports every field; bad usage exits 2 with one line,
-# a missing mask file exits 1.
+# a missing mask file exits 1. Compact passes and calibration on by default, --compact none and
+# --calibrate off change the plan and its key.
 # Usage: cli_attn.sh path/to/tessera   (TESSERA_CACHE points at a scratch directory)
 set -u
 T=${1:?usage: cli_attn.sh path/to/tessera}
@@ -38,7 +39,7 @@ for q in s["panels"]:
     assert q["r0"] == rows and q["nr"] >= 1 and q["thread"] in (0, 1), q
     rows += q["nr"]
     for g in q["segs"]:
-        assert len(g) == 7 and g[6] in ("mixed", "full", "dense"), g
+        assert len(g) == 7 and g[6] in ("mixed", "full", "dense", "compact"), g
 assert rows == 256
 PY
 then ok; else bad "plan JSON checks failed"; fi
@@ -76,12 +77,23 @@ assert os.path.exists(b["profile_path"]) and b["key"] != a["key"], b
 assert b["predicted_ilp"] > 0 and b["predicted_ilp"] <= b["predicted_greedy"] * (1 + 1e-12), b
 PY
 then ok; else bad "attn plan --cost profile: $(cat "$tmp/p6.json" "$tmp/err")"; fi
+# --compact none: no compact segment; --calibrate off: not calibrated; both change the key
+if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
+    --compact none --calibrate off --out "$tmp/plan_nc.json" --json >"$tmp/p7.json" 2>"$tmp/err" &&
+  python3 - "$tmp/p1.json" "$tmp/p7.json" "$tmp/plan_nc.json" <<'PY'
+import json, sys
+a, b, p = (json.load(open(f)) for f in sys.argv[1:4])
+assert a["calibrated"] is True and b["calibrated"] is False and b["key"] != a["key"], b
+assert b["merged_pieces"] == 0 and b["compact_panels"] == 0, b
+assert all(g[6] != "compact" for q in p["schedule"]["panels"] for g in q["segs"]), "compact segment with --compact none"
+PY
+then ok; else bad "attn plan --compact none --calibrate off: $(cat "$tmp/p7.json" "$tmp/err")"; fi
 # human output
 if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --no-cache --solver greedy >"$tmp/h.txt" 2>&1 &&
   grep -q "^schedule   greedy" "$tmp/h.txt"; then ok; else bad "plan text: $(cat "$tmp/h.txt")"; fi
 
 # bench --json: every field
-if "$T" attn bench --pattern "window2d:h=16,w=16,k=5" --heads 2 --head-dim 32 --repeats 2 --threads 2 --time-limit 1 \
+if "$T" attn bench --pattern "window2d:h=16,w=16,k=5" --heads 2 --head-dim 32 --repeats 2 --rounds 2 --threads 2 --time-limit 1 \
     --json >"$tmp/b.json" 2>"$tmp/err"; then ok; else bad "attn bench exited $?: $(cat "$tmp/err")"; fi
 if python3 - "$tmp/b.json" <<'PY'
 import json, math, sys
@@ -89,10 +101,12 @@ j = json.load(open(sys.argv[1]))
 need = ["n", "density", "tiles_empty", "tiles_mixed", "tiles_full", "tiles_empty_before", "tiles_mixed_before",
         "tiles_full_before", "dense_flash", "fixed_best", "fixed_best_tile", "fixed_64", "fixed_best_reordered", "greedy",
         "ilp", "speedup_vs_fixed_best", "speedup_vs_fixed_64", "speedup_vs_fixed_best_reordered", "work_ratio", "plan_ms",
-        "plan_parts", "reorder", "cost", "max_abs_err", "err_subset", "gflops_effective", "pct_peak", "ilp_status"]
+        "plan_parts", "reorder", "cost", "max_abs_err", "err_subset", "gflops_effective", "pct_peak", "ilp_status",
+        "rounds", "calibrated", "calib_scale", "merged_pieces", "compact_panels", "greedy_compact_heights",
+        "ilp_compact_heights"]
 missing = [k for k in need if k not in j]
 assert not missing, missing
-assert j["n"] == 256 and 0 < j["density"] < 1
+assert j["n"] == 256 and 0 < j["density"] < 1 and j["rounds"] == 2 and len(j["calib_scale"]) == 5
 assert j["tiles_empty"] + j["tiles_mixed"] + j["tiles_full"] == 16
 for k in ["dense_flash", "fixed_best", "fixed_64", "fixed_best_reordered", "greedy", "ilp"]:
     assert j[k] > 0 and math.isfinite(j[k]), (k, j[k])
@@ -126,6 +140,10 @@ usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --dtype f16
 usage_case bench --pattern "window2d:h=4" --heads 2 --head-dim 32
 usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --bogus
 usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --cost measured
+usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --compact 8,0
+usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --compact 8,16,32,64,128
+usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --calibrate maybe
+usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --rounds 0
 usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --cost profile --profile-level huge
 # failure: exit 1
 "$T" attn plan --mask "$tmp/missing.npy" --heads 2 --head-dim 32 >"$tmp/out" 2>"$tmp/err"

@@ -194,6 +194,17 @@ static void check_schedule(ts_attn_schedule *s, const ts_bitmap *m, data *D, con
   ts_attn_schedule_free(s);
 }
 
+/* Panels of P rows, each one COMPACT segment over all columns with tile br x bc. */
+static void compact_schedule(ts_attn_schedule *s, int64_t n, int32_t P, int32_t br, int32_t bc) {
+  int64_t np = (n + P - 1) / P;
+  CHECK_OK(ts_attn_schedule_alloc(s, n, np, np));
+  for (int64_t p = 0; p < np; p++) {
+    int32_t r0 = (int32_t)(p * P), nr = (int32_t)(n - r0 < P ? n - r0 : P);
+    s->panels[p] = (ts_attn_panel){r0, nr, p, 1};
+    s->segs[p] = (ts_attn_segment){r0, nr, 0, (int32_t)n, br, bc, TS_ATTN_SEG_COMPACT};
+  }
+}
+
 /* ---- the sweep -------------------------------------------------------------------------------- */
 
 static void test_sweep(void) {
@@ -227,6 +238,15 @@ static void test_sweep(void) {
         CHECK_OK(ts_attn_schedule_blockskip(&s, n, skip_tiles[t].br, skip_tiles[t].bc));
         check_schedule(&s, m, &D, ctx, what, full && (t < 3 || t == 5));
       }
+      /* COMPACT: heights below / at / above the 8 and 16 lane widths, items of 16 runs, one run
+       * (bc 4), a bc that is no multiple of 4 (3 runs) and panels that are no multiple of br */
+      static const struct { int32_t P, br, bc; } cp[] = {{40, 16, 64}, {48, 8, 4}, {37, 5, 13}, {64, 32, 128}, {130, 17, 64}};
+      for (size_t t = 0; t < sizeof cp / sizeof cp[0]; t++) {
+        if (g_san && t >= 2) continue;
+        snprintf(what, sizeof what, "%s compact P%d %dx%d", masks[mi].name, cp[t].P, cp[t].br, cp[t].bc);
+        compact_schedule(&s, n, cp[t].P, cp[t].br, cp[t].bc);
+        check_schedule(&s, m, &D, ctx, what, full && t < 3);
+      }
       ts_block bl[512];
       int64_t nb = attn_test_blocks(m, 8, bl, 512);
       ts_attn_tile tiles[512];
@@ -238,6 +258,14 @@ static void test_sweep(void) {
       bo.panel_rows = 48;
       snprintf(what, sizeof what, "%s blocks(%lld)+residue", masks[mi].name, (long long)nb);
       CHECK_OK(ts_attn_schedule_from_blocks(&s, n, bl, tiles, nb, m, &bo));
+      check_schedule(&s, m, &D, ctx, what, full);
+      /* blocks first, the residue as a COMPACT segment (ownership: it takes what they leave) */
+      CHECK_OK(ts_attn_schedule_from_blocks(&s, n, bl, tiles, nb, NULL, &bo));
+      for (int64_t p = 0; p < s.npanels; p++) {
+        ts_attn_segment *g = &s.segs[s.panels[p].seg0 + s.panels[p].nseg - 1];
+        g->kind = TS_ATTN_SEG_COMPACT, g->br = 16, g->bc = 32;
+      }
+      snprintf(what, sizeof what, "%s blocks(%lld)+compact residue", masks[mi].name, (long long)nb);
       check_schedule(&s, m, &D, ctx, what, full);
       snprintf(what, sizeof what, "%s blocks(%lld), no mask", masks[mi].name, (long long)nb);
       CHECK_OK(ts_attn_schedule_from_blocks(&s, n, bl, tiles, nb, NULL, NULL));
@@ -262,7 +290,20 @@ static void test_edges(void) {
     check_schedule(&s, &m, &D, NULL, allowed ? "n=1 allowed" : "n=1 empty", 1);
     CHECK_OK(ts_attn_schedule_dense(&s, 1, 8, 16));
     check_schedule(&s, &m, &D, NULL, allowed ? "n=1 dense" : "n=1 empty dense", 1);
+    compact_schedule(&s, 1, 8, 8, 64); /* n < 4: runs as MIXED */
+    check_schedule(&s, &m, &D, NULL, allowed ? "n=1 compact" : "n=1 empty compact", 1);
     if (!allowed) CHECK(D.o[0] == 0.0f, "empty row gives zeros, got %g", D.o[0]);
+    data_free(&D);
+    mk_free(&m);
+  }
+  /* n = 4..7, a band: runs near the end move back to n - 4 and repeat keys of the run before */
+  for (int64_t n = 4; n <= 7; n++) {
+    ts_bitmap m = mask_band(n, 2, 0);
+    data D;
+    data_make(&D, 1, 2, n, 16, &m, 50 + (uint64_t)n, 1.0f);
+    ts_attn_schedule s;
+    compact_schedule(&s, n, 3, 2, 4);
+    check_schedule(&s, &m, &D, NULL, "small n compact", 1);
     data_free(&D);
     mk_free(&m);
   }
@@ -316,6 +357,21 @@ static void test_handmade(void) {
   CHECK_OK(ts_attn_execute(c3, pl, D.q, D.k, D.v, D.o, 0, 3, n, d));
   CHECK(isnan(D.o[0]), "batch 0 must not write");
   ts_attn_plan_destroy(pl);
+
+  /* COMPACT segments: first in panel 0 over a column range (its runs reach past c0+nc, whose
+   * cells the MIXED segment after it must still get), last in panel 1 after a FULL square */
+  ts_attn_schedule s2;
+  CHECK_OK(ts_attn_schedule_alloc(&s2, n, 2, 4));
+  s2.panels[0] = (ts_attn_panel){0, 40, 0, 2};
+  s2.panels[1] = (ts_attn_panel){40, 60, 2, 2};
+  s2.segs[0] = (ts_attn_segment){0, 40, 21, 50, 8, 8, TS_ATTN_SEG_COMPACT};
+  s2.segs[1] = (ts_attn_segment){0, 40, 0, 100, 16, 16, TS_ATTN_SEG_MIXED};
+  s2.segs[2] = (ts_attn_segment){50, 20, 50, 20, 16, 16, TS_ATTN_SEG_FULL};
+  s2.segs[3] = (ts_attn_segment){40, 60, 0, 100, 16, 64, TS_ATTN_SEG_COMPACT};
+  CHECK_OK(ts_attn_plan_create(&pl, NULL, &s2, &m, d));
+  run_all_isas(pl, c3, &D, "handmade compact", 1);
+  ts_attn_plan_destroy(pl);
+  ts_attn_schedule_free(&s2);
 
   /* the FULL square over a masked cell is rejected */
   s.segs[1] = (ts_attn_segment){0, 40, 0, 40, 16, 16, TS_ATTN_SEG_FULL};
@@ -398,6 +454,8 @@ static void test_validation(void) {
   CHECK_STATUS(ts_attn_seg_kind_parse("sparse", &k), TS_ERR_INVALID_ARG);
   CHECK_OK(ts_attn_seg_kind_parse("dense", &k));
   CHECK(k == TS_ATTN_SEG_DENSE && strcmp(ts_attn_seg_kind_name(TS_ATTN_SEG_FULL), "full") == 0, "kind names");
+  CHECK_OK(ts_attn_seg_kind_parse("compact", &k));
+  CHECK(k == TS_ATTN_SEG_COMPACT && strcmp(ts_attn_seg_kind_name(TS_ATTN_SEG_COMPACT), "compact") == 0, "compact kind name");
   mk_free(&m);
   mk_free(&wrong);
 }

@@ -83,10 +83,11 @@ static void test_brute_force(void) {
         o.max_tile_vars = fixed ? 0 : 1000;
         o.full_model = !fixed; /* exercise the x variables (else the proven aggregate answers) */
         o.time_limit = 5.0;
+        o.rel_gap = 0; /* prove optimality (brute force is exact) */
         int tile[16];
         int32_t thread[8];
         ts_attn_sched_info info;
-        CHECK_OK(ts_attn_sched_problem_solve(&pb, &o, tile, thread, &info));
+        CHECK_OK(ts_attn_sched_problem_solve(&pb, &o, tile, NULL, thread, &info));
         CHECK(info.ilp_run && info.tiles_fixed == (fixed == 1), "ilp run %d, tiles fixed %d", info.ilp_run, info.tiles_fixed);
         CHECK(info.ilp_status == TS_ILP_OPTIMAL, "shape %zu rep %d: ilp status %s", sh, rep, ts_ilp_status_name(info.ilp_status));
         double mk = makespan_of(&I, P, tile, thread);
@@ -98,7 +99,7 @@ static void test_brute_force(void) {
         /* greedy alone */
         o.solver = TS_ATTN_SOLVER_GREEDY;
         ts_attn_sched_info gi;
-        CHECK_OK(ts_attn_sched_problem_solve(&pb, &o, tile, thread, &gi));
+        CHECK_OK(ts_attn_sched_problem_solve(&pb, &o, tile, NULL, thread, &gi));
         CHECK(!gi.ilp_run && gi.solver == TS_ATTN_SOLVER_GREEDY, "greedy ran the ILP");
         CHECK(fabs(gi.makespan - info.greedy_makespan) <= 1e-9 * gi.makespan, "greedy %g vs %g", gi.makespan, info.greedy_makespan);
         for (int64_t i = 0; i < I.ni; i++) /* cheapest tile */
@@ -115,14 +116,135 @@ static void test_brute_force(void) {
   ts_attn_sched_opts o;
   ts_attn_sched_opts_default(&o);
   o.threads = 2;
+  o.rel_gap = 0;
   int tile[5];
   int32_t thread[5];
   ts_attn_sched_info info;
-  CHECK_OK(ts_attn_sched_problem_solve(&pb, &o, tile, thread, &info));
+  CHECK_OK(ts_attn_sched_problem_solve(&pb, &o, tile, NULL, thread, &info));
   CHECK(fabs(info.greedy_makespan - 7) < 1e-9 && fabs(info.makespan - 6) < 1e-9 && info.solver == TS_ATTN_SOLVER_ILP &&
             info.ilp_improved,
         "LPT case: greedy %g (7), ILP %g (6), solver %s", info.greedy_makespan, info.makespan, ts_attn_solver_name(info.solver));
   CHECK(fabs(brute(&I, 2) - 6) < 1e-9, "brute force of the LPT case %g", brute(&I, 2));
+}
+
+/* ---- instances with compact passes -------------------------------------------------------------- */
+
+typedef struct cinst {
+  int64_t np, ni;
+  int nt, nh;
+  int64_t pp[8];
+  double cost[8 * 2], merge[8 * 2], open[4 * 2];
+  unsigned char must[4];
+} cinst;
+
+/* Panel load of configuration h (-1: no pass) with the piece choices in c (tile t, or nt + h). */
+static double cload(const cinst *I, int64_t p, int h, const int *c) {
+  double L = h >= 0 ? I->open[p * I->nh + h] : 0;
+  for (int64_t i = 0; i < I->ni; i++)
+    if (I->pp[i] == p) L += c[i] < I->nt ? I->cost[i * I->nt + c[i]] : I->merge[i * I->nh + c[i] - I->nt];
+  return L;
+}
+
+/* Exhaustive: every height per panel, every choice per piece consistent with it, every thread map. */
+static double cbrute(const cinst *I, int P) {
+  double best = INFINITY;
+  int64_t hc = 1, cc = 1, ac = 1;
+  for (int64_t p = 0; p < I->np; p++) hc *= I->nh + 1, ac *= P;
+  for (int64_t i = 0; i < I->ni; i++) cc *= I->nt + I->nh;
+  for (int64_t hx = 0; hx < hc; hx++) {
+    int h[4];
+    int64_t x = hx;
+    bool ok = true;
+    for (int64_t p = 0; p < I->np; p++, x /= I->nh + 1) h[p] = (int)(x % (I->nh + 1)) - 1, ok &= h[p] >= 0 || !I->must[p];
+    for (int64_t cx = 0; ok && cx < cc; cx++) {
+      int c[8];
+      bool cok = true;
+      x = cx;
+      for (int64_t i = 0; i < I->ni; i++, x /= I->nt + I->nh) {
+        c[i] = (int)(x % (I->nt + I->nh));
+        cok &= c[i] < I->nt || c[i] - I->nt == h[I->pp[i]];
+      }
+      if (!cok) continue;
+      double L[4];
+      for (int64_t p = 0; p < I->np; p++) L[p] = cload(I, p, h[p], c);
+      for (int64_t ax = 0; ax < ac; ax++) {
+        double ld[3] = {0}, mk = 0;
+        x = ax;
+        for (int64_t p = 0; p < I->np; p++, x /= P) ld[x % P] += L[p];
+        for (int q = 0; q < P; q++) mk = ld[q] > mk ? ld[q] : mk;
+        if (mk < best) best = mk;
+      }
+    }
+  }
+  return best;
+}
+
+/* The ILP (aggregated and full) equals brute force with compact passes; the myopic greedy never
+ * wins; solutions are consistent (merged pieces at their panel's height, residue panels open). */
+static void test_compact_brute(void) {
+  ts_rng r;
+  ts_rng_seed(&r, 99);
+  int wins = 0, solves = 0;
+  for (int rep = 0; rep < 16; rep++) {
+    cinst I = {.np = 3 + rep % 2, .ni = 6, .nt = 2, .nh = 2};
+    for (int64_t i = 0; i < I.ni; i++) {
+      I.pp[i] = i < I.np ? i : (int64_t)ts_rng_below(&r, (uint64_t)I.np);
+      for (int t = 0; t < I.nt; t++) I.cost[i * I.nt + t] = 20 + floor(ts_rng_uniform(&r) * 60);
+      for (int h = 0; h < I.nh; h++) I.merge[i * I.nh + h] = 5 + floor(ts_rng_uniform(&r) * 60);
+    }
+    for (int64_t p = 0; p < I.np; p++) {
+      I.must[p] = ts_rng_uniform(&r) < 0.5;
+      for (int h = 0; h < I.nh; h++) I.open[p * I.nh + h] = floor(ts_rng_uniform(&r) * (I.must[p] ? 40 : 15));
+    }
+    ts_attn_sched_problem pb = {.npanels = I.np, .npieces = I.ni, .ntiles = I.nt, .piece_panel = I.pp, .cost = I.cost,
+                                .nheights = I.nh, .merge = I.merge, .open = I.open, .must_open = I.must};
+    double opt = cbrute(&I, 2);
+    for (int full = 0; full < 2; full++) {
+      ts_attn_sched_opts o;
+      ts_attn_sched_opts_default(&o);
+      o.threads = 2, o.k_tiles = I.nt, o.rel_gap = 0, o.time_limit = 5.0;
+      o.full_model = full, o.max_tile_vars = full ? 1000 : 0;
+      int tile[8], height[4];
+      int32_t thread[4];
+      ts_attn_sched_info info;
+      CHECK_OK(ts_attn_sched_problem_solve(&pb, &o, tile, height, thread, &info));
+      double ld[2] = {0};
+      for (int64_t p = 0; p < I.np; p++) {
+        CHECK(height[p] >= -1 && height[p] < I.nh && (height[p] >= 0 || !I.must[p]), "rep %d: panel %lld height %d (must %d)",
+              rep, (long long)p, height[p], I.must[p]);
+        ld[thread[p]] += cload(&I, p, height[p], tile);
+      }
+      for (int64_t i = 0; i < I.ni; i++)
+        CHECK(tile[i] < I.nt || tile[i] - I.nt == height[I.pp[i]], "rep %d: piece %lld merged at %d, panel height %d", rep,
+              (long long)i, tile[i] - I.nt, height[I.pp[i]]);
+      double mk = ld[0] > ld[1] ? ld[0] : ld[1];
+      CHECK(fabs(mk - info.makespan) <= 1e-9 * mk, "rep %d: reported %g, recomputed %g", rep, info.makespan, mk);
+      CHECK(fabs(mk - opt) <= 1e-9 * opt, "rep %d full %d: ILP %g, brute force %g", rep, full, mk, opt);
+      CHECK(info.makespan <= info.greedy_makespan * (1 + 1e-12), "ILP %g > greedy %g", info.makespan, info.greedy_makespan);
+      wins += info.makespan < info.greedy_makespan * (1 - 1e-12);
+      solves++;
+    }
+  }
+  printf("compact brute force: ILP beat the per-block greedy on %d of %d solves\n", wins, solves);
+  /* a case the per-block greedy gets wrong: the residue prefers height 0 (open 1 vs 2), both pieces
+   * prefer height 1 (merge 10 vs 4 against a standalone 12): greedy 1 + 10 + 10 = 21, best 2 + 4 + 4 */
+  cinst I = {.np = 1, .ni = 2, .nt = 1, .nh = 2, .pp = {0, 0}, .cost = {12, 12}, .merge = {10, 4, 10, 4}, .open = {1, 2},
+             .must = {1}};
+  ts_attn_sched_problem pb = {.npanels = 1, .npieces = 2, .ntiles = 1, .piece_panel = I.pp, .cost = I.cost, .nheights = 2,
+                              .merge = I.merge, .open = I.open, .must_open = I.must};
+  ts_attn_sched_opts o;
+  ts_attn_sched_opts_default(&o);
+  o.threads = 2;
+  int tile[2], height[1];
+  int32_t thread[1];
+  ts_attn_sched_info info;
+  CHECK_OK(ts_attn_sched_problem_solve(&pb, &o, tile, height, thread, &info));
+  CHECK(fabs(info.greedy_makespan - 21) < 1e-9 && fabs(info.makespan - 10) < 1e-9 && height[0] == 1 && tile[0] == 2 &&
+            info.solver == TS_ATTN_SOLVER_ILP && info.greedy_merged == 2 && info.merged == 2 && info.compact_panels == 1,
+        "facility case: greedy %g (21), ILP %g (10), height %d", info.greedy_makespan, info.makespan, height[0]);
+  CHECK_ERR_CONTAINS(ts_attn_sched_problem_solve(&pb, &o, tile, NULL, thread, NULL), "height");
+  I.merge[1] = NAN;
+  CHECK_ERR_CONTAINS(ts_attn_sched_problem_solve(&pb, &o, tile, height, thread, NULL), "piece 0 height 1");
 }
 
 /* A larger instance: ILP within [lower bound, greedy]; bad inputs rejected. */
@@ -146,7 +268,7 @@ static void test_larger(void) {
     int tile[NI];
     int32_t thread[NP];
     ts_attn_sched_info info;
-    CHECK_OK(ts_attn_sched_problem_solve(&pb, &o, tile, thread, &info));
+    CHECK_OK(ts_attn_sched_problem_solve(&pb, &o, tile, NULL, thread, &info));
     CHECK(info.makespan <= info.greedy_makespan * (1 + 1e-12) && info.makespan >= info.lower_bound * (1 - 1e-9),
           "P=%d: makespan %g not in [%g, %g]", P, info.makespan, info.lower_bound, info.greedy_makespan);
     for (int p = 0; p < NP; p++) CHECK(thread[p] >= 0 && thread[p] < P, "thread %d", thread[p]);
@@ -156,16 +278,16 @@ static void test_larger(void) {
   int tile[NI];
   int32_t thread[NP];
   o.threads = -3;
-  CHECK_ERR_CONTAINS(ts_attn_sched_problem_solve(&pb, &o, tile, thread, NULL), "threads");
+  CHECK_ERR_CONTAINS(ts_attn_sched_problem_solve(&pb, &o, tile, NULL, thread, NULL), "threads");
   o.threads = 2;
   o.time_limit = 0;
-  CHECK_ERR_CONTAINS(ts_attn_sched_problem_solve(&pb, &o, tile, thread, NULL), "time_limit");
+  CHECK_ERR_CONTAINS(ts_attn_sched_problem_solve(&pb, &o, tile, NULL, thread, NULL), "time_limit");
   o.time_limit = 1;
   cost[5] = NAN;
-  CHECK_ERR_CONTAINS(ts_attn_sched_problem_solve(&pb, &o, tile, thread, NULL), "piece 1 tile 0");
+  CHECK_ERR_CONTAINS(ts_attn_sched_problem_solve(&pb, &o, tile, NULL, thread, NULL), "piece 1 tile 0");
   cost[5] = 1;
   pp[3] = NP;
-  CHECK_ERR_CONTAINS(ts_attn_sched_problem_solve(&pb, &o, tile, thread, NULL), "piece 3");
+  CHECK_ERR_CONTAINS(ts_attn_sched_problem_solve(&pb, &o, tile, NULL, thread, NULL), "piece 3");
   pp[3] = 3;
   ts_attn_solver sv;
   CHECK_OK(ts_attn_solver_parse("ilp", &sv));
@@ -286,9 +408,11 @@ static void test_scheduled_window2d(void) {
     qkv x = qkv_make(1, 2, n, 32, 21 + (uint64_t)sp);
     CHECK_OK(ts_attn_reference(&bo, x.Q, x.K, x.V, x.R, x.b, x.h, n, x.d));
     int d = 32;
-    for (int solver = 0; solver < 2; solver++) {
+    for (int variant = 0; variant < 4; variant++) {
+      const int solver = variant & 1;
       ts_attn_sched_opts o;
       ts_attn_sched_opts_default(&o);
+      if (variant >= 2) o.nheights = 0; /* no compact passes: blocks and a MIXED residue */
       o.solver = solver ? TS_ATTN_SOLVER_ILP : TS_ATTN_SOLVER_GREEDY;
       o.threads = 2;
       o.time_limit = 0.5;
@@ -311,10 +435,13 @@ static void test_scheduled_window2d(void) {
       poison(x.O, (size_t)(x.b * x.h * n * x.d));
       CHECK_OK(ts_attn_execute_original(ctx, pl, perm, x.Q, x.K, x.V, x.O, x.b, x.h, n, x.d));
       double e = rel_err(&x);
-      CHECK(e <= TOL, "%s solver %d: error %g", specs[sp], solver, e);
-      if (solver) printf("%s: %lld blocks, %lld panels, predicted makespan greedy %.4g ilp %.4g (bound %.4g), error %.2g\n",
-                         specs[sp], (long long)si.nblocks, (long long)si.npanels, si.greedy_makespan, si.makespan,
-                         si.lower_bound, e);
+      CHECK(e <= TOL, "%s variant %d: error %g", specs[sp], variant, e);
+      if (variant >= 2) CHECK(si.merged == 0 && si.compact_panels == 0, "no compact passes asked, %lld merged", (long long)si.merged);
+      if (solver)
+        printf("%s (%s): %lld blocks, %lld panels (%lld compact, %lld pieces merged), predicted makespan greedy %.4g ilp %.4g "
+               "(bound %.4g), error %.2g\n", specs[sp], variant >= 2 ? "no compact" : "compact", (long long)si.nblocks,
+               (long long)si.npanels, (long long)si.compact_panels, (long long)si.merged, si.greedy_makespan, si.makespan,
+               si.lower_bound, e);
       ts_attn_plan_destroy(pl);
       ts_attn_schedule_free(&s);
     }
@@ -453,6 +580,7 @@ static void test_cache(void) {
 
 int main(void) {
   test_brute_force();
+  test_compact_brute();
   test_larger();
   test_static_threads();
   test_scheduled_window2d();

@@ -5,13 +5,17 @@
  *  - dequantize: exact against an independent decoder written here from the block layouts.
  *  - quantize -> dequantize: the per-element bounds stated in quant.h, computed per block from the
  *    block's own d (and m) as the reference quantizer defines them (+1e-6 relative slack).
- *  - activation quantizer: bit-identical q, d, sum (same fp32 multiply, same rounding).
+ *  - activation quantizer: bit-identical q, d, sum, s (same fp32 multiply, same rounding). d and
+ *    s are fp16 roundings (relative error <= 2^-11): |x - q d| <= d/2 + 127 |d - amax/127|
+ *    <= (0.5 + 127 / 2048) d (1 + 2^-11) < 0.563 d, and |s - d_fp32 sum| <= 2^-11 |s|.
  *  - SIMD dot vs reference dot: both use the same exact integer block sums; the SIMD side
  *    accumulates the nb per-block terms (and lane partials) in fp32, the reference in double, so
  *    |diff| <= 2 (nb + 8) eps_f32 * sum_b |term_b| (recursive-summation bound, doubled). Float
  *    types: 2 (n + 8) eps * sum |w_i x_i|.
  *  - reference dot vs sum deq(w) x in double: the only error is the activation rounding,
- *    |x - q d_x| <= d_x / 2 per element, so |diff| <= sum_i |deq(w_i)| d_x(b_i) / 2 (+ fp32 slack). */
+ *    |x - q d_x| < 0.563 d_x per element, so |diff| <= sum_i |w_i| 0.563 d_x(b_i) (+ fp32 slack);
+ *    Q4_1 (w = n d + m, its m term from s): sum_i (|n_i d| + |m|) 0.563 d_x + |m| 2^-11 |s| per
+ *    block. */
 #include <float.h>
 #include <math.h>
 
@@ -208,26 +212,36 @@ static void test_act(void) {
     void *m0;
     ts_quant_act ref;
     act_alloc(&ref, n, &m0);
-    ts__act_quantize_ref(n, x, ref.q, ref.d, ref.sum);
+    ts__act_quantize_ref(n, x, ref.q, ref.d, ref.sum, ref.s);
     /* reference properties: |q| <= 127, sum matches, |x - q d| <= d/2 */
     int bad = 0;
     for (int64_t b = 0; b < n / 32; b++) {
       int32_t s = 0;
+      /* |q d16 - x| <= |q dk - x| + |q| |dk - d16| with dk = amax / 127 (fp32) and d16 its fp16
+       * rounding: dk / 2 plus 127 times the fp16 rounding error, relative 2^-11 for normal values and
+       * absolute 2^-25 once dk falls into fp16's subnormal range (then d16 may even be 0) */
+      double amax = 0;
+      for (int i = 0; i < 32; i++) amax = fmax(amax, fabs(x[32 * b + i]));
+      const double dk = amax / 127;
+      const double qbound = dk * 0.5 * (1 + 1e-6) + 127 * fmax(dk * 0x1p-11, 0x1p-25);
       for (int i = 0; i < 32; i++) {
         int q = ref.q[32 * b + i];
         s += q;
-        if (q < -127 || q > 127 || fabs((double)q * ref.d[b] - x[32 * b + i]) > ref.d[b] * 0.5001 + 1e-30) bad++;
+        if (q < -127 || q > 127 || fabs((double)q * ref.d[b] - x[32 * b + i]) > qbound) bad++;
       }
       if (s != ref.sum[b]) bad++;
+      /* d and s are fp16 values; s is the fp16 rounding of (d before rounding) * sum */
+      if (ts_f16_to_f32(ts_f32_to_f16(ref.d[b])) != ref.d[b] || ts_f16_to_f32(ts_f32_to_f16(ref.s[b])) != ref.s[b]) bad++;
+      if (fabs(ref.s[b] - (double)ref.d[b] * s) > 2.1 * 0x1p-11 * (fabs(ref.s[b]) + fabs((double)ref.d[b] * s)) + 1e-30) bad++;
     }
     CHECK(bad == 0, "n=%lld reference activation: %d bad values", (long long)n, bad);
     for (int isa = TS_ISA_AVX2; isa <= (int)ts_isa_supported(); isa++) {
       void *m1;
       ts_quant_act a;
       act_alloc(&a, n, &m1);
-      ts__quant_for((ts_isa)isa)->act_quantize(n, x, a.q, a.d, a.sum);
+      ts__quant_for((ts_isa)isa)->act_quantize(n, x, a.q, a.d, a.sum, a.s);
       CHECK(memcmp(a.q, ref.q, (size_t)n) == 0 && memcmp(a.d, ref.d, (size_t)n / 8) == 0 &&
-                memcmp(a.sum, ref.sum, (size_t)n / 8) == 0,
+                memcmp(a.sum, ref.sum, (size_t)n / 8) == 0 && memcmp(a.s, ref.s, (size_t)n / 8) == 0,
             "act quantize %s n=%lld differs from the reference", ts_isa_name((ts_isa)isa), (long long)n);
       ts_free(m1);
     }
@@ -254,7 +268,7 @@ static double term_mag(uint32_t t, const uint8_t *row, int64_t n, const float *x
     m += wq * xq->d[i / 32] * abs(xq->q[i]);
   }
   if (t == TS_QT_Q4_1)
-    for (int64_t b = 0; b < n / 32; b++) m += fabs(ts_f16_to_f32(rd16(row + 20 * b + 2)) * xq->d[b] * xq->sum[b]);
+    for (int64_t b = 0; b < n / 32; b++) m += fabs(ts_f16_to_f32(rd16(row + 20 * b + 2)) * xq->s[b]);
   return m;
 }
 
@@ -275,7 +289,7 @@ static void test_dots(void) {
       ts_quant_act xq = {0};
       if (n % 32 == 0) {
         act_alloc(&xq, n, &mem);
-        ts__act_quantize_ref(n, x, xq.q, xq.d, xq.sum);
+        ts__act_quantize_ref(n, x, xq.q, xq.d, xq.sum, xq.s);
       }
       const ts__dot_fn refs[] = {ts__dot_f32_ref, ts__dot_f16_ref, ts__dot_bf16_ref,
                                  ts__dot_q8_0_ref, ts__dot_q4_0_ref, ts__dot_q4_1_ref};
@@ -284,7 +298,14 @@ static void test_dots(void) {
       double truth = 0, abound = 0;
       for (int64_t i = 0; i < n; i++) {
         truth += (double)decode(t, row, i) * x[i];
-        if (is_block(t)) abound += fabs(decode(t, row, i)) * xq.d[i / 32] / 2;
+        if (!is_block(t)) continue;
+        if (t == TS_QT_Q4_1) {
+          const double m = ts_f16_to_f32(rd16(row + 20 * (i / 32) + 2));
+          abound += (fabs(decode(t, row, i) - m) + fabs(m)) * xq.d[i / 32] * 0.563;
+          if (i % 32 == 0) abound += fabs(m) * 0x1p-11 * fabs(xq.s[i / 32]) * 1.01;
+        } else {
+          abound += fabs(decode(t, row, i)) * xq.d[i / 32] * 0.563;
+        }
       }
       double mag = term_mag(t, row, n, x, &xq);
       double tolt = abound * 1.0001 + 1e-6 * mag + 1e-30;
@@ -319,7 +340,7 @@ static void test_dots(void) {
     void *mem;
     ts_quant_act xq;
     act_alloc(&xq, 128, &mem);
-    ts__act_quantize_ref(128, x, xq.q, xq.d, xq.sum);
+    ts__act_quantize_ref(128, x, xq.q, xq.d, xq.sum, xq.s);
     float ref = ts__dot_q8_0_ref(128, row, x, &xq);
     double tol = 2 * (4 + 8) * FLT_EPSILON * term_mag(TS_QT_Q8_0, row, 128, x, &xq);
     for (int isa = TS_ISA_AVX2; isa <= (int)ts_isa_supported(); isa++) {
@@ -350,7 +371,7 @@ static void test_matvec(void) {
       void *mem;
       ts_quant_act xq;
       act_alloc(&xq, cols, &mem);
-      ts__act_quantize_ref(cols, x, xq.q, xq.d, xq.sum);
+      ts__act_quantize_ref(cols, x, xq.q, xq.d, xq.sum, xq.s);
       const ts__dot_fn refs[] = {ts__dot_f32_ref, ts__dot_f16_ref, ts__dot_bf16_ref,
                                  ts__dot_q8_0_ref, ts__dot_q4_0_ref, ts__dot_q4_1_ref};
       for (int64_t i = 0; i < rows; i++) yref[i] = refs[ti](cols, W + rb * i, x, &xq);

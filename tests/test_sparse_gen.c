@@ -356,6 +356,48 @@ static void test_connectivity(void) {
   ts_csr_free(&m);
 }
 
+/* groupconv, blockconn, condense keep=, permconn (the unstructured group convolution suite). */
+static void test_connectivity_blocks(void) {
+  ts_csr m, m2;
+  ts_pattern_info info;
+  CHECK_OK(gen("groupconv:cin=12,cout=8,groups=4", &m, NULL));
+  bool diag = m.rows == 8 && m.cols == 12 && all_rows(&m, 3) && ts_csr_validate(&m) == TS_OK;
+  for (int64_t o = 0; o < 8; o++)
+    for (int64_t k = m.rowptr[o]; k < m.rowptr[o + 1]; k++) diag &= m.col[k] / 3 == o / 2;
+  CHECK(diag, "groupconv is block diagonal");
+  ts_csr_free(&m);
+  /* 10 outputs in blocks of 4 (4, 4, 2); 23 inputs in blocks of 5 (last block 3 wide): 2 of 5 */
+  CHECK_OK(gen("blockconn:cin=23,cout=10,bo=4,bi=5,density=0.4,seed=3", &m, NULL));
+  CHECK(m.rows == 10 && m.cols == 23 && ts_csr_validate(&m) == TS_OK, "blockconn shape");
+  bool ok = true;
+  for (int64_t o = 0; o < 10; o++) {
+    ok &= rows_equal(&m, o, (o / 4) * 4);
+    int64_t len = m.rowptr[o + 1] - m.rowptr[o];
+    ok &= len == 10 || len == 8; /* two 5-wide blocks, or one of them the 3-wide last block */
+    for (int64_t k = m.rowptr[o]; k < m.rowptr[o + 1]; k++) /* whole input blocks only */
+      ok &= ts_csr_has(&m, o, (m.col[k] / 5) * 5) && (m.col[k] / 5 == 4 || ts_csr_has(&m, o, (m.col[k] / 5) * 5 + 4));
+  }
+  CHECK(ok, "blockconn: whole blocks, one input set per output block");
+  CHECK_OK(gen("blockconn:cin=23,cout=10,bo=4,bi=5,density=0.01", &m2, NULL));
+  CHECK(m2.rowptr[1] >= 3 && m2.rowptr[1] <= 5, "blockconn: at least one block per row");
+  ts_csr_free(&m2);
+  /* permconn: same row and column multisets of degrees, a relabelling of rows and columns */
+  CHECK_OK(gen("permconn:blockconn:cin=23,cout=10,bo=4,bi=5,density=0.4,seed=3,seed=9", &m2, &info));
+  CHECK(m2.rows == 10 && m2.cols == 23 && m2.nnz == m.nnz && ts_csr_validate(&m2) == TS_OK &&
+            strcmp(info.kind, "permconn:blockconn") == 0,
+        "permconn shape (%s)", info.kind);
+  int64_t deg_a[23] = {0}, deg_b[23] = {0}, ra = 0, rb = 0;
+  for (int64_t k = 0; k < m.nnz; k++) deg_a[m.col[k]]++, deg_b[m2.col[k]]++;
+  for (int64_t c = 0; c < 23; c++) ra += deg_a[c] * deg_a[c], rb += deg_b[c] * deg_b[c];
+  CHECK(ra == rb && !ts_csr_equal(&m, &m2), "permconn relabels");
+  ts_pattern_info_free(&info);
+  ts_csr_free(&m2);
+  ts_csr_free(&m);
+  CHECK_OK(gen("condense:cin=64,cout=16,groups=4,keep=0.125,seed=2", &m, NULL));
+  CHECK(all_rows(&m, 8) && rows_equal(&m, 0, 3) && ts_csr_validate(&m) == TS_OK, "condense keep=1/8");
+  ts_csr_free(&m);
+}
+
 /* ---- wrappers ---------------------------------------------------------------------------- */
 
 /* out(i, j) == base(bi[i], bi[j]) for every cell: the wrapper chain is a relabelled induced
@@ -489,6 +531,11 @@ static void test_bad_specs(void) {
       {"unstructconv:cin=64,cout=8,keep=0.5,groups=2,corr=2", "unstructconv: corr must be in [0, 1], got 2"},
       {"unstructconv:cin=64,cout=8,keep=0.5,groups=2", "unstructconv: missing key corr"},
       {"randconn:cin=3000000000,cout=2,density=0.1", "randconn: cin = 3000000000 exceeds the int32 index limit"},
+      {"groupconv:cin=10,cout=8,groups=4", "groupconv: cin=10 and cout=8 must both be divisible by groups=4"},
+      {"blockconn:cin=10,cout=8,bo=9,bi=2,density=0.5", "blockconn: bo must be in [1, 8], got 9"},
+      {"blockconn:cin=10,cout=8,bo=2,bi=2,density=1.5", "blockconn: density must be in [0, 1], got 1.5"},
+      {"permconn:window1d:n=8,w=2", "permconn: inner pattern window1d is a token pattern"},
+      {"condense:cin=64,cout=8,groups=2,keep=0.001", "condense: keep=0.001 keeps round(0.001*64) = 0 inputs"},
       {"window1d:n=8,w=2,global=9", "window1d: global must be in [0, 8], got 9"},
       {"window1d:n=8,w=-1", "window1d: w must be >= 0, got -1"},
       {"swin:h=8,w=8,win=4,shift=2", "swin: shift must be in [0, 1], got 2"},
@@ -519,7 +566,8 @@ static void test_bad_specs(void) {
   ts_csr_free(&m);
   const char *help = ts_pattern_spec_help();
   const char *kinds[] = {"window1d:", "window2d:", "dilated2d:", "swin:", "vitdet:", "random:", "blockrandom:",
-                         "keep:SPEC", "permute:SPEC", "condense:", "unstructconv:", "randconn:", "[,seed=1]"};
+                         "keep:SPEC", "permute:SPEC", "condense:", "unstructconv:", "randconn:", "[,seed=1]",
+                         "groupconv:", "blockconn:", "permconn:SPEC"};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) CHECK(strstr(help, kinds[i]) != NULL, "help lists %s", kinds[i]);
 }
 
@@ -560,6 +608,7 @@ int main(void) {
   test_random();
   test_blockrandom();
   test_connectivity();
+  test_connectivity_blocks();
   test_wrappers();
   test_bad_specs();
   test_big();

@@ -21,6 +21,15 @@
  *      FULL   a promise that every cell is allowed: runs unmasked. The plan verifies the promise and
  *             fails (TS_ERR_INVALID_ARG naming the cell) when the mask disagrees.
  *      DENSE  every sub-tile is computed with the mask applied, nothing skipped (dense flash).
+ *      COMPACT column compaction: the rows are cut into br-high sub-tiles (from r0); for each, the
+ *             key columns of [c0, c0+nc) where the sub-tile still owns an allowed cell are covered
+ *             left to right by RUNS of 4 consecutive keys (a run starts at the first such key not
+ *             yet covered, moved back to n-4 at the end), and the runs are cut into as few items
+ *             of at most max(1, bc/4) runs as possible, spread evenly. So only (lane rows) x
+ *             (4-key runs holding an owned cell) is computed, wherever the cells lie: a column
+ *             grid instead computes every bc-aligned column tile a cell touches, and cannot follow
+ *             a window that shifts by a few keys from one row sub-tile to the next. The mask is applied; keys of a run outside the segment
+ *             or already owned are masked out. n < 4: runs as MIXED.
  *    Ownership: segments of a panel may overlap; an allowed cell belongs to the FIRST segment (in
  *    panel order) that covers it, and later segments mask it out. So a scheduler may list its dense
  *    blocks and then one residue segment over the whole panel: the residue runs only the sub-tiles
@@ -86,10 +95,11 @@ typedef enum ts_attn_seg_kind {
   TS_ATTN_SEG_MIXED = 0,
   TS_ATTN_SEG_FULL = 1,
   TS_ATTN_SEG_DENSE = 2,
+  TS_ATTN_SEG_COMPACT = 3,
   TS_ATTN_SEG_KIND_COUNT
 } ts_attn_seg_kind;
 
-/* "mixed", "full", "dense" and back (TS_ERR_INVALID_ARG naming the text). */
+/* "mixed", "full", "dense", "compact" and back (TS_ERR_INVALID_ARG naming the text). */
 const char *ts_attn_seg_kind_name(ts_attn_seg_kind k);
 ts_status ts_attn_seg_kind_parse(const char *name, ts_attn_seg_kind *out);
 

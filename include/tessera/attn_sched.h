@@ -1,43 +1,52 @@
-/* tessera attention scheduler and plan cache: picks a tile for every dense block of a (reordered)
- * mask and a thread for every row panel, minimizing the predicted thread makespan, and stores the
- * result -- schedule + permutation -- as a plan file keyed by the mask and the machine.
+/* tessera attention scheduler and plan cache: picks, for every dense block of a (reordered) mask,
+ * a tile or the panel's compact pass, a compact row height per row panel and a thread per panel,
+ * minimizing the predicted thread makespan, and stores the result -- schedule + permutation -- as a
+ * plan file keyed by the mask and the machine.
  *
- * Model. ts_attn_schedule_from_blocks fixes the row panels from the block rectangles alone (not from
- * the tiles), so the panels are known before any tile is chosen. A block cut by panel boundaries
- * becomes one PIECE per panel (the scheduler's unit: pieces of one block may get different tiles).
- * Piece i in panel p(i) run with menu tile t costs c[i][t] (any ts_attn_cost_fn: the analytic
- * ts_attn_cost_default or a measured one); each panel also has a fixed BASE cost, its residue
- * segment (cost of the residue-tile sub-tiles that hold residue cells, each priced by the same cost
- * function). Panel load L_p = base_p + sum_{i in p} c[i][t_i]; thread load = sum of its panels'
- * loads (times batch*heads, a common factor); makespan = largest thread load.
+ * Model. ts_attn_schedule_from_blocks fixes the row panels from the block rectangles alone, so the
+ * panels are known before any choice is made. A block cut by panel boundaries becomes one PIECE per
+ * panel (the scheduler's unit). Piece i of panel p(i) either runs STANDALONE as its own segment with
+ * a menu tile t (cost c[i][t], any ts_attn_cost_fn), or is MERGED into the panel's COMPACT pass (a
+ * TS_ATTN_SEG_COMPACT segment after the standalone ones, over everything they leave: the merged
+ * pieces and the residue cells no block covers). A panel runs at most one compact pass, of one row
+ * height h from a short list (8, 16, 32 rows; items of 64 keys). That is the coupling: the pass cuts
+ * the panel into h-high row sub-tiles and, per sub-tile, runs the union of all its merged cells as
+ * one list of 4-key runs, so merged pieces share items (the Q lanes, the online-softmax state and
+ * the O reload of every item) only when they use the same h, and a panel with residue cells must
+ * open a pass anyway. Costs: g[i][h] = piece i merged at height h, o[p][h] = the pass of panel p at
+ * height h without merged pieces (its residue; 0 when it has none), base[p] a constant. Panel load
+ * L_p = base_p + sum_{standalone i} c[i][t_i] + [pass open at h] (o[p][h] + sum_{merged i} g[i][h]);
+ * thread load = sum of its panels' loads (times batch*heads, a common factor); makespan = largest.
  *
- * GREEDY: every piece its cheapest tile, panels to threads by LPT (largest load first, each to the
- * least loaded thread, lowest index on ties).
+ * GREEDY (per block, myopic): a panel with residue opens its pass at the residue's cheapest height;
+ * then each piece in turn takes the cheapest of its standalone tiles and merging at the panel's open
+ * height (or, when none is open, opening the cheapest height for itself alone, paying o[p][h]);
+ * panels to threads by LPT (largest load first, each to the least loaded thread).
  *
  * ILP (COIN-OR CBC through ts_ilp_*), minimizing M + eps * (total cost):
- *   x[i,t] in {0,1}  piece i uses candidate tile t;   sum_t x[i,t] = 1
- *   a[p,q] in {0,1}  panel p on thread q;             sum_q a[p,q] = 1
- *   y[p,q] >= 0      load of panel p on thread q:     y[p,q] >= L_p(x) - U_p (1 - a[p,q])
- *                    (big-M linearization of L_p * a[p,q]; U_p = base_p + sum_i max_t c[i][t] bounds L_p)
- *   sum_p y[p,q] <= M for every thread q;  P * M >= sum_p L_p(x) (valid, tightens the relaxation)
- *   symmetry: threads are identical, so panels sorted by decreasing cheapest load may use only
- *   threads 0..rank (relabelling threads by first use makes any assignment satisfy it).
- * Candidates per piece: its k_tiles cheapest menu tiles. AGGREGATION: when the x variables would
- * exceed max_tile_vars, every piece is fixed to its cheapest tile and the model drops x and y:
- *   sum_p L_p a[p,q] <= M  (exact P||Cmax on the panels)
- * This loses nothing for a separable cost: L_p only grows when a piece leaves its cheapest tile, so
- * cheapest tiles are optimal for every assignment -- the x variables matter only for cost functions
- * the scheduler is given per piece, never across pieces. In fact any x with a non-cheapest tile
- * only raises some L_p, so the aggregated optimum IS the full model's optimum (makespan and total):
- * the x variables are the paper's formulation kept for generality (a future coupling across pieces,
- * e.g. a cap on distinct tiles per panel, would live there). The full model's big-M rows make a
- * weak relaxation, so when it is used the aggregated model is solved first (in up to half the time
- * limit); if that is proven optimal it is the answer (info.tiles_fixed), else its assignment, when
- * better than LPT, becomes the full model's start. Every solve starts
- * from the best solution known (warm start), runs under the elapsed-time limit (both stages
- * together), and the ILP's answer is kept only when it is verified and not worse than greedy
- * (smaller makespan, or equal makespan and smaller total); otherwise the greedy schedule is
- * returned (info says which). One thread: greedy is optimal (makespan = total), the ILP is skipped. */
+ *   x[i,c] in {0,1}  piece i takes candidate c (its k_tiles cheapest tiles, then "merged at h" for
+ *                    every height);                       sum_c x[i,c] = 1
+ *   y[p,h] in {0,1}  panel p's pass runs at height h;     sum_h y[p,h] <= 1 (= 1 with residue)
+ *                    x[i, merged h] <= y[p(i),h]
+ *   a[p,q] in {0,1}  panel p on thread q;                 sum_q a[p,q] = 1
+ *   w[p,q] >= 0      load of panel p on thread q:         w[p,q] >= L_p(x,y) - U_p (1 - a[p,q])
+ *                    (big-M linearization of L_p * a[p,q]; U_p bounds L_p)
+ *   sum_p w[p,q] <= M for every thread q;  P * M >= sum_p L_p (valid, tightens the relaxation)
+ *   symmetry: threads are identical, so panels sorted by decreasing best load may use only threads
+ *   0..rank (relabelling threads by first use makes any assignment satisfy it).
+ * AGGREGATION. Given y, each piece's best choice is independent (its cheapest tile or merging at
+ * its panel's height), and a cheaper panel never raises the makespan, so some optimum runs every
+ * panel in its BEST CONFIGURATION (the y row of least load, every piece at its best choice under
+ * it). The aggregated model fixes those and keeps only a[p,q] and M (exact P||Cmax on the panels);
+ * its optimum is the full model's (makespan and total). It is solved first; the full model's x/y
+ * variables (when they fit max_tile_vars) are solved only when the aggregate is not proven or
+ * opts.full_model asks. Early stop: a solution within rel_gap of the lower bound
+ * max(sum_p best L_p / P, max_p best L_p) is accepted without search (LPT on the best
+ * configurations often is), and CBC stops at rel_gap. Every solve starts from the best solution
+ * known (warm start), runs under the elapsed-time limit (all stages together), and the ILP's answer
+ * is kept only when it is verified and not worse than greedy (smaller makespan, or equal makespan
+ * and smaller total); otherwise the greedy schedule is returned (info says which). One thread:
+ * the best configurations are optimal (makespan = total) and no solver runs. */
 #ifndef TESSERA_ATTN_SCHED_H
 #define TESSERA_ATTN_SCHED_H
 
@@ -67,8 +76,30 @@ typedef struct ts_attn_sched_opts {
   int k_tiles;                 /* ILP candidates per piece: its k cheapest menu tiles (3) */
   int64_t max_tile_vars;       /* ILP: more x variables than this -> tiles fixed (aggregation) (2000) */
   double tie_break;            /* objective weight of the total cost relative to M (1e-4) */
+  double rel_gap;              /* ILP: accept a solution within this fraction of the lower bound /
+                                  of CBC's bound (0.002); 0 = prove optimality */
   bool full_model;             /* ILP: solve the full model even when the aggregated one is proven
                                   optimal (false; for tests and comparison) */
+  /* Compact passes (ts_attn_schedule_solve): row heights to choose from (nheights 0 = none: the
+   * residue runs as a MIXED segment with blocks.residue, every piece standalone) and the keys per
+   * item (compact_bc, 64). Default heights {8, 16, 32}. */
+  int32_t heights[4];
+  int nheights;
+  int32_t compact_bc;
+  /* CALIBRATION (ts_attn_schedule_solve; calibrate_d 0 = off, the default): before solving, the
+   * pure configurations of this very mask -- every piece standalone at its cheapest tile (residue
+   * in a pass of heights[0]), and everything merged into passes of each height -- are planned and
+   * timed (1 thread, batch = heads = 1, head dim calibrate_d, calibrate_dtype; median of 3 after a
+   * warm-up, thread CPU time), and every cost of a family is multiplied by measured / predicted of
+   * its configuration. So the solver compares the families in this machine's seconds on this
+   * workload (memory traffic, call overheads and lane use the block model misses), while the model
+   * still ranks the tiles and pieces inside a family. Costs planning time: 1 + nheights plans and
+   * 4 executes each. */
+  int64_t calibrate_d;
+  ts_dtype calibrate_dtype;
+  /* Without calibration the family scales to apply (all 1 by default): e.g. an earlier solve's
+   * info.calib_scale, so two solves compare under the same costs. */
+  double family_scale[5];
 } ts_attn_sched_opts;
 void ts_attn_sched_opts_default(ts_attn_sched_opts *o);
 
@@ -82,7 +113,13 @@ typedef struct ts_attn_sched_info {
   bool ilp_run;                /* the ILP was attempted */
   ts_ilp_status ilp_status;
   bool ilp_improved;           /* the ILP answer was kept (better than greedy) */
-  bool tiles_fixed;            /* aggregation: x variables dropped, tiles at their cheapest */
+  bool tiles_fixed;            /* aggregation: x/y variables dropped, panels in their best configuration */
+  bool ilp_skipped;            /* no search needed: a solution within rel_gap of the lower bound */
+  int64_t merged, compact_panels; /* pieces merged into compact passes, panels running one (returned schedule) */
+  bool calibrated;
+  double calib_scale[5];       /* measured / predicted: [0] standalone tiles, [1 + h] passes of heights[h] */
+  double calib_ms;             /* time spent calibrating (part of ms) */
+  int64_t greedy_merged, greedy_compact_panels;
   double ilp_makespan;         /* makespan of the ILP's solution (NAN if none) */
   double ilp_gap;              /* (objective - bound) / objective of the ILP (NAN if unknown) */
   double ilp_seconds;
@@ -99,12 +136,19 @@ typedef struct ts_attn_sched_problem {
   const int64_t *piece_panel;  /* [npieces] panel of each piece, in [0, npanels) */
   const double *cost;          /* [npieces][ntiles] cost of piece i with tile t (finite, >= 0) */
   const double *base;          /* [npanels] fixed cost of each panel (NULL: zeros) */
+  /* The compact option (nheights = 0: none; then every field below is ignored). */
+  int nheights;
+  const double *merge;         /* [npieces][nheights] g: piece i merged into its panel's pass at height h */
+  const double *open;          /* [npanels][nheights] o: panel p's pass at height h alone (NULL: zeros) */
+  const unsigned char *must_open; /* [npanels] nonzero: the panel's pass must run (residue) (NULL: none) */
 } ts_attn_sched_problem;
 
-/* Solves the problem for opts->threads threads with opts->solver (menu, cost, blocks unused).
- * tile[npieces] gets each piece's tile index, thread[npanels] each panel's thread. */
+/* Solves the problem for opts->threads threads with opts->solver (menu, cost, blocks, heights
+ * unused). tile[npieces] gets each piece's choice: a tile index t < ntiles (standalone) or
+ * ntiles + h (merged at height index h); height[npanels] (may be NULL when nheights = 0) each
+ * panel's pass height index or -1 (none); thread[npanels] each panel's thread. */
 ts_status ts_attn_sched_problem_solve(const ts_attn_sched_problem *pb, const ts_attn_sched_opts *o, int *tile,
-                                      int32_t *thread, ts_attn_sched_info *info);
+                                      int *height, int32_t *thread, ts_attn_sched_info *info);
 
 /* ---- schedules from blocks ------------------------------------------------------------------ */
 
@@ -134,12 +178,14 @@ typedef struct ts_attn_plan_desc {
   char cpu_model[64];   /* machine profile: ts_cpu()->model */
   char kernels[16];     /* ts_isa_name(ts_isa_active()) */
   int threads;          /* threads the schedule balances */
+  char source[17];      /* the source key of the request that made it (ts_attn_plan_cache_store), or "";
+                           not part of the plan key */
 } ts_attn_plan_desc;
 
 /* Fills cpu_model, kernels (this machine) and the given fields; dtype "f32", reorder "none". */
 void ts_attn_plan_desc_init(ts_attn_plan_desc *d, int64_t n, int64_t heads, int64_t hd, int threads);
 
-/* Key: 16 lower-case hex digits + NUL, FNV-1a 64 over the PERMUTED mask's CSR (n, row pointers,
+/* Key: 16 lower-case hex digits + NUL, FNV-1a 64 (over 8-byte words) of the PERMUTED mask's CSR (n, row pointers,
  * columns), the permutation (perm[new] = old; NULL = identity), and the desc fields n, heads, d,
  * dtype, reorder, options, cpu_model, kernels, threads. */
 ts_status ts_attn_plan_key(const ts_csr *permuted_mask, const int32_t *perm, const ts_attn_plan_desc *d,
@@ -148,9 +194,19 @@ ts_status ts_attn_plan_key(const ts_csr *permuted_mask, const int32_t *perm, con
  * CSR, `options` (any text fixing the reordering/extraction/solver knobs) and every desc field,
  * with desc.reorder the REQUESTED method (e.g. "auto") and desc.solver. The CLI keeps an index
  * <cache>/plans/src-<source key>.key holding the plan key, so a repeated request skips the
- * reordering; the plan found is still validated by recomputing its key from the stored
- * permutation applied to the mask. */
+ * reordering (ts_attn_plan_cache_find / _store below). */
 ts_status ts_attn_plan_source_key(const ts_csr *mask, const char *options, const ts_attn_plan_desc *d, char key[17]);
+/* The plan cache by request: <cache>/plans/src-<source key>.key holds the plan key, the plan is
+ * <cache>/plans/<key>.json and records the source key it was stored for (desc.source). find
+ * accepts a plan only when that record equals src, so a stale or tampered index entry is refused
+ * (TS_ERR_INVALID_ARG) without rebuilding the permuted mask; TS_ERR_NOT_FOUND when there is no
+ * entry. The check costs one source-key hash of the mask (a word-wise FNV-1a, < 1 ms for 3 MB of
+ * CSR) plus reading the plan; the schedule is validated again when a plan is made from it (every
+ * allowed cell owned). store writes the plan (desc.source = src) then the index, atomically. */
+ts_status ts_attn_plan_cache_find(const char src[17], char key[17], ts_attn_plan_desc *d, int32_t **perm,
+                                  ts_attn_schedule *s);
+ts_status ts_attn_plan_cache_store(const char src[17], const char key[17], const ts_attn_plan_desc *d, const int32_t *perm,
+                                   const ts_attn_schedule *s, const ts_attn_sched_info *info);
 /* <ts_cache_dir()>/plans/<key>.json into buf. */
 ts_status ts_attn_plan_cache_path(const char key[17], char *buf, size_t cap);
 

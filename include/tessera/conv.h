@@ -113,6 +113,133 @@ ts_status ts_conv_plan_set_weights(ts_conv_plan *plan, const float *weights, con
 /* in [N][C][H][W] -> out [N][K][P][Q] (out must not overlap in). workspace: 64-byte aligned,
  * ts_conv_plan_workspace_size bytes. TS_ERR_INVALID_ARG before set_weights or on NULL buffers. */
 ts_status ts_conv_execute(const ts_conv_plan *plan, const float *in, float *out, void *workspace);
+/* Bytes the plan holds or needs: weight copies and transforms (Winograd U, FFT spectra, packed
+ * weights) plus the workspace. Known right after create (before set_weights touches the memory),
+ * so a caller can skip an algorithm whose plan would be too large. */
+size_t ts_conv_plan_memory(const ts_conv_plan *plan);
+
+/* ---- timing ------------------------------------------------------------------------------
+ * Contenders are timed round-robin: after `warmup` untimed rounds, each round calls every
+ * contender once (its own ts_now() pair), so load from other processes that drifts over the run
+ * hits every contender alike; medians are reported. Rounds continue until `repeats` rounds are
+ * done and the fastest contender's timed calls add up to min_time_s (at most max_rounds rounds).
+ * Pruning: after the warm-up, a prunable contender slower than `prune` x the fastest one stops
+ * being timed; its time is its last warm-up call (flagged as pruned). */
+typedef ts_status (*ts_conv_timed_fn)(void *arg);
+typedef struct ts_conv_time_opts {
+  int warmup;            /* 2 */
+  int repeats;           /* 5 */
+  double min_time_s;     /* 0.05 */
+  int max_rounds;        /* 40 */
+  double prune;          /* 3.0; 0 = never prune */
+  size_t max_plan_bytes; /* trials skip algorithms whose plan needs more (ts_conv_plan_memory); 1 GiB */
+  uint64_t seed;         /* trial data: inputs, weights, bias uniform in [-1, 1) (1) */
+} ts_conv_time_opts;
+ts_conv_time_opts ts_conv_time_opts_default(void);
+/* ms[i] = median ms of contender i (NAN when its call failed: the error is kept in the detail
+ * message and the status is TS_OK unless every contender failed); pruned may be NULL. */
+ts_status ts_conv_time_rounds(int n, const ts_conv_timed_fn *fn, void *const *arg, const bool *prunable,
+                              const ts_conv_time_opts *o, double *ms, bool *pruned);
+
+/* ---- baselines (benchmarks only: never candidates of the selection) ----------------------
+ * oneDNN 2.x convolution through its C API with algorithm direct, winograd or auto: source and
+ * destination memory descriptors with dnnl_format_tag_any, so oneDNN picks its preferred
+ * (blocked) layouts; our NCHW tensors are reordered to them and back inside execute (that is the
+ * cost a NCHW caller pays), the weights once at create. ReLU as a post-op when d->relu.
+ * OpenBLAS: im2col (skipped for 1x1 stride-1 unpadded kernels) + cblas_sgemm per image and group,
+ * libopenblas loaded with dlopen at create (TS_ERR_UNSUPPORTED when absent), its thread count
+ * set to the context's. */
+typedef enum ts_conv_baseline_kind {
+  TS_CONV_BASE_ONEDNN_DIRECT = 0,
+  TS_CONV_BASE_ONEDNN_WINOGRAD,
+  TS_CONV_BASE_ONEDNN_AUTO,
+  TS_CONV_BASE_OPENBLAS,
+  TS_CONV_BASE_COUNT
+} ts_conv_baseline_kind;
+/* "onednn_direct", "onednn_winograd", "onednn_auto", "openblas". */
+const char *ts_conv_baseline_name(ts_conv_baseline_kind k);
+typedef struct ts_conv_baseline ts_conv_baseline;
+/* weights [K][C/g][R][S], bias [K] or NULL. TS_ERR_UNSUPPORTED when the library has no
+ * implementation for d (oneDNN's Winograd: 3x3, stride 1, AVX-512 only) or is not installed. */
+ts_status ts_conv_baseline_create(ts_conv_baseline **b, ts_context *ctx, const ts_conv_desc *d,
+                                  ts_conv_baseline_kind kind, const float *weights, const float *bias);
+/* in [N][C][H][W] -> out [N][K][P][Q], NCHW like ts_conv_execute. */
+ts_status ts_conv_baseline_execute(ts_conv_baseline *b, const float *in, float *out);
+/* What runs: oneDNN's implementation string ("brgconv:avx512_core", "jit_wino_4x3:avx512_core"),
+ * or "openblas <config>". */
+const char *ts_conv_baseline_impl(const ts_conv_baseline *b);
+void ts_conv_baseline_destroy(ts_conv_baseline *b);
+
+/* ---- trials: every algorithm (and baselines) on one layer --------------------------------- */
+typedef struct ts_conv_trial ts_conv_trial;
+/* Random data for d (opts seed) and one plan per algorithm in `algos` (bit mask over ts_conv_algo;
+ * 0 = every algorithm but the reference) that supports d and fits max_plan_bytes, weights set.
+ * Algorithms left out keep their reason (ts_conv_trial_info). */
+ts_status ts_conv_trial_create(ts_conv_trial **t, ts_context *ctx, const ts_conv_desc *d, unsigned algos,
+                               const ts_conv_time_opts *opts);
+/* Adds a baseline contender on the trial's data; TS_ERR_UNSUPPORTED (reason kept) when the
+ * baseline cannot run d -- the trial stays usable. */
+ts_status ts_conv_trial_add_baseline(ts_conv_trial *t, ts_conv_baseline_kind kind);
+/* Times every contender round-robin (ts_conv_time_rounds; baselines are never pruned), then runs
+ * each once more and compares its output with the first baseline's (else the first algorithm's):
+ * max |y - y0| / max |y0|. */
+ts_status ts_conv_trial_run(ts_conv_trial *t);
+typedef struct ts_conv_trial_info {
+  const char *name;    /* algorithm or baseline name */
+  bool baseline;       /* false: a tessera algorithm (index `algo`) */
+  ts_conv_algo algo;
+  ts_conv_baseline_kind base;
+  bool ran;            /* false: skipped or failed, see why */
+  double ms;           /* median ms (NAN when not run) */
+  bool pruned;         /* time is one warm-up call (pruned as much slower than the fastest) */
+  double rel_diff;     /* vs the reference contender (NAN when not compared) */
+  const char *impl;    /* baselines: the implementation; algorithms: "" */
+  const char *why;     /* why it did not run ("" when it ran) */
+} ts_conv_trial_info;
+/* Contenders in order: the TS_CONV_ALGO_COUNT algorithm slots (index = ts_conv_algo, unmeasured
+ * ones with ran = false), then the baselines in the order added. */
+int ts_conv_trial_count(const ts_conv_trial *t);
+void ts_conv_trial_info_at(const ts_conv_trial *t, int i, ts_conv_trial_info *out);
+void ts_conv_trial_destroy(ts_conv_trial *t);
+
+/* ---- per-layer selection: the profile ------------------------------------------------------
+ * A table of measured per-algorithm times keyed by the layer descriptor (every field but relu),
+ * stored as <cache>/conv_profile_<kernels>_t<threads>.json with its provenance (CPU model, kernel
+ * ISA level, threads, oneDNN version, date and load average of each entry). Opened for a context:
+ * a file measured elsewhere (another CPU, ISA level or thread count) is ignored and replaced on
+ * save. Selection picks the fastest measured tessera algorithm -- never a baseline. */
+#define TS_CONV_PROFILE_VERSION 1
+typedef struct ts_conv_profile ts_conv_profile;
+typedef struct ts_conv_profile_entry {
+  double ms[TS_CONV_ALGO_COUNT]; /* median ms; NAN: not applicable, skipped or not measured */
+  bool pruned[TS_CONV_ALGO_COUNT];
+  char date[32];                 /* ISO 8601 UTC of the measurement */
+  double load_avg;               /* 1-minute load average then (< 0 unknown) */
+} ts_conv_profile_entry;
+
+/* "n1-c256-h56-w56-k256-r3-s3-st1x1-p1.1.1.1-d1x1-g1" (pads: top.bottom.left.right). */
+void ts_conv_desc_key(const ts_conv_desc *d, char *buf, size_t cap);
+/* path NULL: the default path. A missing file gives an empty profile; a malformed one is
+ * TS_ERR_FORMAT naming the field; a mismatched provenance gives an empty profile (*stale set when
+ * given). */
+ts_status ts_conv_profile_open(ts_conv_profile **p, const ts_context *ctx, const char *path, bool *stale);
+ts_status ts_conv_profile_save(const ts_conv_profile *p);
+void ts_conv_profile_destroy(ts_conv_profile *p);
+const char *ts_conv_profile_path(const ts_conv_profile *p);
+int ts_conv_profile_size(const ts_conv_profile *p);
+/* true and *e filled when d was measured. */
+bool ts_conv_profile_get(const ts_conv_profile *p, const ts_conv_desc *d, ts_conv_profile_entry *e);
+ts_status ts_conv_profile_put(ts_conv_profile *p, const ts_conv_desc *d, const ts_conv_profile_entry *e);
+/* The entry of a trial that has run (its algorithm slots), dated now. */
+void ts_conv_trial_entry(const ts_conv_trial *t, ts_conv_profile_entry *e);
+/* Measures d (a trial of `algos`, no baselines) and stores the entry; e may be NULL. */
+ts_status ts_conv_profile_measure(ts_conv_profile *p, ts_context *ctx, const ts_conv_desc *d, unsigned algos,
+                                  const ts_conv_time_opts *opts, ts_conv_profile_entry *e);
+/* The fastest algorithm of e among `algos` (0 = all) that supports d; why (may be NULL) says
+ * "fastest of 6 measured: winograd_f4 12.30 ms, next direct 15.10 ms (1.23x)".
+ * TS_ERR_NOT_FOUND when e has no time for any of them. */
+ts_status ts_conv_choose(const ts_conv_profile_entry *e, const ts_conv_desc *d, unsigned algos, ts_conv_algo *out,
+                         char *why, size_t cap);
 
 #ifdef __cplusplus
 }

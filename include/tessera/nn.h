@@ -82,6 +82,13 @@ typedef struct ts_nn_attn_opts {
   int solver;                 /* scheduled: a ts_attn_solver (TS_ATTN_SOLVER_ILP), balancing the panels
                                  over the plan's threads; -1: no scheduler (cheapest tile per block) */
   double solve_time_limit;    /* scheduled, ILP: elapsed seconds (1.0) */
+  int32_t heights[4];         /* scheduled with a solver: compact pass row heights (8, 16, 32) */
+  int nheights;               /*   (0: blocks and a MIXED residue only) */
+  bool calibrate;             /* scheduled with a solver: time the cost families on this mask
+                                 (ts_attn_sched_opts.calibrate_d = d) before solving (false) */
+  bool cache;                 /* scheduled: look the plan up in, and store it to, the attention plan
+                                 cache (ts_attn_plan_cache_find/_store, keyed by the mask, d, every
+                                 option above, the threads and the machine) (false) */
 } ts_nn_attn_opts;
 
 void ts_nn_attn_opts_default(ts_nn_attn_opts *o, ts_nn_attn_kind kind);
@@ -116,6 +123,8 @@ typedef struct ts_nn_attn_info {
   bool ilp_improved;            /* scheduled: the ILP beat the greedy schedule */
   double sched_ms;              /* scheduled: scheduler wall time (part of plan_ms) */
   double predicted_makespan;    /* scheduled with a solver: predicted cost units of the busiest thread */
+  bool cached;                  /* scheduled: the schedule came from the plan cache (plan_ms is the load) */
+  int64_t merged, compact_panels; /* scheduled with a solver: pieces merged into compact passes, panels with one */
   ts_attn_stats stats;          /* of the plan (zeroed for reference) */
 } ts_nn_attn_info;
 void ts_nn_attn_get_info(const ts_nn_attn *a, ts_nn_attn_info *info);

@@ -11,14 +11,17 @@
  *   Q4_1: fp16 d, fp16 m, uint8 qs[16]             x = q * d + m             20 bytes
  * 4-bit nibble order: qs[j] & 0xF is element j, qs[j] >> 4 is element j + 16 (j = 0..15).
  *
- * Activation format (ts_quant_act, the "Q8 activation"): x is cut into blocks of 32; block b has an
- * fp32 scale d[b] = max|x| / 127, int8 q[32 b ..] = rint(x * (127 / max|x|)) (round to nearest even,
- * |q| <= 127, never -128) and the integer sum sum[b] = sum of its q. The sum lets one activation
- * serve every weight type with integer block dots: Q8_0 and Q4_0 fold their offsets into it
- * (Q4_0: d_w d_x (sum q_w q_x - 8 sum q_x)); Q4_1 adds its per-block minimum: d_w d_x sum q_w q_x +
- * m_w d_x sum q_x. The scale is fp32 (not fp16 as in a Q8_1 block): free here, and more exact.
- * Optimized kernels compute the same integer block sums as the reference; only the fp32 order of
- * the per-block accumulation differs. */
+ * Activation format (ts_quant_act, the "Q8 activation"): x is cut into blocks of 32; block b has
+ * int8 q[32 b ..] = rint(x * (127 / max|x|)) (round to nearest even, |q| <= 127, never -128), the
+ * scale d[b] = fp16(max|x| / 127) (the fp32 quotient rounded to fp16 and kept as fp32), the integer
+ * sum sum[b] = sum of its q and s[b] = fp16((max|x| / 127) * sum[b]) (the block's sum of x). These
+ * are the values of GGML's Q8_0 / Q8_1 activation blocks, so a matmul rounds its input exactly as
+ * llama.cpp's does (the fp16 scale costs nothing measurable in accuracy: its relative error 2^-11
+ * is 1/8 of the int8 step's); that makes a one-layer model agree with llama.cpp to fp32 rounding
+ * (bench/peers/llm_llamacpp.py). The sums let one activation serve every weight type with integer
+ * block dots: Q8_0: d_w d_x sum q_w q_x; Q4_0: d_w d_x (sum q_w q_x - 8 sum q_x); Q4_1:
+ * d_w d_x sum q_w q_x + m_w s_x. Optimized kernels compute the same integer block sums as the
+ * reference; only the fp32 order of the per-block accumulation differs. */
 #ifndef TESSERA_QUANT_H
 #define TESSERA_QUANT_H
 
@@ -99,12 +102,14 @@ ts_status ts_quant_quantize_row(uint32_t type, const float *src, void *dst, int6
 
 /* ---- activation ------------------------------------------------------------------------ */
 
-/* A vector of n (multiple of 32) values in the Q8 activation format above: q[n], d[n/32], sum[n/32]. */
+/* A vector of n (multiple of 32) values in the Q8 activation format above: q[n], d[n/32], sum[n/32],
+ * s[n/32]. */
 typedef struct ts_quant_act {
   int64_t n;
   int8_t *q;
   float *d;
   int32_t *sum;
+  float *s;
 } ts_quant_act;
 
 /* Bytes of caller memory ts_quant_act_init needs for n values (0 when n is not a positive multiple

@@ -227,10 +227,12 @@ ts_status ts_perm_read_npy(const char *path, int32_t **perm, int64_t *n);
  *   blockrandom:n,b,density[,seed=1]  each b x b block (partial at borders) is on with
  *                             probability density, independently (Bernoulli).
  * Channel connectivity (rows = output channels cout, cols = input channels cin; n = 0):
- *   condense:cin,cout,groups[,seed=1]  cin and cout divisible by groups; output channel o is in
- *                             group o / (cout/groups); each group uses its own random set of
+ *   condense:cin,cout,groups[,seed=1][,keep]  cin and cout divisible by groups; output channel o
+ *                             is in group o / (cout/groups); each group uses its own random set of
  *                             cin/groups input channels (sets of different groups may overlap), as a
- *                             condensed CondenseNet layer. Each row has exactly cin/groups.
+ *                             condensed CondenseNet layer. Each row has exactly cin/groups, or
+ *                             round(keep*cin) >= 1 when keep is given (condense factor C != groups:
+ *                             keep = 1/C).
  *   unstructconv:cin,cout,keep,groups,corr[,seed=1]  m = round(keep*cin) inputs per output
  *                             channel, exactly. Output channel o is in latent group
  *                             o*groups/cout (integer division). Each group has a preferred set of
@@ -239,6 +241,15 @@ ts_status ts_perm_read_npy(const char *path, int32_t **perm, int64_t *n);
  *                             (from all inputs when those are used up), otherwise uniformly from all
  *                             inputs not yet picked. corr=1 is condense-like, corr=0 is randconn-like.
  *   randconn:cin,cout,density[,seed=1]  exactly round(density*cin*cout) distinct cells, uniform.
+ *   groupconv:cin,cout,groups  a standard grouped convolution: block diagonal, output channel o
+ *                             uses inputs [g*cin/groups, (g+1)*cin/groups), g = o / (cout/groups).
+ *   blockconn:cin,cout,bo,bi,density[,seed=1]  block structure: the output channels in blocks of
+ *                             bo (last one partial), the inputs in blocks of bi (likewise); each
+ *                             output block connects to exactly max(1, round(density*ceil(cin/bi)))
+ *                             input blocks, drawn uniformly per output block.
+ *   permconn:SPEC[,seed=1]    wrapper over a connectivity: independent random row and column
+ *                             relabelling, out(i,j) = in(rp[i], cp[j]) (hides the block or group
+ *                             structure from the channel order).
  * Wrappers (inner pattern must be square):
  *   keep:SPEC,ratio[,seed=1]  DynamicViT-style pruning: keeps round(ratio*n) >= 1 random tokens
  *                             (sorted ascending) and returns the induced n' x n' sub-pattern.

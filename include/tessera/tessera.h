@@ -14,6 +14,7 @@
 #include "tessera/attn_sched.h"
 #include "tessera/nn.h"
 #include "tessera/conv.h"
+#include "tessera/cnn.h"
 #include "tessera/gguf.h"
 #include "tessera/quant.h"
 #endif

@@ -48,16 +48,12 @@ static ws_ptrs ws_bind(const ts__attn_ws_layout *L, unsigned char *base) {
   return w;
 }
 
-/* Q rows [0, nr) of the panel -> Q^T [d][ldq] (fp32). Columns past nr keep whatever an earlier
- * panel left there (finite values, or zeros from the plan's calloc): the kernels compute those lanes
- * but never store them into the softmax state or O, so they need no clearing. */
-static void pack_q_f32(const float *q32, const uint16_t *q16, int64_t nr, int64_t d, int64_t ldq, float *qt) {
-  for (int64_t i = 0; i < nr; i++) {
-    if (q32)
-      for (int64_t k = 0; k < d; k++) qt[k * ldq + i] = q32[i * d + k];
-    else
-      for (int64_t k = 0; k < d; k++) qt[k * ldq + i] = bf16f(q16[i * d + k]);
-  }
+/* bf16 Q rows [0, nr) of the panel -> fp32 Q^T [d][ldq] (the fp32 path: kn->pack_q). Columns past
+ * nr keep whatever an earlier panel left there (finite values, or zeros from the plan's calloc):
+ * the kernels compute those lanes but never store them into the softmax state or O. */
+static void pack_q_bf16(const uint16_t *q16, int64_t nr, int64_t d, int64_t ldq, float *qt) {
+  for (int64_t i = 0; i < nr; i++)
+    for (int64_t k = 0; k < d; k++) qt[k * ldq + i] = bf16f(q16[i * d + k]);
 }
 
 /* bf16 Q rows -> pair-packed Q^T [d/2][ldq] dwords (+ Q[i][d-1] in fp32 for odd d). */
@@ -73,6 +69,17 @@ static void convert_rows(const uint16_t *src, int64_t count, float *dst) {
   for (int64_t x = 0; x < count; x++) dst[x] = bf16f(src[x]);
 }
 
+/* The rows of a COMPACT item's keys (nq 4-key runs) of a bf16 [n][d] array, gathered into dst
+ * [4 nq][d]: bf16 (dst16) or converted to fp32 (dst32). */
+static void gather_rows(const uint16_t *src, int64_t d, const int32_t *runs, int nq, uint16_t *dst16, float *dst32) {
+  for (int g = 0; g < nq; g++) {
+    const uint16_t *r = src + (int64_t)runs[g] * d;
+    int64_t off = (int64_t)g * TS__ATTN_RUN * d, len = TS__ATTN_RUN * d;
+    if (dst16) memcpy(dst16 + off, r, (size_t)len * sizeof *dst16);
+    else convert_rows(r, len, dst32 + off);
+  }
+}
+
 /* One panel of one (batch, head). q/k/v/o point at the head's [n][d] arrays (q32/k32/v32 for fp32,
  * q16/k16/v16 for bf16). */
 static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode mode, const ts__attn_cpanel *cp,
@@ -84,7 +91,8 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
   const int64_t r0 = cp->r0, nr = cp->nr;
 
   if (mode == MODE_BF16_DOT) pack_q_pairs(q16 + r0 * d, nr, d, ldq, w.qtp, w.qlast);
-  else pack_q_f32(q32 ? q32 + r0 * d : NULL, q32 ? NULL : q16 + r0 * d, nr, d, ldq, w.qt);
+  else if (q32) kn->pack_q(q32 + r0 * d, nr, d, ldq, w.qt);
+  else pack_q_bf16(q16 + r0 * d, nr, d, ldq, w.qt);
   for (int64_t i = 0; i < ldq; i++) {
     w.m[i] = TS__ATTN_M0;
     w.l[i] = 0.0f;
@@ -94,8 +102,32 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
   int32_t cj0 = -1, cbc = -1;
   for (int64_t x = 0; x < cp->nit; x++) {
     const ts__attn_item *it = &pl->items[cp->it0 + x];
+    const uint16_t *mask = it->moff >= 0 ? pl->mbits + it->moff : NULL;
+    float *orow = w.o + (int64_t)it->i0 * ldo;
     const float *kt, *vt;
-    if (mode == MODE_F32) {
+    const uint16_t *kt16 = k16 ? k16 + (int64_t)it->j0 * d : NULL;
+    if (it->qoff >= 0) { /* COMPACT item: keys in 4-key runs */
+      const int32_t *runs = pl->runs + it->qoff;
+      const int nq = it->bc / TS__ATTN_RUN;
+      if (mode == MODE_F32) {
+        kn->qk_runs(w.qt + it->i0, ldq, k32, d, d, runs, nq, it->br, w.st, lds);
+        kn->softmax(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha);
+        kn->pv_runs(w.st, lds, v32, d, d, runs, nq, it->br, orow, ldo, w.alpha);
+        continue;
+      }
+      /* bf16: gather the keys' rows, then the contiguous kernels on the copies */
+      uint16_t *kb16 = (uint16_t *)w.kbuf, *vb16 = (uint16_t *)w.vbuf;
+      if (mode == MODE_BF16_DOT) {
+        gather_rows(k16, d, runs, nq, kb16, NULL);
+        gather_rows(v16, d, runs, nq, vb16, NULL);
+        kn->vpack(vb16, d, d, it->bc, w.vp, ldo);
+      } else {
+        gather_rows(k16, d, runs, nq, NULL, w.kbuf);
+        gather_rows(v16, d, runs, nq, NULL, w.vbuf);
+      }
+      cj0 = -1; /* the buffers no longer hold a column tile */
+      kt = w.kbuf, vt = w.vbuf, kt16 = kb16;
+    } else if (mode == MODE_F32) {
       kt = k32 + (int64_t)it->j0 * d;
       vt = v32 + (int64_t)it->j0 * d;
     } else {
@@ -112,10 +144,8 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
       kt = w.kbuf;
       vt = w.vbuf;
     }
-    const uint16_t *mask = it->moff >= 0 ? pl->mbits + it->moff : NULL;
-    float *orow = w.o + (int64_t)it->i0 * ldo;
     if (mode == MODE_BF16_DOT) {
-      kn->qk_bf16(w.qtp + it->i0, w.qlast + it->i0, ldq, k16 + (int64_t)it->j0 * d, d, d, it->bc, it->br, w.st, lds);
+      kn->qk_bf16(w.qtp + it->i0, w.qlast + it->i0, ldq, kt16, d, d, it->bc, it->br, w.st, lds);
       kn->softmax_pairs(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha, w.pp);
       kn->pv_pairs(w.pp, lds, w.vp, ldo, d, it->bc, it->br, orow, ldo, w.alpha);
     } else {
@@ -125,12 +155,7 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
     }
   }
 
-  for (int64_t i = 0; i < nr; i++) {
-    float inv = w.l[i] > 0.0f ? 1.0f / w.l[i] : 0.0f;
-    const float *src = w.o + i * ldo;
-    float *dst = o + (r0 + i) * d;
-    for (int64_t e = 0; e < d; e++) dst[e] = src[e] * inv;
-  }
+  kn->finish(w.o, ldo, w.l, nr, d, o + r0 * d);
 }
 
 static ts_status check_args(const ts_attn_plan *pl, const void *Q, const void *K, const void *V, const float *O,

@@ -7,13 +7,20 @@
 
 #include "tessera/attn.h"
 
-/* One sub-tile the kernels run: panel-relative query rows [i0, i0+br) x key columns [j0, j0+bc).
- * moff < 0: unmasked; else the mask words start at plan->mbits + moff, laid out [bc][nv] uint16 with
- * nv = ceil(br/16): bit r of word (j, w) is cell (i0 + 16w + r, j0 + j); bits past br are zero. */
+/* One sub-tile the kernels run: panel-relative query rows [i0, i0+br) x bc keys: the key columns
+ * [j0, j0+bc) when qoff < 0, else (a COMPACT segment's item) bc / 4 RUNS of 4 consecutive keys,
+ * run g = keys [plan->runs[qoff + g], +4), key j of the item = runs[qoff + j/4] + j%4 (j0 = the
+ * first run's key). moff < 0: unmasked; else the mask words start at plan->mbits + moff, laid out
+ * [bc][nv] uint16 with nv = ceil(br/16): bit r of word (j, w) is cell (i0 + 16w + r, key j); bits
+ * past br are zero. */
 typedef struct ts__attn_item {
   int32_t i0, br, j0, bc;
   int64_t moff;
+  int64_t qoff;
 } ts__attn_item;
+
+/* Keys per run of a COMPACT item. */
+#define TS__ATTN_RUN 4
 
 /* A compiled panel: rows [r0, r0+nr), items[it0 .. it0+nit) in execution order (segment, column
  * tile, row sub-tile); cells = its computed cells (for ordering). */
@@ -44,6 +51,8 @@ struct ts_attn_plan {
   ts__attn_item *items;
   uint16_t *mbits;
   int64_t nmbits;
+  int32_t *runs;          /* first keys of the 4-key runs of COMPACT items */
+  int64_t nruns;
   int32_t nr_max, br_max, bc_max;
   ts_attn_stats stats;
   ts__attn_ws_layout ws;
@@ -72,6 +81,9 @@ ts_status ts__attn_plan_static(ts_attn_plan *pl, const ts_attn_schedule *s);
  *            exp2(m_old - m_new) for r < br.
  *   pv:      o[i][:] = o[i][:] * alpha[i] + sum_j pt[j][i] * v[j][:] for i < br; o: [br][ldo];
  *            v: [bc][ldv]; pt: [bc][lds].
+ *   qk_runs, pv_runs: the same over the keys of nq 4-key runs (bc = 4 nq): key j is row
+ *            runs[j/4] + j%4 of k / v ([n][ldk] / [n][ldv], the head's whole arrays); st has room
+ *            for round16(bc) rows (padding rows may be computed from repeated runs).
  * The bf16 dot path (AVX-512 BF16 only; NULL elsewhere) replaces softmax + pv by:
  *   vpack:         once per column tile: vp [ceil(bc/2)][ldvp] dwords, (V[2p][e], V[2p+1][e]) in the
  *                  (low, high) halves, zero past d (up to ldvp) and past bc.
@@ -87,6 +99,14 @@ typedef struct ts__attn_kern {
                   float *l, float *alpha);
   void (*pv)(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, int bc, int br,
              float *o, int64_t ldo, const float *alpha);
+  /* pack_q: qt[k][i] = q[i][k] for i < nr, k < d (qt [d][ldq], lanes up to round16(nr) may be
+   * written); finish: dst[i][e] = o[i][e] / l[i] (0 where l[i] = 0) for i < nr, e < d. */
+  void (*pack_q)(const float *q, int64_t nr, int64_t d, int64_t ldq, float *qt);
+  void (*finish)(const float *o, int64_t ldo, const float *l, int64_t nr, int64_t d, float *dst);
+  void (*qk_runs)(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, const int32_t *runs, int nq,
+                  int br, float *st, int64_t lds);
+  void (*pv_runs)(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, const int32_t *runs, int nq,
+                  int br, float *o, int64_t ldo, const float *alpha);
   void (*vpack)(const uint16_t *v, int64_t ldv, int64_t d, int bc, uint32_t *vp, int64_t ldvp);
   void (*softmax_pairs)(float *st, int64_t lds, int bc, int br, const uint16_t *mask, float c, float *m,
                         float *l, float *alpha, uint32_t *pp);
@@ -102,6 +122,9 @@ void ts__attn_avx512_softmax_pairs(float *st, int64_t lds, int bc, int br, const
                                    float *l, float *alpha, uint32_t *pp);
 void ts__attn_avx512_pv_pairs(const uint32_t *pp, int64_t lds, const uint32_t *vp, int64_t ldvp, int64_t d, int bc,
                               int br, float *o, int64_t ldo, const float *alpha);
+
+/* The scalar pack_q (also the AVX2 table's). */
+void ts__attn_pack_q_ref(const float *q, int64_t nr, int64_t d, int64_t ldq, float *qt);
 
 extern const ts__attn_kern ts__attn_kern_ref;
 extern const ts__attn_kern ts__attn_kern_avx2;

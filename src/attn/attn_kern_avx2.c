@@ -59,19 +59,36 @@ static inline __m256i lane_mask(int64_t count) { /* first min(count, 8) lanes on
 QK_BLOCK(qk_2x4, 2, 4)
 QK_BLOCK(qk_1x8, 1, 8)
 
-static void qk_f32(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, int bc, int br, float *st,
-                   int64_t lds) {
+/* Row of key j: j (runs NULL: contiguous keys) or the j%4-th key of run j/4. */
+static inline int64_t key_row(const int32_t *runs, int j) {
+  return runs ? (int64_t)runs[j / TS__ATTN_RUN] + j % TS__ATTN_RUN : j;
+}
+
+/* Passes of 2 (or 1) lane vectors, each over the keys in blocks of 4 (8); keys past bc repeat the
+ * last key (their st rows are scratch). */
+static void qk_keys(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, const int32_t *runs, int bc,
+                    int br, float *st, int64_t lds) {
   int nv = (br + 7) / 8;
   for (int v0 = 0; v0 < nv;) {
     int iv = nv - v0 >= 2 ? 2 : 1, J = iv == 2 ? 4 : 8;
     for (int j0 = 0; j0 < bc; j0 += J) {
       const float *kr[8];
-      for (int j = 0; j < J; j++) kr[j] = k + (int64_t)(j0 + j < bc ? j0 + j : bc - 1) * ldk;
+      for (int j = 0; j < J; j++) kr[j] = k + key_row(runs, j0 + j < bc ? j0 + j : bc - 1) * ldk;
       if (iv == 2) qk_2x4(qt + 8 * v0, ldq, kr, d, st + (int64_t)j0 * lds + 8 * v0, lds);
       else qk_1x8(qt + 8 * v0, ldq, kr, d, st + (int64_t)j0 * lds + 8 * v0, lds);
     }
     v0 += iv;
   }
+}
+
+static void qk_f32(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, int bc, int br, float *st,
+                   int64_t lds) {
+  qk_keys(qt, ldq, k, ldk, d, NULL, bc, br, st, lds);
+}
+
+static void qk_runs(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, const int32_t *runs, int nq,
+                    int br, float *st, int64_t lds) {
+  qk_keys(qt, ldq, k, ldk, d, runs, nq * TS__ATTN_RUN, br, st, lds);
 }
 
 /* ---- online softmax --------------------------------------------------------------------------- */
@@ -113,16 +130,19 @@ static void softmax(float *st, int64_t lds, int bc, int br, const uint16_t *mask
 
 /* ---- P V ------------------------------------------------------------------------------------- */
 
+/* Keys in nruns runs of runlen consecutive V rows, run g starting at row starts[g] of v (contiguous
+ * keys: one run of bc from row 0). */
 #define PV_BLOCK(NAME, I, DV)                                                                                  \
-  static void NAME(const float *pt, int64_t lds, const float *v, int64_t ldv, int bc, float *o, int64_t ldo,  \
-                   const float *alpha, __m256i tm) {                                                         \
+  static void NAME(const float *pt, int64_t lds, const float *v0, int64_t ldv, const int32_t *starts, int nruns,    \
+                   int runlen, float *o, int64_t ldo, const float *alpha, __m256i tm) {                      \
     __m256 acc[I][DV];                                                                                       \
     const __m256i all = _mm256_set1_epi32(-1);                                                               \
     UNROLL for (int i = 0; i < I; i++) {                                                                     \
       __m256 a = _mm256_set1_ps(alpha[i]);                                                                   \
       UNROLL for (int e = 0; e < DV; e++) acc[i][e] = _mm256_mul_ps(_mm256_loadu_ps(o + i * ldo + 8 * e), a); \
     }                                                                                                        \
-    for (int j = 0; j < bc; j++) {                                                                           \
+    for (int g = 0; g < nruns; g++)                                                                          \
+    for (const float *v = v0 + (int64_t)starts[g] * ldv, *ve = v + (int64_t)runlen * ldv; v < ve;) {       \
       __m256 vv[DV];                                                                                         \
       UNROLL for (int e = 0; e < DV; e++) vv[e] = _mm256_maskload_ps(v + 8 * e, e == DV - 1 ? tm : all);   \
       UNROLL for (int i = 0; i < I; i++) {                                                                   \
@@ -144,21 +164,46 @@ PV_BLOCK(pv_3x1, 3, 1)
 PV_BLOCK(pv_2x1, 2, 1)
 PV_BLOCK(pv_1x1, 1, 1)
 
-typedef void (*pv_fn)(const float *, int64_t, const float *, int64_t, int, float *, int64_t, const float *, __m256i);
+typedef void (*pv_fn)(const float *, int64_t, const float *, int64_t, const int32_t *, int, int, float *, int64_t,
+                      const float *, __m256i);
 static const pv_fn pv_table[4][2] = {{pv_1x1, pv_1x2}, {pv_2x1, pv_2x2}, {pv_3x1, pv_3x2}, {pv_4x1, pv_4x2}};
 
 /* O accumulator rows are ldo = round16(d) wide, so only V needs the tail mask. */
-static void pv(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, int bc, int br, float *o, int64_t ldo,
-               const float *alpha) {
+static void pv_keys(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, const int32_t *starts, int nruns,
+                    int runlen, int br, float *o, int64_t ldo, const float *alpha) {
   const int64_t nvec = (d + 7) / 8;
   for (int64_t e0 = 0; e0 < nvec; e0 += 2) {
     int dv = nvec - e0 >= 2 ? 2 : 1;
     __m256i tm = e0 + dv == nvec ? lane_mask(d - 8 * (nvec - 1)) : _mm256_set1_epi32(-1);
     for (int i0 = 0; i0 < br; i0 += 4) {
       int rows = br - i0 >= 4 ? 4 : br - i0;
-      pv_table[rows - 1][dv - 1](pt + i0, lds, v + 8 * e0, ldv, bc, o + (int64_t)i0 * ldo + 8 * e0, ldo, alpha + i0, tm);
+      pv_table[rows - 1][dv - 1](pt + i0, lds, v + 8 * e0, ldv, starts, nruns, runlen, o + (int64_t)i0 * ldo + 8 * e0, ldo,
+                                 alpha + i0, tm);
     }
   }
 }
 
-const ts__attn_kern ts__attn_kern_avx2 = {.qk_f32 = qk_f32, .qk_bf16 = NULL, .softmax = softmax, .pv = pv};
+static void pv(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, int bc, int br, float *o, int64_t ldo,
+               const float *alpha) {
+  static const int32_t zero = 0;
+  pv_keys(pt, lds, v, ldv, d, &zero, 1, bc, br, o, ldo, alpha);
+}
+
+static void pv_runs(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, const int32_t *runs, int nq, int br,
+                    float *o, int64_t ldo, const float *alpha) {
+  pv_keys(pt, lds, v, ldv, d, runs, nq, TS__ATTN_RUN, br, o, ldo, alpha);
+}
+
+static void finish(const float *o, int64_t ldo, const float *l, int64_t nr, int64_t d, float *dst) {
+  for (int64_t i = 0; i < nr; i++) {
+    const __m256 inv = _mm256_set1_ps(l[i] > 0.0f ? 1.0f / l[i] : 0.0f);
+    for (int64_t e = 0; e < d; e += 8) {
+      __m256i tm = lane_mask(d - e);
+      _mm256_maskstore_ps(dst + i * d + e, tm, _mm256_mul_ps(_mm256_loadu_ps(o + i * ldo + e), inv));
+    }
+  }
+}
+
+const ts__attn_kern ts__attn_kern_avx2 = {.qk_f32 = qk_f32, .qk_bf16 = NULL, .softmax = softmax, .pv = pv,
+                                          .pack_q = ts__attn_pack_q_ref, .finish = finish,
+                                          .qk_runs = qk_runs, .pv_runs = pv_runs};

@@ -47,6 +47,18 @@
     QK_BODY(__m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps, _mm256_setzero_ps, 1, J, \
             kr[j][x])                                                                                        \
   }
+/* Keys in 4-key runs: run g = J/4 consecutive-row groups at kq[g] (LDK apart), so J = 16 keys take
+ * 4 pointers, not 16. */
+#define QK_RUNS(NAME, IV, J, LDK)                                                                              \
+  static void NAME(const float *qt, int64_t ldq, const float *const *kq, int64_t ldk, int64_t d, float *st, int64_t lds) { \
+    QK_BODY(__m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps, _mm512_setzero_ps, IV, J, \
+            kq[j / 4][(j % 4) * (LDK) + x])                                                                  \
+  }
+#define QH_RUNS(NAME, J, LDK)                                                                                  \
+  static void NAME(const float *qt, int64_t ldq, const float *const *kq, int64_t ldk, int64_t d, float *st, int64_t lds) { \
+    QK_BODY(__m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps, _mm256_setzero_ps, 1, J, \
+            kq[j / 4][(j % 4) * (LDK) + x])                                                                  \
+  }
 QK_FULL(qk_4x4_64, 4, 4, 64)
 QK_FULL(qk_4x4_g, 4, 4, ldk)
 QK_FULL(qk_2x8_64, 2, 8, 64)
@@ -60,7 +72,21 @@ QK_TAIL(qk_2x8_t, 2, 8)
 QK_TAIL(qk_1x8_t, 1, 8)
 QH_TAIL(qh_8_t, 8)
 
+QK_RUNS(qr_4x4_64, 4, 4, 64)
+QK_RUNS(qr_4x4_g, 4, 4, ldk)
+QK_RUNS(qr_2x8_64, 2, 8, 64)
+QK_RUNS(qr_2x8_g, 2, 8, ldk)
+QK_RUNS(qr_1x16_64, 1, 16, 64)
+QK_RUNS(qr_1x16_g, 1, 16, ldk)
+QK_RUNS(qr_1x8_64, 1, 8, 64)
+QK_RUNS(qr_1x8_g, 1, 8, ldk)
+QH_RUNS(qhr_16_64, 16, 64)
+QH_RUNS(qhr_16_g, 16, ldk)
+QH_RUNS(qhr_8_64, 8, 64)
+QH_RUNS(qhr_8_g, 8, ldk)
+
 typedef void (*qk_full_fn)(const float *, int64_t, const float *, int64_t, int64_t, float *, int64_t);
+typedef void (*qk_runs_fn)(const float *, int64_t, const float *const *, int64_t, int64_t, float *, int64_t);
 typedef void (*qk_tail_fn)(const float *, int64_t, const float *const *, int64_t, float *, int64_t);
 
 /* Passes over the lane vectors (4, 2 or 1 zmm at a time; one ymm for sub-tiles of <= 8 rows: Zen 4
@@ -89,6 +115,31 @@ static void qk_f32(const float *qt, int64_t ldq, const float *k, int64_t ldk, in
   }
 }
 
+/* qk_f32 over nq 4-key runs: the same passes over the lane vectors, keys in blocks of 16 (4 runs)
+ * for one lane vector, 8 (2 runs) for two, 4 (1 run) for four; a last block of 1-2 runs takes the
+ * 8-key kernel, one of 3 the 16-key kernel; missing runs repeat the last one (scratch st rows). */
+static void qk_runs(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, const int32_t *runs, int nq,
+                    int br, float *st, int64_t lds) {
+  const int nv = br <= 8 ? 1 : (br + 15) / 16, k64 = ldk == 64;
+  for (int v0 = 0; v0 < nv;) {
+    int iv = nv - v0 >= 4 ? 4 : nv - v0 >= 2 ? 2 : 1;
+    const float *q = qt + 16 * v0;
+    for (int g0 = 0; g0 < nq;) {
+      int rem = nq - g0, G;
+      qk_runs_fn f;
+      if (iv == 4) G = 1, f = k64 ? qr_4x4_64 : qr_4x4_g;
+      else if (iv == 2) G = 2, f = k64 ? qr_2x8_64 : qr_2x8_g;
+      else if (rem >= 3) G = 4, f = br <= 8 ? (k64 ? qhr_16_64 : qhr_16_g) : (k64 ? qr_1x16_64 : qr_1x16_g);
+      else G = 2, f = br <= 8 ? (k64 ? qhr_8_64 : qhr_8_g) : (k64 ? qr_1x8_64 : qr_1x8_g);
+      const float *kq[4];
+      for (int g = 0; g < G; g++) kq[g] = k + (int64_t)runs[g0 + g < nq ? g0 + g : nq - 1] * ldk;
+      f(q, ldq, kq, ldk, d, st + (int64_t)g0 * TS__ATTN_RUN * lds + 16 * v0, lds);
+      g0 += G;
+    }
+    v0 += iv;
+  }
+}
+
 /* ---- online softmax --------------------------------------------------------------------------- */
 
 static void softmax(float *st, int64_t lds, int bc, int br, const uint16_t *mask, float c, float *m, float *l,
@@ -99,15 +150,20 @@ static void softmax(float *st, int64_t lds, int bc, int br, const uint16_t *mask
 /* ---- P V ------------------------------------------------------------------------------------- */
 
 /* o[0..I)[0 .. 16*DV) = o * alpha + P V; the last of the DV vectors of V uses lane mask tm. */
-#define PV_BLOCK(NAME, I, DV)                                                                                  \
-  static void NAME(const float *pt, int64_t lds, const float *v, int64_t ldv, int bc, float *o, int64_t ldo,  \
-                   const float *alpha, __mmask16 tm) {                                                       \
+/* Keys in nruns runs of RUNLEN consecutive V rows, run g starting at row starts[g] of v0 (contiguous
+ * keys: one run of bc from row 0; COMPACT items: 4-key runs, RUNLEN the constant 4). */
+#define PV_BLOCK(NAME, I, DV, RUNLEN)                                                                          \
+  static void NAME(const float *pt, int64_t lds, const float *v0, int64_t ldv, const int32_t *starts, int nruns,    \
+                   int runlen, float *o, int64_t ldo, const float *alpha, __mmask16 tm) {                    \
     __m512 acc[I][DV];                                                                                       \
     UNROLL for (int i = 0; i < I; i++) {                                                                     \
       __m512 a = _mm512_set1_ps(alpha[i]);                                                                   \
       UNROLL for (int e = 0; e < DV; e++) acc[i][e] = _mm512_mul_ps(_mm512_loadu_ps(o + i * ldo + 16 * e), a); \
     }                                                                                                        \
-    for (int j = 0; j < bc; j++) {                                                                           \
+    (void)runlen;                                                                                            \
+    for (int g = 0; g < nruns; g++) {                                                                        \
+    const float *v = v0 + (int64_t)starts[g] * ldv;                                                          \
+    for (int j = 0; j < (RUNLEN); j++) {                                                                     \
       __m512 vv[DV];                                                                                         \
       UNROLL for (int e = 0; e < DV; e++) vv[e] = _mm512_maskz_loadu_ps(e == DV - 1 ? tm : 0xFFFF, v + 16 * e); \
       UNROLL for (int i = 0; i < I; i++) {                                                                   \
@@ -117,39 +173,106 @@ static void softmax(float *st, int64_t lds, int bc, int br, const uint16_t *mask
       v += ldv;                                                                                              \
       pt += lds;                                                                                             \
     }                                                                                                        \
+    }                                                                                                        \
     UNROLL for (int i = 0; i < I; i++) UNROLL for (int e = 0; e < DV; e++)                                   \
         _mm512_storeu_ps(o + i * ldo + 16 * e, acc[i][e]);                                                   \
   }
-#define PV_ROWS(DV) PV_BLOCK(pv_4x##DV, 4, DV) PV_BLOCK(pv_3x##DV, 3, DV) PV_BLOCK(pv_2x##DV, 2, DV) PV_BLOCK(pv_1x##DV, 1, DV)
-PV_ROWS(4)
-PV_ROWS(3)
-PV_ROWS(2)
-PV_ROWS(1)
+#define PV_ROWS(P, DV, RL)                                                                                     \
+  PV_BLOCK(P##_4x##DV, 4, DV, RL) PV_BLOCK(P##_3x##DV, 3, DV, RL) PV_BLOCK(P##_2x##DV, 2, DV, RL)            \
+  PV_BLOCK(P##_1x##DV, 1, DV, RL)
+#define PV_ALL(P, RL) PV_ROWS(P, 4, RL) PV_ROWS(P, 3, RL) PV_ROWS(P, 2, RL) PV_ROWS(P, 1, RL)
+PV_ALL(pv, runlen)
+PV_ALL(pvr, TS__ATTN_RUN)
 
-typedef void (*pv_fn)(const float *, int64_t, const float *, int64_t, int, float *, int64_t, const float *, __mmask16);
-static const pv_fn pv_table[4][4] = {{pv_1x1, pv_1x2, pv_1x3, pv_1x4},
-                                     {pv_2x1, pv_2x2, pv_2x3, pv_2x4},
-                                     {pv_3x1, pv_3x2, pv_3x3, pv_3x4},
-                                     {pv_4x1, pv_4x2, pv_4x3, pv_4x4}};
+typedef void (*pv_fn)(const float *, int64_t, const float *, int64_t, const int32_t *, int, int, float *, int64_t,
+                      const float *, __mmask16);
+#define PV_TABLE(P)                                                                                            \
+  {{P##_1x1, P##_1x2, P##_1x3, P##_1x4},                                                                      \
+   {P##_2x1, P##_2x2, P##_2x3, P##_2x4},                                                                      \
+   {P##_3x1, P##_3x2, P##_3x3, P##_3x4},                                                                      \
+   {P##_4x1, P##_4x2, P##_4x3, P##_4x4}}
+static const pv_fn pv_table[2][4][4] = {PV_TABLE(pv), PV_TABLE(pvr)};
 
-/* Head dimension in chunks of up to 4 vectors (64 floats), rows in blocks of 4. */
-static void pv(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, int bc, int br, float *o, int64_t ldo,
-               const float *alpha) {
+/* Head dimension in chunks of up to 4 vectors (64 floats), rows in blocks of 4; keys in nruns runs
+ * (table 0: one run of runlen, table 1: 4-key runs). */
+static void pv_keys(int table, const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, const int32_t *starts,
+                    int nruns, int runlen, int br, float *o, int64_t ldo, const float *alpha) {
   const int64_t nvec = (d + 15) / 16;
   for (int64_t e0 = 0; e0 < nvec; e0 += 4) {
     int dv = nvec - e0 >= 4 ? 4 : (int)(nvec - e0);
     __mmask16 tm = e0 + dv == nvec ? lanes(d - 16 * (nvec - 1)) : (__mmask16)0xFFFF;
     for (int i0 = 0; i0 < br; i0 += 4) {
       int rows = br - i0 >= 4 ? 4 : br - i0;
-      pv_table[rows - 1][dv - 1](pt + i0, lds, v + 16 * e0, ldv, bc, o + (int64_t)i0 * ldo + 16 * e0, ldo, alpha + i0, tm);
+      pv_table[table][rows - 1][dv - 1](pt + i0, lds, v + 16 * e0, ldv, starts, nruns, runlen,
+                                        o + (int64_t)i0 * ldo + 16 * e0, ldo, alpha + i0, tm);
     }
   }
 }
 
-const ts__attn_kern ts__attn_kern_avx512 = {.qk_f32 = qk_f32,
+static void pv(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, int bc, int br, float *o, int64_t ldo,
+               const float *alpha) {
+  static const int32_t zero = 0;
+  pv_keys(0, pt, lds, v, ldv, d, &zero, 1, bc, br, o, ldo, alpha);
+}
+
+static void pv_runs(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, const int32_t *runs, int nq, int br,
+                    float *o, int64_t ldo, const float *alpha) {
+  pv_keys(1, pt, lds, v, ldv, d, runs, nq, TS__ATTN_RUN, br, o, ldo, alpha);
+}
+
+/* ---- Q^T packing and the final normalization ------------------------------------------------ */
+
+/* In-register transpose of 16 rows of 16 floats: r[c] becomes column c. */
+static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int a = 0; a < 16; a += 2) t[a] = _mm512_unpacklo_ps(r[a], r[a + 1]), t[a + 1] = _mm512_unpackhi_ps(r[a], r[a + 1]);
+  for (int a = 0; a < 16; a += 4) {
+    u[a] = _mm512_shuffle_ps(t[a], t[a + 2], 0x44), u[a + 1] = _mm512_shuffle_ps(t[a], t[a + 2], 0xEE);
+    u[a + 2] = _mm512_shuffle_ps(t[a + 1], t[a + 3], 0x44), u[a + 3] = _mm512_shuffle_ps(t[a + 1], t[a + 3], 0xEE);
+  }
+  /* u[4g + c] lane L = column 4L + c of rows 4g..4g+3 */
+  for (int h = 0; h < 16; h += 8)
+    for (int c = 0; c < 4; c++) {
+      t[h + c] = _mm512_shuffle_f32x4(u[h + c], u[h + 4 + c], 0x88);     /* columns c, c + 8 */
+      t[h + 4 + c] = _mm512_shuffle_f32x4(u[h + c], u[h + 4 + c], 0xDD); /* columns c + 4, c + 12 */
+    }
+  for (int c = 0; c < 8; c++) {
+    r[c] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0x88);
+    r[c + 8] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0xDD);
+  }
+}
+
+/* 16 x 16 blocks: rows past nr load as zeros (their lanes are scratch), columns past d are not
+ * stored. */
+static void pack_q(const float *q, int64_t nr, int64_t d, int64_t ldq, float *qt) {
+  for (int64_t i0 = 0; i0 < nr; i0 += 16)
+    for (int64_t k0 = 0; k0 < d; k0 += 16) {
+      __m512 r[16];
+      const __mmask16 km = lanes(d - k0);
+      UNROLL for (int a = 0; a < 16; a++)
+        r[a] = i0 + a < nr ? _mm512_maskz_loadu_ps(km, q + (i0 + a) * d + k0) : _mm512_setzero_ps();
+      transpose16(r);
+      const int kc = d - k0 < 16 ? (int)(d - k0) : 16;
+      for (int c = 0; c < kc; c++) _mm512_storeu_ps(qt + (k0 + c) * ldq + i0, r[c]);
+    }
+}
+
+static void finish(const float *o, int64_t ldo, const float *l, int64_t nr, int64_t d, float *dst) {
+  for (int64_t i = 0; i < nr; i++) {
+    const __m512 inv = _mm512_set1_ps(l[i] > 0.0f ? 1.0f / l[i] : 0.0f);
+    for (int64_t e = 0; e < d; e += 16)
+      _mm512_mask_storeu_ps(dst + i * d + e, lanes(d - e), _mm512_mul_ps(_mm512_loadu_ps(o + i * ldo + e), inv));
+  }
+}
+
+const ts__attn_kern ts__attn_kern_avx512 = {.pack_q = pack_q,
+                                            .finish = finish,
+                                            .qk_f32 = qk_f32,
                                             .qk_bf16 = ts__attn_avx512_qk_bf16,
                                             .softmax = softmax,
                                             .pv = pv,
+                                            .qk_runs = qk_runs,
+                                            .pv_runs = pv_runs,
                                             .vpack = ts__attn_avx512_vpack,
                                             .softmax_pairs = ts__attn_avx512_softmax_pairs,
                                             .pv_pairs = ts__attn_avx512_pv_pairs};

@@ -43,6 +43,9 @@ typedef struct build {
   int64_t nitems, cap_items;
   uint16_t *mbits;
   int64_t nmbits, cap_mbits;
+  int32_t *runs;
+  int64_t nruns, cap_runs;
+  uint64_t *u; /* [W] scratch: the union of a row sub-tile's rows */
 } build;
 
 static ts_status grow(void **p, int64_t *cap, int64_t need, size_t elem) {
@@ -61,7 +64,7 @@ static ts_status add_item(build *b, const uint64_t *R, int64_t W, int32_t i0, in
                           bool masked) {
   TS_TRY(grow((void **)&b->items, &b->cap_items, b->nitems + 1, sizeof *b->items));
   ts__attn_item *it = &b->items[b->nitems++];
-  *it = (ts__attn_item){.i0 = i0, .br = br, .j0 = j0, .bc = bc, .moff = -1};
+  *it = (ts__attn_item){.i0 = i0, .br = br, .j0 = j0, .bc = bc, .moff = -1, .qoff = -1};
   if (!masked) return TS_OK;
   int64_t nv = (br + 15) / 16, words = (int64_t)bc * nv;
   TS_TRY(grow((void **)&b->mbits, &b->cap_mbits, b->nmbits + words, sizeof *b->mbits));
@@ -83,9 +86,79 @@ static ts_status add_item(build *b, const uint64_t *R, int64_t W, int32_t i0, in
   return TS_OK;
 }
 
+/* Appends a COMPACT item: rows [i0, i0+br) x the 4-key runs runs[0 .. nq) (already in b->runs at
+ * qoff). Takes (copies and clears in R) the cells of those keys inside [lo, hi); unmasked when it
+ * takes every cell. *taken = cells taken. */
+static ts_status add_run_item(build *b, uint64_t *R, int64_t W, int32_t i0, int32_t br, int64_t qoff, int nq, int64_t lo,
+                              int64_t hi, int64_t *taken) {
+  TS_TRY(grow((void **)&b->items, &b->cap_items, b->nitems + 1, sizeof *b->items));
+  const int32_t *runs = b->runs + qoff;
+  const int bc = nq * TS__ATTN_RUN;
+  int64_t nv = (br + 15) / 16, words = (int64_t)bc * nv, cnt = 0;
+  TS_TRY(grow((void **)&b->mbits, &b->cap_mbits, b->nmbits + words, sizeof *b->mbits));
+  uint16_t *mw = b->mbits + b->nmbits;
+  memset(mw, 0, (size_t)words * sizeof *mw);
+  for (int j = 0; j < bc; j++) {
+    int64_t col = (int64_t)runs[j / TS__ATTN_RUN] + j % TS__ATTN_RUN;
+    if (col < lo || col >= hi) continue;
+    uint64_t bit = (uint64_t)1 << (col & 63);
+    for (int32_t r = 0; r < br; r++) {
+      uint64_t *w = R + (int64_t)(i0 + r) * W + (col >> 6);
+      if (!(*w & bit)) continue;
+      *w &= ~bit; /* taken: a repeated key (a run moved back at the end) gets no cell twice */
+      mw[j * nv + r / 16] |= (uint16_t)(1u << (r % 16));
+      cnt++;
+    }
+  }
+  b->items[b->nitems++] = (ts__attn_item){.i0 = i0, .br = br, .j0 = runs[0], .bc = bc, .moff = -1, .qoff = qoff};
+  if (cnt < (int64_t)br * bc) {
+    b->items[b->nitems - 1].moff = b->nmbits;
+    b->nmbits += words;
+  }
+  *taken = cnt;
+  return TS_OK;
+}
+
+/* COMPACT segment g (see attn.h): per br-high row sub-tile, the union of its rows' unowned cells
+ * over [c0, chi), covered left to right by 4-key runs, cut into items of at most max(1, bc/4) runs. */
+static ts_status compile_compact(build *b, ts_attn_stats *st, uint64_t *R, int64_t W, int64_t n, const ts_attn_panel *P,
+                                 const ts_attn_segment *g) {
+  int64_t rlo = g->r0 - P->r0, rhi = rlo + g->nr, chi = (int64_t)g->c0 + g->nc;
+  const int nqmax = g->bc / TS__ATTN_RUN > 1 ? g->bc / TS__ATTN_RUN : 1;
+  for (int64_t i0 = rlo; i0 < rhi; i0 += g->br) {
+    int64_t i1 = i0 + g->br < rhi ? i0 + g->br : rhi;
+    for (int64_t w = g->c0 >> 6; w <= (chi - 1) >> 6; w++) {
+      uint64_t x = 0;
+      for (int64_t i = i0; i < i1; i++) x |= R[i * W + w];
+      b->u[w] = x & word_mask(w, g->c0, chi);
+    }
+    int64_t q0 = b->nruns;
+    for (int64_t j = range_find(b->u, g->c0, chi, 1); j >= 0;) {
+      int64_t q = j < n - TS__ATTN_RUN ? j : n - TS__ATTN_RUN;
+      TS_TRY(grow((void **)&b->runs, &b->cap_runs, b->nruns + 1, sizeof *b->runs));
+      b->runs[b->nruns++] = (int32_t)q;
+      j = q + TS__ATTN_RUN < chi ? range_find(b->u, q + TS__ATTN_RUN, chi, 1) : -1;
+    }
+    /* as few items as max(1, bc/4) runs allow, the runs spread evenly over them (a last item of a
+     * run or two would pay a whole item's softmax and O reload for a few keys) */
+    int64_t nit = (b->nruns - q0 + nqmax - 1) / nqmax;
+    for (int64_t a = q0; a < b->nruns; nit--) {
+      int nq = (int)((b->nruns - a + nit - 1) / nit);
+      int64_t taken;
+      TS_TRY(add_run_item(b, R, W, (int32_t)i0, (int32_t)(i1 - i0), a, nq, g->c0, chi, &taken));
+      if (b->items[b->nitems - 1].moff >= 0) st->tiles_masked++;
+      else st->tiles_full++;
+      st->cells += (i1 - i0) * (int64_t)nq * TS__ATTN_RUN;
+      a += nq;
+    }
+  }
+  return TS_OK;
+}
+
 /* Classifies the sub-tiles of segment g of panel p (R: the panel's unowned allowed cells). */
-static ts_status compile_segment(build *b, ts_attn_stats *st, uint64_t *R, int64_t W, const ts_attn_panel *P,
+static ts_status compile_segment(build *b, ts_attn_stats *st, uint64_t *R, int64_t W, int64_t n, const ts_attn_panel *P,
                                  int64_t p, int64_t k, const ts_attn_segment *g) {
+  if (g->kind == TS_ATTN_SEG_COMPACT && n >= TS__ATTN_RUN) return compile_compact(b, st, R, W, n, P, g);
   int64_t rlo = g->r0 - P->r0, rhi = rlo + g->nr, chi = (int64_t)g->c0 + g->nc;
   for (int64_t j0 = g->c0; j0 < chi; j0 += g->bc) {
     int64_t j1 = j0 + g->bc < chi ? j0 + g->bc : chi;
@@ -130,12 +203,13 @@ static ts_status compile_panels(ts_attn_plan *pl, const ts_attn_schedule *s, con
   if (!R) return ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld x %lld mask words", (long long)pl->nr_max, (long long)W);
   build b = {0};
   ts_status st = TS_OK;
+  if (!(b.u = ts_malloc((size_t)W * sizeof *b.u))) st = ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld mask words", (long long)W);
   for (int64_t p = 0; p < s->npanels && st == TS_OK; p++) {
     const ts_attn_panel *P = &s->panels[p];
     for (int32_t i = 0; i < P->nr; i++) memcpy(R + (int64_t)i * W, mask->bits + (P->r0 + i) * mask->stride, (size_t)W * sizeof *R);
     int64_t it0 = b.nitems, cells0 = pl->stats.cells;
     for (int64_t k = 0; k < P->nseg && st == TS_OK; k++)
-      st = compile_segment(&b, &pl->stats, R, W, P, p, k, &s->segs[P->seg0 + k]);
+      st = compile_segment(&b, &pl->stats, R, W, s->n, P, p, k, &s->segs[P->seg0 + k]);
     for (int32_t i = 0; i < P->nr && st == TS_OK; i++) {
       int64_t j = range_find(R + (int64_t)i * W, 0, s->n, 1);
       if (j >= 0)
@@ -146,10 +220,13 @@ static ts_status compile_panels(ts_attn_plan *pl, const ts_attn_schedule *s, con
                                       .cells = pl->stats.cells - cells0};
   }
   ts_free(R);
+  ts_free(b.u);
   pl->items = b.items;
   pl->nitems = b.nitems;
   pl->mbits = b.mbits;
   pl->nmbits = b.nmbits;
+  pl->runs = b.runs;
+  pl->nruns = b.nruns;
   return st;
 }
 
@@ -203,6 +280,7 @@ void ts_attn_plan_destroy(ts_attn_plan *pl) {
   if (!pl) return;
   free(pl->items);
   free(pl->mbits);
+  free(pl->runs);
   ts_free(pl->panels);
   ts_free(pl->order);
   ts_free(pl->wsmem);
@@ -234,8 +312,10 @@ ts_status ts_attn_plan_create(ts_attn_plan **out, const ts_context *ctx, const t
     if (s->panels[p].nr > pl->nr_max) pl->nr_max = s->panels[p].nr;
   pl->br_max = pl->bc_max = 1;
   for (int64_t k = 0; k < s->nsegs; k++) {
-    if (s->segs[k].br > pl->br_max) pl->br_max = s->segs[k].br;
-    if (s->segs[k].bc > pl->bc_max) pl->bc_max = s->segs[k].bc;
+    const ts_attn_segment *g = &s->segs[k];
+    int32_t bc = g->kind == TS_ATTN_SEG_COMPACT && g->bc < TS__ATTN_RUN ? TS__ATTN_RUN : g->bc; /* >= one run */
+    if (g->br > pl->br_max) pl->br_max = g->br;
+    if (bc > pl->bc_max) pl->bc_max = bc;
   }
   for (int64_t i = 0; i < s->n; i++) pl->stats.nnz += range_count(mask->bits + i * mask->stride, 0, s->n);
 

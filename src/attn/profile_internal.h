@@ -27,6 +27,9 @@ void ts__attn_timer_free(ts__attn_timer *t);
 ts_status ts__attn_time_block(ts__attn_timer *t, const ts_bitmap *cells, ts_attn_seg_kind kind, ts_attn_tile tile,
                               double *seconds);
 
+/* Median seconds of ts_attn_execute of `plan` (made for n <= nmax tokens, any thread count; t's
+ * one-thread context runs it) on batch = heads = 1. */
+ts_status ts__attn_time_plan(ts__attn_timer *t, ts_attn_plan *plan, int64_t n, double *seconds);
 /* The same panels with no segment over an empty rows x cols mask: the call and panel overhead. */
 ts_status ts__attn_time_empty(ts__attn_timer *t, int64_t rows, int64_t cols, double *seconds);
 /* x rounded to 9 significant digits: far below timing noise, and such a double prints in cJSON's

@@ -77,6 +77,27 @@ static ts_status run_once(ts__attn_timer *t, ts_attn_plan *plan, int64_t n) {
   return ts_attn_execute(t->ctx, plan, t->q, t->k, t->v, t->o, 1, 1, n, t->d);
 }
 
+ts_status ts__attn_time_plan(ts__attn_timer *t, ts_attn_plan *plan, int64_t n, double *seconds) {
+  if (n > t->nmax)
+    return ts_error(TS_ERR_INVALID_ARG, "attn profile: a plan for n = %lld on a timer for %lld", (long long)n, (long long)t->nmax);
+  ts_status st = TS_OK;
+  for (int w = 0; st == TS_OK && w < t->warmup; w++) st = run_once(t, plan, n);
+  int calls = 0;
+  double total = 0;
+  while (st == TS_OK && calls < TS__ATTN_MAX_CALLS && (calls < t->repeats || total < t->min_time_s)) {
+    double t0 = clock_now(t->wall_clock);
+    st = run_once(t, plan, n);
+    double dt = clock_now(t->wall_clock) - t0;
+    t->samples[calls++] = dt, total += dt;
+  }
+  if (st == TS_OK) {
+    qsort(t->samples, (size_t)calls, sizeof(double), cmp_double);
+    double med = calls % 2 ? t->samples[calls / 2] : 0.5 * (t->samples[calls / 2 - 1] + t->samples[calls / 2]);
+    *seconds = ts__attn_round9(med > 1e-9 ? med : 1e-9); /* a table entry is always positive */
+  }
+  return st;
+}
+
 /* nseg = 1: the block's segment; nseg = 0: the same panels with no segment (cells must be empty). */
 static ts_status time_schedule(ts__attn_timer *t, const ts_bitmap *cells, int nseg, ts_attn_seg_kind kind,
                                ts_attn_tile tile, double *seconds) {
@@ -100,20 +121,7 @@ static ts_status time_schedule(ts__attn_timer *t, const ts_bitmap *cells, int ns
                                     .bc = tile.bc, .kind = kind};
     st = ts_attn_plan_create(&plan, t->ctx, &s, &mask, t->d);
   }
-  for (int w = 0; st == TS_OK && w < t->warmup; w++) st = run_once(t, plan, n);
-  int calls = 0;
-  double total = 0;
-  while (st == TS_OK && calls < TS__ATTN_MAX_CALLS && (calls < t->repeats || total < t->min_time_s)) {
-    double t0 = clock_now(t->wall_clock);
-    st = run_once(t, plan, n);
-    double dt = clock_now(t->wall_clock) - t0;
-    t->samples[calls++] = dt, total += dt;
-  }
-  if (st == TS_OK) {
-    qsort(t->samples, (size_t)calls, sizeof(double), cmp_double);
-    double med = calls % 2 ? t->samples[calls / 2] : 0.5 * (t->samples[calls / 2 - 1] + t->samples[calls / 2]);
-    *seconds = ts__attn_round9(med > 1e-9 ? med : 1e-9); /* a table entry is always positive */
-  }
+  if (st == TS_OK) st = ts__attn_time_plan(t, plan, n, seconds);
   ts_attn_plan_destroy(plan);
   ts_attn_schedule_free(&s);
   ts_bitmap_free(&mask);

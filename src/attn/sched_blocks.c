@@ -1,28 +1,12 @@
 /* Schedules from dense blocks: builds the panels (ts_attn_schedule_from_blocks), prices every block
- * piece for every menu tile and every panel's residue, solves (sched.c) and writes the chosen tiles
- * and threads into the schedule. Also prices any schedule (ts_attn_schedule_predict). */
+ * piece for every menu tile and (sched_compact.c) every panel's compact pass at every height,
+ * solves (sched.c) and writes the chosen tiles, compact passes and threads into the schedule. Also
+ * prices any schedule (ts_attn_schedule_predict). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tessera/attn_sched.h"
-
-/* Set cells of rows [r0, r0+nr) x cols [c0, c0+nc) of a row-major bit array (W words per row);
- * clear them too when `clear`. */
-static int64_t rect_count(uint64_t *bits, int64_t W, int64_t r0, int64_t nr, int64_t c0, int64_t nc, bool clear) {
-  int64_t c1 = c0 + nc, tot = 0, w0 = c0 >> 6, w1 = (c1 - 1) >> 6;
-  for (int64_t i = r0; i < r0 + nr; i++) {
-    uint64_t *row = bits + i * W;
-    for (int64_t w = w0; w <= w1; w++) {
-      uint64_t m = ~(uint64_t)0;
-      if (w == w0) m &= ~(uint64_t)0 << (c0 & 63);
-      if (w == w1 && (c1 & 63)) m &= ((uint64_t)1 << (c1 & 63)) - 1;
-      tot += __builtin_popcountll(row[w] & m);
-      if (clear) row[w] &= ~m;
-    }
-  }
-  return tot;
-}
+#include "attn/sched_internal.h"
 
 /* Copies panel p's mask rows into R ([nr][W], panel-relative rows). */
 static void load_rows(const ts_bitmap *mask, const ts_attn_panel *P, int64_t W, uint64_t *R) {
@@ -31,16 +15,18 @@ static void load_rows(const ts_bitmap *mask, const ts_attn_panel *P, int64_t W, 
 
 /* Price of segment g of panel P as the kernels run it: its cells still unowned in R are taken
  * (cleared); per br x bc sub-tile, one cost(sub-tile rectangle, tile) when it holds such a cell
- * (every sub-tile for DENSE). `price` false: only take the cells. */
+ * (every sub-tile for DENSE; COMPACT: per row sub-tile, its 4-key runs). `price` false: only take
+ * the cells. u: [W] scratch. */
 static double price_segment(uint64_t *R, int64_t W, const ts_attn_panel *P, const ts_attn_segment *g, ts_attn_cost_fn cost,
-                            void *user, bool price) {
+                            void *user, bool price, uint64_t *u) {
+  if (g->kind == TS_ATTN_SEG_COMPACT) return ts__attn_price_compact_segment(R, W, P, g, cost, user, u);
   double sum = 0;
   ts_attn_tile t = {g->br, g->bc};
   for (int64_t c = g->c0; c < (int64_t)g->c0 + g->nc; c += g->bc) {
     int64_t nc = (int64_t)g->c0 + g->nc - c < g->bc ? (int64_t)g->c0 + g->nc - c : g->bc;
     for (int64_t r = g->r0; r < (int64_t)g->r0 + g->nr; r += g->br) {
       int64_t nr = (int64_t)g->r0 + g->nr - r < g->br ? (int64_t)g->r0 + g->nr - r : g->br;
-      int64_t cnt = rect_count(R, W, r - P->r0, nr, c, nc, true);
+      int64_t cnt = ts__attn_rect_count(R, W, r - P->r0, nr, c, nc, true);
       if (price && (cnt > 0 || g->kind == TS_ATTN_SEG_DENSE)) {
         ts_block b = {.row0 = (int32_t)r, .col0 = (int32_t)c, .rows = (int32_t)nr, .cols = (int32_t)nc, .nnz = cnt};
         sum += cost(&b, t, user);
@@ -60,18 +46,18 @@ ts_status ts_attn_schedule_predict(const ts_attn_schedule *s, const ts_bitmap *m
   if (!cost) cost = ts_attn_cost_default;
   int64_t W = mask->stride, nrmax = 1;
   for (int64_t p = 0; p < s->npanels; p++) nrmax = s->panels[p].nr > nrmax ? s->panels[p].nr : nrmax;
-  uint64_t *R = malloc((size_t)(nrmax * W) * sizeof *R);
+  uint64_t *R = malloc((size_t)(nrmax * W) * sizeof *R), *u = malloc((size_t)W * sizeof *u);
   double *L = malloc((size_t)s->npanels * sizeof *L);
   int64_t *piece_panel = malloc(sizeof *piece_panel);
   int32_t *thr = malloc((size_t)s->npanels * sizeof *thr);
   int tile0 = 0;
   ts_status st = TS_OK;
-  if (!R || !L || !piece_panel || !thr) st = ts_error(TS_ERR_OOM, "attn predict: cannot allocate panel rows");
+  if (!R || !u || !L || !piece_panel || !thr) st = ts_error(TS_ERR_OOM, "attn predict: cannot allocate panel rows");
   for (int64_t p = 0; p < s->npanels && st == TS_OK; p++) {
     const ts_attn_panel *P = &s->panels[p];
     load_rows(mask, P, W, R);
     L[p] = 0;
-    for (int64_t k = 0; k < P->nseg; k++) L[p] += price_segment(R, W, P, &s->segs[P->seg0 + k], cost, user, true);
+    for (int64_t k = 0; k < P->nseg; k++) L[p] += price_segment(R, W, P, &s->segs[P->seg0 + k], cost, user, true, u);
   }
   bool complete = s->thread != NULL;
   for (int64_t p = 0; complete && p < s->npanels; p++) complete = s->thread[p] >= 0;
@@ -91,11 +77,11 @@ ts_status ts_attn_schedule_predict(const ts_attn_schedule *s, const ts_bitmap *m
     o.solver = TS_ATTN_SOLVER_GREEDY;
     o.threads = threads;
     ts_attn_sched_info info;
-    st = ts_attn_sched_problem_solve(&pb, &o, &tile0, thr, &info);
+    st = ts_attn_sched_problem_solve(&pb, &o, &tile0, NULL, thr, &info);
     if (st == TS_OK && makespan) *makespan = info.makespan;
     if (st == TS_OK && total) *total = info.total;
   }
-  free(R), free(L), free(piece_panel), free(thr);
+  free(R), free(u), free(L), free(piece_panel), free(thr);
   return st;
 }
 
@@ -104,6 +90,38 @@ static int64_t blocks_meeting(const ts_block *bl, int64_t nb, int64_t p0, int64_
   int64_t c = 0;
   for (int64_t b = 0; b < nb; b++) c += bl[b].row0 < p1 && (int64_t)bl[b].row0 + bl[b].rows > p0;
   return c;
+}
+
+ts_status ts__sched_build_schedule(const ts__sched_build *B, const int *choice, const int *height, ts_attn_schedule *fin) {
+  const ts_attn_schedule *s = B->s;
+  const int64_t ni = B->npieces;
+  if (B->o->nheights == 0) { /* the blocks' schedule as it is, with the pieces' tiles */
+    TS_TRY(ts_attn_schedule_alloc(fin, s->n, s->npanels, s->nsegs));
+    memcpy(fin->panels, s->panels, (size_t)s->npanels * sizeof *fin->panels);
+    memcpy(fin->segs, s->segs, (size_t)s->nsegs * sizeof *fin->segs);
+    for (int64_t x = 0; x < ni; x++) fin->segs[B->segof[x]].br = B->menu[choice[x]].br, fin->segs[B->segof[x]].bc = B->menu[choice[x]].bc;
+    return TS_OK;
+  }
+  int64_t nseg = 0;
+  for (int64_t x = 0; x < ni; x++) nseg += choice[x] < B->nmenu;
+  for (int64_t p = 0; p < s->npanels; p++) nseg += height[p] >= 0;
+  TS_TRY(ts_attn_schedule_alloc(fin, s->n, s->npanels, nseg));
+  int64_t k = 0, x = 0;
+  for (int64_t p = 0; p < s->npanels; p++) {
+    const ts_attn_panel *P = &s->panels[p];
+    fin->panels[p] = (ts_attn_panel){.r0 = P->r0, .nr = P->nr, .seg0 = k, .nseg = 0};
+    for (; x < ni && B->segof[x] < P->seg0 + P->nseg; x++) {
+      if (choice[x] >= B->nmenu) continue;
+      ts_attn_segment g = s->segs[B->segof[x]];
+      g.br = B->menu[choice[x]].br, g.bc = B->menu[choice[x]].bc;
+      fin->segs[k++] = g;
+    }
+    if (height[p] >= 0)
+      fin->segs[k++] = (ts_attn_segment){.r0 = P->r0, .nr = P->nr, .c0 = 0, .nc = (int32_t)s->n,
+                                         .br = B->o->heights[height[p]], .bc = B->o->compact_bc, .kind = TS_ATTN_SEG_COMPACT};
+    fin->panels[p].nseg = k - fin->panels[p].seg0;
+  }
+  return TS_OK;
 }
 
 ts_status ts_attn_schedule_solve(const ts_blocks *blk, const ts_bitmap *mask, const ts_attn_sched_opts *opts,
@@ -126,6 +144,12 @@ ts_status ts_attn_schedule_solve(const ts_blocks *blk, const ts_bitmap *mask, co
     if (menu[t].br < 1 || menu[t].br > TS_ATTN_TILE_MAX || menu[t].bc < 1 || menu[t].bc > TS_ATTN_TILE_MAX)
       return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: menu tile %d is %d x %d, not in [1, %d]^2", t, menu[t].br, menu[t].bc,
                       TS_ATTN_TILE_MAX);
+  if (o.nheights < 0 || o.nheights > 4 || (o.nheights > 0 && (o.compact_bc < 1 || o.compact_bc > TS_ATTN_TILE_MAX)))
+    return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: nheights = %d (0..4), compact_bc = %d (1..%d)", o.nheights, o.compact_bc,
+                    TS_ATTN_TILE_MAX);
+  for (int h = 0; h < o.nheights; h++)
+    if (o.heights[h] < 1 || o.heights[h] > TS_ATTN_TILE_MAX)
+      return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: compact height %d = %d is not in [1, %d]", h, o.heights[h], TS_ATTN_TILE_MAX);
   ts_attn_cost_fn cost = o.cost ? o.cost : ts_attn_cost_default;
   const int64_t n = blk->rows, nb = blk->nblocks;
   ts_attn_tile *t0s = malloc((size_t)(nb ? nb : 1) * sizeof *t0s);
@@ -148,46 +172,77 @@ ts_status ts_attn_schedule_solve(const ts_blocks *blk, const ts_bitmap *mask, co
     ni += c;
     nrmax = P->nr > nrmax ? P->nr : nrmax;
   }
+  const int nh = o.nheights;
   int64_t *pp = malloc((size_t)(ni ? ni : 1) * sizeof *pp), *segof = malloc((size_t)(ni ? ni : 1) * sizeof *segof);
   double *cost_m = malloc((size_t)(ni ? ni : 1) * (size_t)nmenu * sizeof *cost_m), *base = calloc((size_t)np, sizeof *base);
-  uint64_t *R = malloc((size_t)(nrmax * W) * sizeof *R);
-  int *tile = malloc((size_t)(ni ? ni : 1) * sizeof *tile);
+  double *merge = nh ? malloc((size_t)(ni ? ni : 1) * (size_t)nh * sizeof *merge) : NULL;
+  double *open = nh ? calloc((size_t)(np * nh), sizeof *open) : NULL;
+  unsigned char *must = nh ? calloc((size_t)np, 1) : NULL;
+  uint64_t *R = malloc((size_t)(nrmax * W) * sizeof *R), *u = malloc((size_t)W * sizeof *u);
+  int *tile = malloc((size_t)(ni ? ni : 1) * sizeof *tile), *height = malloc((size_t)np * sizeof *height);
   int32_t *thread = malloc((size_t)np * sizeof *thread);
-  if (!pp || !segof || !cost_m || !base || !R || !tile || !thread)
+  if (!pp || !segof || !cost_m || !base || !R || !u || !tile || !height || !thread || (nh && (!merge || !open || !must)))
     st = ts_error(TS_ERR_OOM, "attn scheduler: cannot allocate the costs of %lld pieces x %d tiles", (long long)ni, nmenu);
   int64_t i = 0;
   for (int64_t p = 0; p < np && st == TS_OK; p++) {
     const ts_attn_panel *P = &out->panels[p];
-    int64_t c = blocks_meeting(blk->blocks, nb, P->r0, (int64_t)P->r0 + P->nr);
+    int64_t c = blocks_meeting(blk->blocks, nb, P->r0, (int64_t)P->r0 + P->nr), i0 = i;
     load_rows(mask, P, W, R);
     for (int64_t k = 0; k < P->nseg; k++) {
       const ts_attn_segment *g = &out->segs[P->seg0 + k];
       if (k < c) { /* a block piece: its cells, then its price for every menu tile */
         ts_block b = {.row0 = g->r0, .col0 = g->c0, .rows = g->nr, .cols = g->nc};
-        b.nnz = rect_count(R, W, g->r0 - P->r0, g->nr, g->c0, g->nc, true);
+        b.nnz = ts__attn_rect_count(R, W, g->r0 - P->r0, g->nr, g->c0, g->nc, true);
         for (int t = 0; t < nmenu; t++) cost_m[i * nmenu + t] = cost(&b, menu[t], o.cost_user);
         pp[i] = p, segof[i] = P->seg0 + k;
         i++;
-      } else { /* residue: priced per non-empty sub-tile of its own tile */
-        base[p] += price_segment(R, W, P, g, cost, o.cost_user, true);
+      } else if (!nh) { /* residue (no compact passes): priced per non-empty sub-tile of its own tile */
+        base[p] += price_segment(R, W, P, g, cost, o.cost_user, true, u);
       }
+    }
+    if (nh) { /* the compact pass at every height: the pieces' shares and the residue's */
+      int64_t rc;
+      st = ts__attn_price_compact(mask, P, &out->segs[P->seg0], c, &o, cost, merge + i0 * nh, open + p * nh, &rc);
+      must[p] = rc > 0;
     }
   }
   ts_attn_sched_info inf;
+  ts__sched_build B = {.s = out, .mask = mask, .segof = segof, .npieces = ni, .menu = menu, .nmenu = nmenu, .o = &o};
+  ts_attn_sched_problem pb = {.npanels = np, .npieces = ni, .ntiles = nmenu, .piece_panel = pp, .cost = cost_m, .base = base,
+                              .nheights = nh, .merge = merge, .open = open, .must_open = must};
+  double scale[5], tc = ts_now();
+  memcpy(scale, o.family_scale, sizeof scale);
+  if (st == TS_OK && o.calibrate_d > 0) st = ts__sched_calibrate(&B, &pb, &o, scale);
+  for (int f = 0; f < 5 && st == TS_OK; f++)
+    if (!(scale[f] > 0 && scale[f] < 1e300)) st = ts_error(TS_ERR_INVALID_ARG, "attn scheduler: family scale %d = %g must be > 0", f, scale[f]);
   if (st == TS_OK) {
-    ts_attn_sched_problem pb = {.npanels = np, .npieces = ni, .ntiles = nmenu, .piece_panel = pp, .cost = cost_m, .base = base};
-    st = ts_attn_sched_problem_solve(&pb, &o, tile, thread, &inf);
+    for (int64_t x = 0; x < ni; x++) {
+      for (int t = 0; t < nmenu; t++) cost_m[x * nmenu + t] *= scale[0];
+      for (int h = 0; h < nh; h++) merge[x * nh + h] *= scale[1 + h];
+    }
+    for (int64_t p = 0; p < np; p++) {
+      base[p] *= scale[0];
+      for (int h = 0; h < nh; h++) open[p * nh + h] *= scale[1 + h];
+    }
   }
+  tc = ts_now() - tc;
+  if (st == TS_OK) st = ts_attn_sched_problem_solve(&pb, &o, tile, height, thread, &inf);
   if (st == TS_OK) {
-    for (int64_t x = 0; x < ni; x++) out->segs[segof[x]].br = menu[tile[x]].br, out->segs[segof[x]].bc = menu[tile[x]].bc;
-    st = ts_attn_schedule_set_threads(out, thread);
+    ts_attn_schedule fin;
+    st = ts__sched_build_schedule(&B, tile, height, &fin);
+    if (st == TS_OK) ts_attn_schedule_free(out), *out = fin;
   }
+  if (st == TS_OK) st = ts_attn_schedule_set_threads(out, thread);
   if (st == TS_OK && info) {
     inf.nblocks = nb;
+    inf.calibrated = o.calibrate_d > 0;
+    memcpy(inf.calib_scale, scale, sizeof scale);
+    inf.calib_ms = inf.calibrated ? tc * 1e3 : 0.0;
     inf.ms = (ts_now() - t0) * 1e3;
     *info = inf;
   }
-  free(pp), free(segof), free(cost_m), free(base), free(R), free(tile), free(thread);
+  free(pp), free(segof), free(cost_m), free(base), free(merge), free(open), free(must), free(R), free(u), free(tile), free(height),
+      free(thread);
   if (st != TS_OK) ts_attn_schedule_free(out);
   return st;
 }

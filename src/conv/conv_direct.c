@@ -27,6 +27,7 @@ static ts_status direct_init(ts_conv_plan *pl) {
   const ts_conv_desc *d = &pl->d;
   const size_t wn = (size_t)d->groups * st->kblocks_g * pl->cg * d->r * d->s * st->kb;
   st->wp = ts_malloc(wn * sizeof(float));
+  pl->state_bytes = wn * sizeof(float);
   if (!st->wp) return ts_error(TS_ERR_OOM, "direct: out of memory for %zu packed weights", wn);
   st->g = ts__conv_pad_geometry(d);
   if (!(st->soff = malloc((size_t)d->s * sizeof(int)))) return ts_error(TS_ERR_OOM, "direct: out of memory");
@@ -85,9 +86,21 @@ static ts_status direct_execute(const ts_conv_plan *pl, const float *in, float *
   ts__conv_pad_input(d, &st->g, in, xp, pl->threads);
   const int nb = d->groups * st->kblocks_g, pt = (pl->p + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
   const int tasks = d->n * nb * pt;
-  void (*rows)(const ts__conv_direct_args *, int, int) =
-      st->isa == TS_ISA_AVX512 ? ts__conv_direct_rows_avx512 : st->isa == TS_ISA_AVX2 ? ts__conv_direct_rows_avx2
-                                                                                         : direct_rows_scalar;
+  if (st->isa == TS_ISA_AVX512) { /* output channels in the lanes, one row per task */
+    const size_t pq = (size_t)pl->p * pl->q;
+    const int rows_all = d->n * nb * pl->p;
+#pragma omp parallel for num_threads(pl->threads) schedule(static)
+    for (int t = 0; t < rows_all; t++) {
+      const int n = t / (nb * pl->p), b = (t / pl->p) % nb, p = t % pl->p;
+      const int grp = b / st->kblocks_g, k0 = grp * pl->kg + (b % st->kblocks_g) * st->kb, kend = (grp + 1) * pl->kg;
+      const ts__dconv_args a = {d, &st->g, pl->p, pl->q, pl->cg, xp + ((size_t)n * d->c + (size_t)grp * pl->cg) * st->g.plane,
+                                st->wp + (size_t)b * pl->cg * d->r * d->s * st->kb, pl->bias + k0,
+                                out + ((size_t)n * d->k + k0) * pq, kend - k0 < st->kb ? kend - k0 : st->kb, st->soff};
+      ts__dconv_rows_avx512(&a, p, p + 1);
+    }
+    return TS_OK;
+  }
+  void (*rows)(const ts__conv_direct_args *, int, int) = st->isa == TS_ISA_AVX2 ? ts__conv_direct_rows_avx2 : direct_rows_scalar;
   const size_t pq = (size_t)pl->p * pl->q;
 #pragma omp parallel for num_threads(pl->threads) schedule(static)
   for (int t = 0; t < tasks; t++) {

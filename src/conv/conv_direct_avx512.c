@@ -1,5 +1,5 @@
-/* AVX-512 instantiation of the direct and depthwise kernels (conv_direct_tmpl.h): 16 lanes,
- * 8 output channels x 2 vectors = 16 accumulators of the 32 zmm registers. */
+/* AVX-512 instantiation of the depthwise kernel (conv_direct_tmpl.h): 16 lanes. The direct
+ * algorithm's AVX-512 kernel puts output channels in the lanes instead (conv_direct_oc_avx512.c). */
 #include <immintrin.h>
 
 #define VEC __m512
@@ -14,12 +14,10 @@
 #define VSTORE_N(p, v, n) _mm512_mask_storeu_ps(p, (__mmask16)((1u << (n)) - 1u), v)
 #define VLOAD_N(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), p)
 #define FN(name) name##_avx512_impl
+#define TS_CONV_TMPL_DW_ONLY /* direct itself runs conv_direct_oc_avx512.c */
 
 #include "conv/conv_direct_tmpl.h"
 
-void ts__conv_direct_rows_avx512(const ts__conv_direct_args *a, int p0, int p1) {
-  ts__conv_direct_rows_avx512_impl(a, p0, p1);
-}
 void ts__conv_dw_rows_avx512(const ts__conv_direct_args *a, int p0, int p1) {
   ts__conv_dw_rows_avx512_impl(a, p0, p1);
 }

@@ -10,6 +10,7 @@
  * so the QV*VW inputs of one tap are contiguous for every stride. */
 #include "conv/conv_internal.h"
 
+#ifndef TS_CONV_TMPL_DW_ONLY
 /* Channels [c0, c1) of one tile; `first`: start from zero (else from the partial sums stored in
  * the output), `last`: add the bias, apply ReLU. */
 static inline __attribute__((always_inline)) void FN(direct_tile)(const ts__conv_direct_args *a, int p, int q0, int c0,
@@ -73,6 +74,8 @@ static void FN(ts__conv_direct_rows)(const ts__conv_direct_args *a, int p0, int 
     }
   }
 }
+
+#endif
 
 /* Depthwise: one channel; accumulators acc[PB][QV] cover PB output rows x QV*VW columns, and each
  * broadcast weight tap is shared by all PB*QV vectors. */

@@ -83,7 +83,8 @@ static ts_status fft_init(ts_conv_plan *pl) {
   st->y_bytes = ts__conv_align((size_t)st->nbins * pl->kg * 2 * st->tb * sizeof(float));
   st->buf_bytes = ts__conv_align((size_t)st->fh * st->fw * sizeof(float)) + ts__conv_align((size_t)st->nbins * sizeof(fftwf_complex));
   pl->workspace = st->x_bytes + st->y_bytes + (size_t)pl->threads * st->buf_bytes;
-  st->W = ts_malloc((size_t)st->nbins * d->k * 2 * pl->cg * sizeof(float));
+  pl->state_bytes = (size_t)st->nbins * d->k * 2 * pl->cg * sizeof(float);
+  st->W = ts_malloc(pl->state_bytes);
   float *rb = fftwf_alloc_real((size_t)st->fh * st->fw);
   fftwf_complex *cb = fftwf_alloc_complex((size_t)st->nbins);
   if (!st->W || !rb || !cb) {

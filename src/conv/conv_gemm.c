@@ -14,7 +14,7 @@
 /* One row (c, r, s) of the lowered matrix for output positions [j0, j0 + nb) of image plane x:
  * output row by output row, zeros where the tap falls in the padding, a copy (memcpy at stride 1)
  * of the in-range columns [qa, qb) otherwise. */
-static void lower_row(const ts_conv_desc *d, int Q, const float *x, int r, int s, int j0, int nb, float *dst) {
+void ts__conv_lower_row(const ts_conv_desc *d, int Q, const float *x, int r, int s, int j0, int nb, float *dst) {
   const int off = s * d->dilation_w - d->pad_left, sw = d->stride_w;
   /* q in [qa, qb) <=> 0 <= q*sw + off < W */
   int qa = off >= 0 ? 0 : (-off + sw - 1) / sw, qb = d->w - off <= 0 ? 0 : (d->w - off + sw - 1) / sw;
@@ -57,7 +57,7 @@ static ts_status im2col_execute(const ts_conv_plan *pl, const float *in, float *
 #pragma omp parallel for num_threads(pl->threads) schedule(static)
       for (int row = 0; row < crs; row++) {
         const int c = row / rs, r = (row % rs) / d->s, s = row % d->s;
-        lower_row(d, pl->q, x + (size_t)c * d->h * d->w, r, s, 0, pq, col + (size_t)row * pq);
+        ts__conv_lower_row(d, pl->q, x + (size_t)c * d->h * d->w, r, s, 0, pq, col + (size_t)row * pq);
       }
       float *o = out + ((size_t)n * d->k + (size_t)g * pl->kg) * pq;
       TS_TRY(ts_sgemm(pl->ctx, TS_NO_TRANS, TS_NO_TRANS, pl->kg, pq, crs, 1.0f, pl->weights + (size_t)g * pl->kg * crs,
@@ -88,7 +88,8 @@ static ts_status kn2row_init(ts_conv_plan *pl) {
   kn2row_state *st = calloc(1, sizeof *st);
   if (!st) return ts_error(TS_ERR_OOM, "kn2row: out of memory");
   pl->state = st;
-  st->wk = ts_malloc((size_t)d->k * pl->cg * d->r * d->s * sizeof(float));
+  pl->state_bytes = (size_t)d->k * pl->cg * d->r * d->s * sizeof(float);
+  st->wk = ts_malloc(pl->state_bytes);
   if (!st->wk) return ts_error(TS_ERR_OOM, "kn2row: out of memory for the packed weights");
   pl->workspace = ts__conv_align((size_t)pl->kg * d->h * d->w * sizeof(float));
   return TS_OK;
@@ -180,7 +181,7 @@ static ts_status implicit_pointwise(const ts_conv_plan *pl, const float *in, flo
       const float *x = in + ((size_t)n * d->c + (size_t)g * pl->cg) * hw;
       if (strided) {
 #pragma omp parallel for num_threads(pl->threads) schedule(static)
-        for (int c = 0; c < pl->cg; c++) lower_row(d, pl->q, x + (size_t)c * hw, 0, 0, 0, pq, ws + (size_t)c * pq);
+        for (int c = 0; c < pl->cg; c++) ts__conv_lower_row(d, pl->q, x + (size_t)c * hw, 0, 0, 0, pq, ws + (size_t)c * pq);
         x = ws;
       }
       float *o = out + ((size_t)n * d->k + (size_t)g * pl->kg) * pq;
@@ -207,7 +208,7 @@ static ts_status implicit_execute(const ts_conv_plan *pl, const float *in, float
     float *col = (float *)(ws + (size_t)omp_get_thread_num() * slice);
     const float *x = in + ((size_t)n * d->c + (size_t)g * pl->cg) * hw;
     for (int row = 0; row < crs; row++)
-      lower_row(d, pl->q, x + (size_t)(row / rs) * hw, (row % rs) / d->s, row % d->s, j0, nb, col + (size_t)row * nb);
+      ts__conv_lower_row(d, pl->q, x + (size_t)(row / rs) * hw, (row % rs) / d->s, row % d->s, j0, nb, col + (size_t)row * nb);
     float *o = out + ((size_t)n * d->k + (size_t)g * pl->kg) * pq + j0;
     /* inside this parallel region ts_sgemm runs on the calling thread alone */
     if (ts_sgemm(pl->ctx, TS_NO_TRANS, TS_NO_TRANS, pl->kg, nb, crs, 1.0f, pl->weights + (size_t)g * pl->kg * crs,

@@ -24,6 +24,7 @@ struct ts_conv_plan {
   int p, q;             /* output height/width */
   int cg, kg;           /* channels per group: c / groups, k / groups */
   size_t workspace;     /* bytes */
+  size_t state_bytes;   /* bytes of the algorithm's own transformed weights (ts_conv_plan_memory) */
   int has_weights;
   float *weights;       /* [K][C/g][R][S] copy (reference, im2col, implicit use it as is) */
   float *bias;          /* [K], zeros when none was given */
@@ -60,6 +61,10 @@ void ts__conv_tap_offsets(const ts_conv_desc *d, const ts__conv_pad_geom *g, int
 ts__conv_pad_geom ts__conv_pad_geometry(const ts_conv_desc *d);
 void ts__conv_pad_input(const ts_conv_desc *d, const ts__conv_pad_geom *g, const float *in, float *xp, int threads);
 
+/* Row (c, r, s) of the im2col matrix for output positions [j0, j0 + nb) of one input plane x
+ * [H][W] (zeros where the tap falls in the padding): dst[j - j0] for j = p * Q + q (conv_gemm.c). */
+void ts__conv_lower_row(const ts_conv_desc *d, int Q, const float *x, int r, int s, int j0, int nb, float *dst);
+
 /* out[k][i] = relu?(out[k][i] + bias[k]) over `rows` rows of `len` (row k0 + row index picks the
  * bias), one image plane block. */
 void ts__conv_epilogue(float *out, int rows, size_t len, size_t ld, const float *bias, int relu);
@@ -78,29 +83,47 @@ typedef struct ts__conv_direct_args {
   int kvalid;
   const int *soff;   /* [S]: offset of tap s in a padded row, ((s*dw) % sw) * wrow + (s*dw) / sw */
 } ts__conv_direct_args;
-void ts__conv_direct_rows_avx512(const ts__conv_direct_args *a, int p0, int p1);
 void ts__conv_direct_rows_avx2(const ts__conv_direct_args *a, int p0, int p1);
 /* Depthwise: one channel, weights [R][S], output rows [p0, p1). */
 void ts__conv_dw_rows_avx512(const ts__conv_direct_args *a, int p0, int p1);
 void ts__conv_dw_rows_avx2(const ts__conv_direct_args *a, int p0, int p1);
-/* Winograd transforms over 16 tiles at once (conv_winograd_avx512.c); lanes are the tiles
- * t0 + j0 .. t0 + j0 + cnt - 1 of the block (cnt <= 16), tile t = (n, ty, tx) over the batch. */
-typedef struct ts__wino_args {
-  const float *in;              /* [N][C][H][W] */
-  const float *BT, *AT;         /* [A][6] and [M][6] (leading dimension 6) */
-  int A, M, C, H, W, P, Q, K;   /* tile size, output tile, tensor sizes */
-  int pad_top, pad_left, th, tw; /* tiles per image: th x tw */
-  int t0, nb, cg, kg, g;        /* block's first tile and size, channels per group, group */
-  float *V;                     /* [A*A][cg][nb] */
-  const float *Mb;              /* [A*A][kg][nb] */
-  float *out;                   /* [N][K][P][Q] */
-  const float *bias;            /* [K] */
+/* Winograd on AVX-512 (conv_winograd_avx512.c; plan, weights and the scalar path in
+ * conv_winograd.c). Tiles: tile row R = n * th + ty over the batch (th x tw tiles per image). */
+typedef struct ts__wino_geom {
+  const float *BT, *AT;          /* [A][6] and [M][6] (leading dimension 6) */
+  int A, M, N, C, H, W, P, Q, K; /* tile size, output tile, tensor sizes */
+  int pad_top, pad_left, th, tw;
+  int cg, kg, groups, threads;
+  int kgp;                       /* row length of U: kg rounded up to 16 */
+  const float *U;                /* [groups][A*A][kgp / 16][cg][16] (channels past kg zero) */
+  const float *bias;             /* [K] */
   int relu;
-} ts__wino_args;
-void ts__wino_input_avx512(const ts__wino_args *a, int c, int j0, int cnt);
-void ts__wino_output_avx512(const ts__wino_args *a, int k, int j0, int cnt);
+  int fused;                     /* schedule: 1 fused per-thread tile chunks, 0 staged blocks */
+  int rpb, ld;                   /* staged: tile rows per block, V/M row length (>= rpb * tw, 16 | ld) */
+  int nck, ldb, kb;              /* fused: chunks per tile row, chunk row length (16 | ldb), k block */
+  size_t workspace;              /* bytes */
+} ts__wino_geom;
+/* Chooses the schedule and its blocking; sets the workspace size. */
+void ts__wino_setup_avx512(ts__wino_geom *g);
+ts_status ts__wino_execute_avx512(const ts__wino_geom *g, const float *in, float *out, unsigned char *ws);
 
-#define TS__CONV_KB_AVX512 8
+/* AVX-512 direct kernel with output channels in the lanes (conv_direct_oc_avx512.c): output rows
+ * [p0, p1) of one block of TS__CONV_KB_AVX512 (32) packed output channels of image n and one
+ * group, the weights packed as for the other direct kernels ([cg][R][S][32]). */
+typedef struct ts__dconv_args {
+  const ts_conv_desc *d;
+  const ts__conv_pad_geom *g;
+  int p, q, cg;
+  const float *x;    /* padded input of image n, first channel of the group */
+  const float *w;    /* the block's packed weights [cg][R][S][32] */
+  const float *bias; /* bias of the block's first channel */
+  float *out;        /* output of image n, first channel of the block, [kvalid][P][Q] */
+  int kvalid;        /* channels of the block that exist (<= 32; <= 16 uses one vector) */
+  const int *soff;   /* [S] tap offsets in a padded row */
+} ts__dconv_args;
+void ts__dconv_rows_avx512(const ts__dconv_args *a, int p0, int p1);
+
+#define TS__CONV_KB_AVX512 32
 #define TS__CONV_KB_AVX2 4
 #define TS__CONV_KB_SCALAR 4
 

@@ -126,6 +126,10 @@ void ts_conv_plan_destroy(ts_conv_plan *pl) {
 }
 
 size_t ts_conv_plan_workspace_size(const ts_conv_plan *pl) { return pl ? pl->workspace : 0; }
+size_t ts_conv_plan_memory(const ts_conv_plan *pl) {
+  if (!pl) return 0;
+  return ((size_t)pl->d.k * pl->cg * pl->d.r * pl->d.s + (size_t)pl->d.k) * sizeof(float) + pl->state_bytes + pl->workspace;
+}
 ts_conv_algo ts_conv_plan_algo(const ts_conv_plan *pl) { return pl ? pl->algo : TS_CONV_REFERENCE; }
 
 ts_status ts_conv_plan_set_weights(ts_conv_plan *pl, const float *w, const float *bias) {

@@ -21,9 +21,11 @@ enum { TILE_BLOCK = 512, AMAX = 6 };
 
 typedef struct wino_state {
   ts_isa isa;
-  int m, a, th, tw, tiles, tb;
+  int m, a, th, tw, rows, rpb, tb; /* tiles th x tw per image; rows = N * th tile rows, rpb per block */
   float BT[AMAX][AMAX], G[AMAX][3], AT[4][AMAX];
-  float *U; /* [groups][a*a][kg][cg] */
+  int kgp;      /* AVX-512: kg rounded up to 16 */
+  float *U;     /* [groups][a*a][kg][cg]; AVX-512: [groups][a*a][kgp / 16][cg][16] (conv_winograd_avx512.c) */
+  ts__wino_geom geom; /* AVX-512 schedule */
 } wino_state;
 
 static ts_status wino_check(const ts_conv_desc *d, const char *name) {
@@ -73,12 +75,24 @@ static ts_status wino_init(ts_conv_plan *pl, int m) {
   st->isa = ts_isa_active();
   wino_matrices(st);
   st->th = (pl->p + m - 1) / m, st->tw = (pl->q + m - 1) / m;
-  st->tiles = d->n * st->th * st->tw;
-  st->tb = st->tiles < TILE_BLOCK ? st->tiles : TILE_BLOCK;
+  st->rows = d->n * st->th;
+  st->rpb = TILE_BLOCK / st->tw < 1 ? 1 : TILE_BLOCK / st->tw; /* whole tile rows, about TILE_BLOCK tiles */
+  if (st->rpb > st->rows) st->rpb = st->rows;
+  st->tb = st->rpb * st->tw;
   const size_t aa = (size_t)st->a * st->a;
-  st->U = ts_malloc(aa * d->k * pl->cg * sizeof(float));
+  st->kgp = st->isa == TS_ISA_AVX512 ? (pl->kg + 15) / 16 * 16 : pl->kg;
+  pl->state_bytes = aa * d->groups * st->kgp * pl->cg * sizeof(float);
+  st->U = ts_malloc(pl->state_bytes);
   if (!st->U) return ts_error(TS_ERR_OOM, "winograd: out of memory for the transformed weights");
   pl->workspace = ts__conv_align(aa * pl->cg * st->tb * sizeof(float)) + ts__conv_align(aa * pl->kg * st->tb * sizeof(float));
+  if (st->isa == TS_ISA_AVX512) {
+    ts__wino_geom *g = &st->geom;
+    *g = (ts__wino_geom){&st->BT[0][0], &st->AT[0][0], st->a, m, d->n, d->c, d->h, d->w, pl->p, pl->q, d->k,
+                         d->pad_top, d->pad_left, st->th, st->tw, pl->cg, pl->kg, d->groups, pl->threads, st->kgp,
+                         st->U, pl->bias, d->relu, 0, 0, 0, 0, 0, 0, 0};
+    ts__wino_setup_avx512(g);
+    pl->workspace = g->workspace;
+  }
   return TS_OK;
 }
 static ts_status wino_init_f2(ts_conv_plan *pl) { return wino_init(pl, 2); }
@@ -88,6 +102,7 @@ static ts_status wino_weights(ts_conv_plan *pl) {
   const ts_conv_desc *d = &pl->d;
   wino_state *st = pl->state;
   const int a = st->a, aa = a * a;
+  memset(st->U, 0, pl->state_bytes); /* AVX-512: the packed rows past kg stay zero */
   for (int k = 0; k < d->k; k++)
     for (int c = 0; c < pl->cg; c++) {
       const float *g = pl->weights + ((size_t)k * pl->cg + c) * 9;
@@ -96,9 +111,13 @@ static ts_status wino_weights(ts_conv_plan *pl) {
         for (int l = 0; l < 3; l++) tmp[i][l] = st->G[i][0] * (double)g[l] + st->G[i][1] * (double)g[3 + l] + st->G[i][2] * (double)g[6 + l];
       const int grp = k / pl->kg, kl = k % pl->kg;
       for (int i = 0; i < a; i++)
-        for (int j = 0; j < a; j++)
-          st->U[(((size_t)grp * aa + i * a + j) * pl->kg + kl) * pl->cg + c] =
-              (float)(tmp[i][0] * st->G[j][0] + tmp[i][1] * st->G[j][1] + tmp[i][2] * st->G[j][2]);
+        for (int j = 0; j < a; j++) {
+          const size_t xi = (size_t)grp * aa + i * a + j;
+          const size_t at = st->isa == TS_ISA_AVX512
+                                ? (xi * st->kgp + kl / 16 * 16) * pl->cg + (size_t)c * 16 + kl % 16
+                                : (xi * pl->kg + kl) * pl->cg + c;
+          st->U[at] = (float)(tmp[i][0] * st->G[j][0] + tmp[i][1] * st->G[j][1] + tmp[i][2] * st->G[j][2]);
+        }
     }
   return TS_OK;
 }
@@ -150,33 +169,24 @@ static inline __attribute__((always_inline)) void output_tile(const wino_state *
 static ts_status wino_execute(const ts_conv_plan *pl, const float *in, float *out, unsigned char *ws) {
   const ts_conv_desc *d = &pl->d;
   const wino_state *st = pl->state;
-  const int a = st->a, aa = a * a, m = st->m, cg = pl->cg, kg = pl->kg, per_img = st->th * st->tw;
+  if (st->isa == TS_ISA_AVX512) return ts__wino_execute_avx512(&st->geom, in, out, ws);
+  const int a = st->a, aa = a * a, m = st->m, cg = pl->cg, kg = pl->kg, tw = st->tw;
   const size_t pq = (size_t)pl->p * pl->q;
   float *V = (float *)ws, *Mb = (float *)(ws + ts__conv_align((size_t)aa * cg * st->tb * sizeof(float)));
   for (int g = 0; g < d->groups; g++)
-    for (int t0 = 0; t0 < st->tiles; t0 += st->tb) {
-      const int nb = st->tiles - t0 < st->tb ? st->tiles - t0 : st->tb;
+    for (int r0 = 0; r0 < st->rows; r0 += st->rpb) {
+      const int rows = st->rows - r0 < st->rpb ? st->rows - r0 : st->rpb, nb = rows * tw;
       /* V layout [xi][c][nb] */
-      ts__wino_args va = {in, &st->BT[0][0], &st->AT[0][0], a, m, d->c, d->h, d->w, pl->p, pl->q, d->k,
-                          d->pad_top, d->pad_left, st->th, st->tw, t0, nb, cg, kg, g, V, Mb, out, pl->bias, d->relu};
-      const int ng = (nb + 15) / 16;
-      if (st->isa == TS_ISA_AVX512) {
 #pragma omp parallel for num_threads(pl->threads) schedule(static) collapse(2)
-        for (int c = 0; c < cg; c++)
-          for (int jg = 0; jg < ng; jg++)
-            ts__wino_input_avx512(&va, c, jg * 16, nb - jg * 16 < 16 ? nb - jg * 16 : 16);
-      } else {
-#pragma omp parallel for num_threads(pl->threads) schedule(static) collapse(2)
-        for (int c = 0; c < cg; c++)
-          for (int j = 0; j < nb; j++) {
-            const int t = t0 + j, n = t / per_img, ty = (t % per_img) / st->tw, tx = t % st->tw;
-            const float *x = in + ((size_t)n * d->c + (size_t)g * cg + c) * d->h * d->w;
-            float *v = V + (size_t)c * nb + j;
-            const size_t vs = (size_t)cg * nb;
-            if (a == 4) input_tile(st, d, x, ty * m - d->pad_top, tx * m - d->pad_left, v, vs, 4);
-            else input_tile(st, d, x, ty * m - d->pad_top, tx * m - d->pad_left, v, vs, 6);
-          }
-      }
+      for (int c = 0; c < cg; c++)
+        for (int j = 0; j < nb; j++) {
+          const int R = r0 + j / tw, n = R / st->th, ty = R % st->th, tx = j % tw;
+          const float *x = in + ((size_t)n * d->c + (size_t)g * cg + c) * d->h * d->w;
+          float *v = V + (size_t)c * nb + j;
+          const size_t vs = (size_t)cg * nb;
+          if (a == 4) input_tile(st, d, x, ty * m - d->pad_top, tx * m - d->pad_left, v, vs, 4);
+          else input_tile(st, d, x, ty * m - d->pad_top, tx * m - d->pad_left, v, vs, 6);
+        }
       /* the a*a GEMMs in parallel, each on one thread (ts_sgemm inside a parallel region): they
        * are small (kg x nb x cg) and many, so this beats splitting each one over the threads */
       int failed = 0;
@@ -188,17 +198,10 @@ static ts_status wino_execute(const ts_conv_plan *pl, const float *in, float *ou
           failed = 1;
         }
       if (failed) return ts_error(TS_ERR_INTERNAL, "winograd: ts_sgemm failed");
-      if (st->isa == TS_ISA_AVX512) {
-#pragma omp parallel for num_threads(pl->threads) schedule(static) collapse(2)
-        for (int k = 0; k < kg; k++)
-          for (int jg = 0; jg < ng; jg++)
-            ts__wino_output_avx512(&va, k, jg * 16, nb - jg * 16 < 16 ? nb - jg * 16 : 16);
-        continue;
-      }
 #pragma omp parallel for num_threads(pl->threads) schedule(static) collapse(2)
       for (int k = 0; k < kg; k++)
         for (int j = 0; j < nb; j++) {
-          const int t = t0 + j, n = t / per_img, ty = (t % per_img) / st->tw, tx = t % st->tw;
+          const int R = r0 + j / tw, n = R / st->th, ty = R % st->th, tx = j % tw;
           const int kk = g * kg + k;
           float *o = out + ((size_t)n * d->k + kk) * pq;
           const float *mm = Mb + (size_t)k * nb + j;

@@ -79,8 +79,8 @@ float ts__dot_q8_0_avx2(int64_t n, const void *row, const float *x, const ts_qua
     return hsum256(_mm256_add_ps(acc0, acc1)) + off;                                           \
   }
 
-#define OFF_NONE(k, s) 0.0f
-#define OFF_Q4_1(k, s) (h2f(b[k].m) * xq->d[k] * (float)xq->sum[k])
+#define OFF_NONE(k, sc) 0.0f
+#define OFF_Q4_1(k, sc) (h2f(b[k].m) * xq->s[k])
 Q4_DOT(ts__dot_q4_0_avx2, ts__blk_q4_0, 8, OFF_NONE)
 Q4_DOT(ts__dot_q4_1_avx2, ts__blk_q4_1, 0, OFF_Q4_1)
 
@@ -132,7 +132,7 @@ FLOAT_DOT(ts__dot_bf16_avx2, ld_bf16, sc_bf16)
 
 /* ---- activation: same fp32 multiply and cvtps2dq (nearest even) as the reference ---------- */
 
-void ts__act_quantize_avx2(int64_t n, const float *x, int8_t *q, float *d, int32_t *sum) {
+void ts__act_quantize_avx2(int64_t n, const float *x, int8_t *q, float *d, int32_t *sum, float *sx) {
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   for (int64_t k = 0; k < n / 32; k++) {
     const float *xb = x + 32 * k;
@@ -157,7 +157,9 @@ void ts__act_quantize_avx2(int64_t n, const float *x, int8_t *q, float *d, int32
     __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
     s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
     s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
-    d[k] = amax / 127.0f;
+    const float dk = amax / 127.0f;
+    d[k] = _cvtsh_ss(_cvtss_sh(dk, 0));
     sum[k] = _mm_cvtsi128_si32(s4);
+    sx[k] = _cvtsh_ss(_cvtss_sh(dk * (float)sum[k], 0));
   }
 }

@@ -62,8 +62,7 @@ static inline float hsum256(__m256 v) {
       __m512 sc = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm)), xd);                \
       if (HAS_M) {                                                                              \
         __m512 mw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));           \
-        __m512 xs = _mm512_cvtepi32_ps(_mm512_loadu_si512(xq->sum + k));                        \
-        macc = _mm512_fmadd_ps(_mm512_mul_ps(mw, xd), xs, macc);                                \
+        macc = _mm512_fmadd_ps(mw, _mm512_loadu_ps(xq->s + k), macc);                           \
       }                                                                                         \
       GROUP16(k);                                                                               \
     }                                                                                           \
@@ -121,7 +120,7 @@ static inline float hsum256(__m256 v) {
 #define Q4_PAIR(k) nib_pair(b[k].qs, b[(k) + 1].qs)
 #define Q4_ONE(k) nib_one(b[k].qs)
 /* Q4_1's minimum term of block k (only expanded where HAS_M, so only for Q4_1 blocks) */
-#define OFF_M(k) (h2f(((const ts__blk_q4_1 *)(const void *)b)[k].m) * xq->d[k] * (float)xq->sum[k])
+#define OFF_M(k) (h2f(((const ts__blk_q4_1 *)(const void *)b)[k].m) * xq->s[k])
 
 #define NIB_MASK _mm512_set1_epi8(0x0F)
 #define BIASQ 1
@@ -178,7 +177,7 @@ FLOAT_DOT(ts__dot_bf16_avx512, ld_bf16)
 
 /* ---- activation -------------------------------------------------------------------------- */
 
-void ts__act_quantize_avx512(int64_t n, const float *x, int8_t *q, float *d, int32_t *sum) {
+void ts__act_quantize_avx512(int64_t n, const float *x, int8_t *q, float *d, int32_t *sum, float *sx) {
   for (int64_t k = 0; k < n / 32; k++) {
     __m512 v0 = _mm512_loadu_ps(x + 32 * k), v1 = _mm512_loadu_ps(x + 32 * k + 16);
     float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
@@ -188,7 +187,9 @@ void ts__act_quantize_avx512(int64_t n, const float *x, int8_t *q, float *d, int
     __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
     _mm_storeu_si128((__m128i *)(q + 32 * k), _mm512_cvtsepi32_epi8(i0));
     _mm_storeu_si128((__m128i *)(q + 32 * k + 16), _mm512_cvtsepi32_epi8(i1));
-    d[k] = amax / 127.0f;
+    const float dk = amax / 127.0f;
+    d[k] = _cvtsh_ss(_cvtss_sh(dk, 0));
     sum[k] = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+    sx[k] = _cvtsh_ss(_cvtss_sh(dk * (float)sum[k], 0));
   }
 }

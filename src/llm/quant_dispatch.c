@@ -5,16 +5,19 @@
 
 #include "llm/quant_internal.h"
 
-#define TS__QTABLE(sfx, level)                                                                  \
+#define TS__QTABLE(sfx, level, prep, g8, g40, g41)                                              \
   {                                                                                              \
     level, ts__act_quantize_##sfx, ts__dot_f32_##sfx, ts__dot_f16_##sfx, ts__dot_bf16_##sfx,    \
-        ts__dot_q8_0_##sfx, ts__dot_q4_0_##sfx, ts__dot_q4_1_##sfx                              \
+        ts__dot_q8_0_##sfx, ts__dot_q4_0_##sfx, ts__dot_q4_1_##sfx, prep, g8, g40, g41          \
   }
 
+/* The scalar and AVX2 levels batch through the loop over their dots (ts__quant_gemm_with) on the
+ * file's rows; AVX-512 has packed-row GEMM kernels (quant_pgemm_avx512.c). */
 static const ts__quant_table g_tables[3] = {
-    TS__QTABLE(ref, TS_ISA_SCALAR),
-    TS__QTABLE(avx2, TS_ISA_AVX2),
-    TS__QTABLE(avx512, TS_ISA_AVX512),
+    TS__QTABLE(ref, TS_ISA_SCALAR, NULL, NULL, NULL, NULL),
+    TS__QTABLE(avx2, TS_ISA_AVX2, NULL, NULL, NULL, NULL),
+    TS__QTABLE(avx512, TS_ISA_AVX512, ts__prep_packed_avx512, ts__pgemm_q8_0_avx512, ts__pgemm_q4_0_avx512,
+               ts__pgemm_q4_1_avx512),
 };
 static const ts__quant_table *g_active;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -37,7 +40,16 @@ const ts__quant_table *ts__quant_for(ts_isa isa) {
 
 ts_isa ts_quant_isa(void) { return ts__quant()->isa; }
 
-static ts__dot_fn dot_for(const ts__quant_table *t, uint32_t type) {
+ts__pgemm_fn ts__quant_pgemm_fn(const ts__quant_table *t, uint32_t type) {
+  switch (type) {
+    case TS_QT_Q8_0: return t->pgemm_q8_0;
+    case TS_QT_Q4_0: return t->pgemm_q4_0;
+    case TS_QT_Q4_1: return t->pgemm_q4_1;
+    default: return NULL;
+  }
+}
+
+ts__dot_fn ts__quant_dot_fn(const ts__quant_table *t, uint32_t type) {
   switch (type) {
     case TS_QT_F32: return t->dot_f32;
     case TS_QT_F16: return t->dot_f16;
@@ -80,10 +92,10 @@ ts_status ts_quant_quantize_row(uint32_t type, const float *src, void *dst, int6
 /* ---- activation -------------------------------------------------------------------------- */
 
 /* Layout in caller memory, from mem rounded up to 4 bytes (the extra 4 bytes in the size pay for
- * that): d[nb] float, sum[nb] int32, q[n] int8. */
+ * that): d[nb] float, sum[nb] int32, s[nb] float, q[n] int8. */
 size_t ts_quant_act_bytes(int64_t n) {
   if (n <= 0 || n % TS_QK || n > INT64_MAX / 4) return 0;
-  return (size_t)(n / TS_QK) * 8 + (size_t)n + 4;
+  return (size_t)(n / TS_QK) * 12 + (size_t)n + 4;
 }
 
 ts_status ts_quant_act_init(ts_quant_act *a, int64_t n, void *mem, size_t bytes) {
@@ -100,17 +112,18 @@ ts_status ts_quant_act_init(ts_quant_act *a, int64_t n, void *mem, size_t bytes)
   a->n = n;
   a->d = (float *)p;
   a->sum = (int32_t *)(p + 4 * nb);
-  a->q = (int8_t *)(p + 8 * nb);
+  a->s = (float *)(p + 8 * nb);
+  a->q = (int8_t *)(p + 12 * nb);
   return TS_OK;
 }
 
 ts_status ts_quant_act_quantize(ts_quant_act *a, const float *x) {
-  if (!a || !x || !a->q || !a->d || !a->sum)
+  if (!a || !x || !a->q || !a->d || !a->sum || !a->s)
     return ts_error(TS_ERR_INVALID_ARG, "ts_quant_act_quantize: NULL argument");
   if (a->n <= 0 || a->n % TS_QK)
     return ts_error(TS_ERR_SHAPE, "ts_quant_act_quantize: length %lld is not a positive multiple of %d",
                     (long long)a->n, TS_QK);
-  ts__quant()->act_quantize(a->n, x, a->q, a->d, a->sum);
+  ts__quant()->act_quantize(a->n, x, a->q, a->d, a->sum, a->s);
   return TS_OK;
 }
 
@@ -118,7 +131,7 @@ ts_status ts_quant_act_quantize(ts_quant_act *a, const float *x) {
 
 static ts_status check_inputs(const char *fn, uint32_t type, int64_t n, const float *x, const ts_quant_act *xq) {
   if (is_block(type)) {
-    if (!xq || !xq->q || !xq->d || !xq->sum)
+    if (!xq || !xq->q || !xq->d || !xq->sum || !xq->s)
       return ts_error(TS_ERR_INVALID_ARG, "%s: %s needs the quantized activation (xq)", fn, ts_qtype_name(type));
     if (xq->n != n)
       return ts_error(TS_ERR_SHAPE, "%s: activation has %lld values, the row %lld", fn, (long long)xq->n,
@@ -139,7 +152,7 @@ ts_status ts_quant_dot(uint32_t type, const void *row, int64_t n, const float *x
     return TS_OK;
   }
   TS_TRY(check_inputs("ts_quant_dot", type, n, x, xq));
-  *out = dot_for(ts__quant(), type)(n, row, x, xq);
+  *out = ts__quant_dot_fn(ts__quant(), type)(n, row, x, xq);
   return TS_OK;
 }
 
@@ -168,7 +181,7 @@ ts_status ts_quant_matvec_act(const ts_context *ctx, uint32_t type, const void *
 
 void ts__quant_matvec_with(const ts__quant_table *t, int nt, uint32_t type, const void *W, int64_t rows,
                            int64_t cols, const float *x, const ts_quant_act *xq, float *y) {
-  ts__dot_fn f = dot_for(t, type);
+  ts__dot_fn f = ts__quant_dot_fn(t, type);
   const uint8_t *w = W;
   size_t rb;
   ts_qtype_row_bytes(type, cols, &rb);
@@ -189,7 +202,7 @@ ts_status ts_quant_matvec(const ts_context *ctx, uint32_t type, const void *W, i
   TS_TRY(check_row("ts_quant_matvec", type, cols, &rb));
   if (cols == 0 || rows <= 0) return ts_quant_matvec_act(ctx, type, W, rows, cols, x, NULL, y);
   if (!x) return ts_error(TS_ERR_INVALID_ARG, "ts_quant_matvec: NULL x");
-  _Alignas(64) unsigned char stack[TS__ACT_STACK / TS_QK * 8 + TS__ACT_STACK + 4];
+  _Alignas(64) unsigned char stack[TS__ACT_STACK / TS_QK * 12 + TS__ACT_STACK + 4];
   size_t need = ts_quant_act_bytes(cols);
   void *mem = need <= sizeof stack ? (void *)stack : ts_malloc(need);
   if (!mem) return TS_ERR_OOM;

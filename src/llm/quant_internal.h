@@ -20,16 +20,59 @@ _Static_assert(sizeof(ts__blk_q4_1) == 20, "q4_1 block");
 
 /* dot(row of n elements, activation): float types read x, block types read xq. */
 typedef float (*ts__dot_fn)(int64_t n, const void *row, const float *x, const ts_quant_act *xq);
-typedef void (*ts__actq_fn)(int64_t n, const float *x, int8_t *q, float *d, int32_t *sum);
+typedef void (*ts__actq_fn)(int64_t n, const float *x, int8_t *q, float *d, int32_t *sum, float *s);
+
+/* T quantized activations of n values each, the ts_quant_act arrays per token back to back:
+ * q[T][n], d, sum, s [T][nb] (nb = n / 32). For the packed kernels also
+ *   quad[T][ng][128] (ng = ceil(nb / 4)): group g holds blocks 4g..4g+3, bytes 0..63 their
+ *     elements 0..15 (16 per block, in block order), bytes 64..127 their elements 16..31, zeros
+ *     past the last block: the order the packed Q4 nibbles unpack to (ts__pack_rows);
+ *   ds[T][nb] = d * sum (the Q4_0 / Q8_0 offset terms).
+ * quad and ds are NULL when the table has no packed kernels. */
+typedef struct ts__qbatch {
+  int64_t n;
+  int T;
+  const int8_t *q;
+  const float *d;
+  const int32_t *sum;
+  const float *s;
+  const int8_t *quad;
+  const float *ds;
+} ts__qbatch;
+
+/* Packed block-type rows (ts__pack_rows): the same bytes per row as the file's blocks, regrouped so
+ * that one 512-bit load needs no shuffles and a row stays one contiguous range (a skipped row =
+ * skipped bytes):
+ *   Q4_0: d[nb] fp16, qs[nb][16] (the blocks' nibble arrays back to back)
+ *   Q4_1: d[nb] fp16, m[nb] fp16, qs[nb][16]
+ *   Q8_0: d[nb] fp16, u[nb][32] = q ^ 0x80 (the int8 values + 128, unsigned for vpdpbusd)
+ * (scales first: a row is then read front to back, which the prefetchers stream measurably better
+ * than a row whose scales sit behind its quants)
+ * Batched GEMM on packed rows: y[t * ldy + r] = dot(row r, activation t), r < rows, t < x->T. */
+typedef void (*ts__pgemm_fn)(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y,
+                             int64_t ldy);
+/* Fills x->quad and x->ds of T tokens from q, d, sum (the packed kernels' extra inputs). */
+typedef void (*ts__prep_fn)(int64_t n, int T, const int8_t *q, const float *d, const int32_t *sum, int8_t *quad,
+                            float *ds);
 
 typedef struct ts__quant_table {
   ts_isa isa;
   ts__actq_fn act_quantize;
   ts__dot_fn dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot_q4_1;
+  /* packed kernels (NULL below AVX-512: those levels run their dots on the file's rows) */
+  ts__prep_fn prep_packed;
+  ts__pgemm_fn pgemm_q8_0, pgemm_q4_0, pgemm_q4_1;
 } ts__quant_table;
 
+/* Packs rows x cols of a block type from the file layout (src) into dst (same size). */
+void ts__pack_rows(uint32_t type, const void *src, void *dst, int64_t rows, int64_t cols);
+/* The file-layout row back from a packed one (tests). */
+void ts__unpack_row(uint32_t type, const void *src, void *dst, int64_t cols);
+/* The packed GEMM of a type in table t, NULL when there is none. */
+ts__pgemm_fn ts__quant_pgemm_fn(const ts__quant_table *t, uint32_t type);
+
 #define TS__QUANT_DECLARE(sfx)                                                                  \
-  void ts__act_quantize_##sfx(int64_t n, const float *x, int8_t *q, float *d, int32_t *sum);   \
+  void ts__act_quantize_##sfx(int64_t n, const float *x, int8_t *q, float *d, int32_t *sum, float *s); \
   float ts__dot_f32_##sfx(int64_t n, const void *row, const float *x, const ts_quant_act *xq);  \
   float ts__dot_f16_##sfx(int64_t n, const void *row, const float *x, const ts_quant_act *xq);  \
   float ts__dot_bf16_##sfx(int64_t n, const void *row, const float *x, const ts_quant_act *xq); \
@@ -51,6 +94,20 @@ const ts__quant_table *ts__quant_for(ts_isa isa);
  * already validated (ts_quant_matvec_act). Benchmarks call it with each table. */
 void ts__quant_matvec_with(const ts__quant_table *t, int nt, uint32_t type, const void *W, int64_t rows,
                            int64_t cols, const float *x, const ts_quant_act *xq, float *y);
+
+/* Y = W X on the file's rows with table t's dot (the batched form of ts__quant_matvec_with for one
+ * thread; the packed kernels are called directly). Float types read xf[t * ldx ..] instead of x. */
+void ts__quant_gemm_with(const ts__quant_table *t, uint32_t type, const void *W, size_t row_bytes, int64_t rows,
+                         int64_t cols, const float *xf, int64_t ldx, const ts__qbatch *x, int T, float *y,
+                         int64_t ldy);
+/* The dot function of a type in table t (NULL for types without kernels). */
+ts__dot_fn ts__quant_dot_fn(const ts__quant_table *t, uint32_t type);
+
+void ts__prep_packed_avx512(int64_t n, int T, const int8_t *q, const float *d, const int32_t *sum, int8_t *quad,
+                            float *ds);
+void ts__pgemm_q8_0_avx512(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);
+void ts__pgemm_q4_0_avx512(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);
+void ts__pgemm_q4_1_avx512(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);
 
 /* Reference dequantize / quantize of n elements (n a multiple of the block size). */
 void ts__dequant_ref(uint32_t type, const void *src, float *dst, int64_t n);

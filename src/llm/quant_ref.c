@@ -137,9 +137,13 @@ void ts__quantize_ref(uint32_t type, const float *src, void *dst, int64_t n) {
 
 /* ---- activation -------------------------------------------------------------------------- */
 
+/* fp32 rounded to fp16 and back (nearest even), as a Q8_0 / Q8_1 block stores its scale. */
+static inline float round_f16(float v) { return ts_f16_to_f32(ts_f32_to_f16(v)); }
+
 /* q = rint(x * (127 / amax)) in the default round-to-nearest-even mode: the SIMD variants use the
- * same fp32 multiply and cvtps2dq, so they give the same bytes for finite input. */
-void ts__act_quantize_ref(int64_t n, const float *x, int8_t *q, float *d, int32_t *sum) {
+ * same fp32 multiply and cvtps2dq, so they give the same bytes for finite input. d and s are
+ * rounded to fp16 from the fp32 values amax / 127 and (amax / 127) * sum. */
+void ts__act_quantize_ref(int64_t n, const float *x, int8_t *q, float *d, int32_t *sum, float *sx) {
   for (int64_t k = 0; k < n / 32; k++) {
     const float *xb = x + 32 * k;
     float amax = 0;
@@ -151,8 +155,10 @@ void ts__act_quantize_ref(int64_t n, const float *x, int8_t *q, float *d, int32_
       q[32 * k + i] = (int8_t)v;
       s += v;
     }
-    d[k] = amax / 127.0f;
+    const float dk = amax / 127.0f;
+    d[k] = round_f16(dk);
     sum[k] = s;
+    sx[k] = round_f16(dk * (float)s);
   }
 }
 
@@ -217,7 +223,7 @@ float ts__dot_q4_1_ref(int64_t n, const void *row, const float *x, const ts_quan
     const int8_t *a = xq->q + 32 * k;
     int32_t s = 0;
     for (int j = 0; j < 16; j++) s += (b[k].qs[j] & 0xF) * a[j] + (b[k].qs[j] >> 4) * a[j + 16];
-    acc += (double)(ts_f16_to_f32(b[k].d) * xq->d[k]) * s + (double)(ts_f16_to_f32(b[k].m) * xq->d[k]) * xq->sum[k];
+    acc += (double)(ts_f16_to_f32(b[k].d) * xq->d[k]) * s + (double)ts_f16_to_f32(b[k].m) * xq->s[k];
   }
   return (float)acc;
 }

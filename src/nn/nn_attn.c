@@ -42,6 +42,7 @@ void ts_nn_attn_opts_default(ts_nn_attn_opts *o, ts_nn_attn_kind kind) {
   o->sched = ts_attn_blocks_opts_default();
   o->solver = TS_ATTN_SOLVER_ILP;
   o->solve_time_limit = 1.0;
+  o->heights[0] = 8, o->heights[1] = 16, o->heights[2] = 32, o->nheights = 3;
 }
 
 void ts_nn_attn_destroy(ts_nn_attn *a) {
@@ -125,9 +126,14 @@ static ts_status tile_schedule(ts_nn_attn *a, const ts_context *ctx, const ts_bl
     so.cost_user = &dd;
     so.blocks = o->sched;
     so.time_limit = o->solve_time_limit;
+    so.nheights = o->nheights < 0 ? 0 : o->nheights > 4 ? 4 : o->nheights;
+    memcpy(so.heights, o->heights, sizeof so.heights);
+    so.calibrate_d = o->calibrate ? a->d : 0;
     ts_attn_sched_info si;
     TS_TRY(ts_attn_schedule_solve(blk, bm, &so, s, &si));
     a->info.solver = (int)si.solver;
+    a->info.merged = si.merged;
+    a->info.compact_panels = si.compact_panels;
     a->info.ilp_improved = si.ilp_improved;
     a->info.sched_ms = si.ms;
     a->info.predicted_makespan = si.makespan;
@@ -197,6 +203,44 @@ static ts_status build_scheduled(ts_nn_attn *a, const ts_context *ctx, const ts_
   return TS_OK;
 }
 
+/* The plan cache's request (ts_nn_attn_opts.cache): source key over the mask, d, threads and
+ * every option that shapes the scheduled backend's plan. */
+static ts_status cache_request(const ts_nn_attn *b, const ts_context *ctx, const ts_nn_token_mask *mask,
+                               const ts_nn_attn_opts *o, ts_attn_plan_desc *desc, char src[17]) {
+  const ts_reorder_opts *r = &o->reorder;
+  const ts_blocks_opts *bo = &o->blocks;
+  char txt[1024];
+  int len = snprintf(txt, sizeof txt,
+                     "nn-attn grid=%lldx%lld mode=%d cs=%d dist=%d tau=%.17g q=%d rw=%d ps=%d df=%.17g tile=%d seed=%llu "
+                     "ex=%d rho=%.17g mn=%lld mr=%d mc=%d mg=%d bcst=%.17g pr=%d res=%dx%d solver=%d tl=%.17g cal=%d h=",
+                     (long long)mask->h, (long long)mask->w, (int)r->mode, r->cluster_size, (int)r->distance, r->tau,
+                     r->quotient, r->refine_window, r->part_size, r->dense_frac, r->tile, (unsigned long long)r->seed,
+                     (int)bo->method, bo->rho, (long long)bo->min_nnz, bo->max_rows, bo->max_cols, bo->max_group,
+                     bo->block_cost, o->sched.panel_rows, o->sched.residue.br, o->sched.residue.bc, o->solver,
+                     o->solver == TS_ATTN_SOLVER_ILP ? o->solve_time_limit : 0.0, o->calibrate);
+  for (int h = 0; h < o->nheights && h < 4 && len > 0 && (size_t)len < sizeof txt; h++)
+    len += snprintf(txt + len, sizeof txt - (size_t)len, "%d,", o->heights[h]);
+  for (int t = 0; o->menu && t < o->nmenu && len > 0 && (size_t)len < sizeof txt; t++)
+    len += snprintf(txt + len, sizeof txt - (size_t)len, "m%dx%d", o->menu[t].br, o->menu[t].bc);
+  ts_attn_plan_desc_init(desc, mask->n, 0, b->d, ctx ? ts_context_threads(ctx) : ts_default_threads());
+  snprintf(desc->reorder, sizeof desc->reorder, "%s", ts_reorder_method_name(r->method));
+  snprintf(desc->solver, sizeof desc->solver, "%s", o->solver < 0 ? "none" : ts_attn_solver_name((ts_attn_solver)o->solver));
+  return ts_attn_plan_source_key(&mask->csr, txt, desc, src);
+}
+
+/* Stores the scheduled backend's plan (schedule s, b's perm) under the request src. */
+static ts_status cache_store(const ts_nn_attn *b, const ts_nn_token_mask *mask, ts_attn_plan_desc *desc, const char src[17],
+                             const ts_attn_schedule *s) {
+  ts_csr pm = {0};
+  char key[17];
+  snprintf(desc->reorder, sizeof desc->reorder, "%s", ts_reorder_method_name(b->info.reorder));
+  ts_status st = b->perm ? ts_csr_permute(&mask->csr, b->perm, b->perm, &pm) : ts_csr_copy(&mask->csr, &pm);
+  if (st == TS_OK) st = ts_attn_plan_key(&pm, b->perm, desc, key);
+  if (st == TS_OK) st = ts_attn_plan_cache_store(src, key, desc, b->perm, s, NULL);
+  ts_csr_free(&pm);
+  return st;
+}
+
 ts_status ts_nn_attn_create(ts_nn_attn **a, const ts_context *ctx, const ts_nn_token_mask *mask, int64_t d,
                             const ts_nn_attn_opts *o) {
   TS_TRY(check_args(a, mask, d));
@@ -214,6 +258,8 @@ ts_status ts_nn_attn_create(ts_nn_attn **a, const ts_context *ctx, const ts_nn_t
   double t0 = ts_now();
   ts_attn_schedule s = {0};
   int32_t *perm = NULL;
+  ts_attn_plan_desc desc;
+  char src[17] = "";
   ts_status st = TS_OK;
   switch (o->kind) {
   case TS_NN_ATTN_DENSE_FLASH:
@@ -225,13 +271,36 @@ ts_status ts_nn_attn_create(ts_nn_attn **a, const ts_context *ctx, const ts_nn_t
     b->info.tile = o->tile;
     break;
   case TS_NN_ATTN_SCHEDULED:
-    st = build_scheduled(b, ctx, mask, o, &s, &perm);
+    if (o->cache && !mask->dense) {
+      char key[17];
+      st = cache_request(b, ctx, mask, o, &desc, src);
+      if (st == TS_OK && ts_attn_plan_cache_find(src, key, NULL, &perm, &s) == TS_OK) {
+        b->info.cached = true;
+        b->info.solver = o->solver;
+        break;
+      }
+      ts_error_clear();
+    }
+    if (st == TS_OK) st = build_scheduled(b, ctx, mask, o, &s, &perm);
     break;
   default: /* reference: no schedule */
     break;
   }
   if (st == TS_OK) st = finish(b, ctx, mask, perm, o->kind == TS_NN_ATTN_REFERENCE ? NULL : &s);
   else ts_free(perm);
+  if (st != TS_OK && b->info.cached) { /* a cached plan that does not fit the mask: plan anew */
+    ts_error_clear();
+    ts_attn_schedule_free(&s);
+    ts_attn_plan_destroy(b->plan), b->plan = NULL;
+    ts_bitmap_free(&b->mask);
+    ts_free(b->perm), b->perm = NULL, b->info.perm = NULL;
+    b->info.cached = false;
+    perm = NULL;
+    st = build_scheduled(b, ctx, mask, o, &s, &perm);
+    if (st == TS_OK) st = finish(b, ctx, mask, perm, &s);
+    else ts_free(perm);
+  }
+  if (st == TS_OK && src[0] && !b->info.cached) st = cache_store(b, mask, &desc, src, &s);
   ts_attn_schedule_free(&s);
   if (st != TS_OK) {
     ts_error_prefix("nn attn %s: ", kind_names[o->kind]);

@@ -188,6 +188,12 @@ static ts_status run_cbc(const ts_ilp *m, const ts_ilp_options *o, const double 
   Cbc_setParameter(cbc, "log", buf);
   Cbc_setParameter(cbc, "slog", o->log_level > 1 ? "1" : "0");
   Cbc_setParameter(cbc, "timeMode", "elapsed");
+  /* CBC 2.10 (Debian's libcbc3) can dereference NULL in CglPreProcess::postProcess when the time
+   * limit stops the search inside the root node of a preprocessed model: reproduced on gconv's
+   * assignment ILPs under ASan in 4 of 6 runs, 0 of 6 with preprocessing off. Every ILP tessera
+   * builds is a small assignment model that comes with a greedy warm start, where Cgl's
+   * preprocessing buys little, so it is off whenever a time limit can stop the search. */
+  if (o->time_limit > 0) Cbc_setParameter(cbc, "preprocess", "off");
   if (o->time_limit > 0) set_param_d(cbc, "sec", fmax(o->time_limit - (ts_now() - t0), 0.01));
   if (o->rel_gap > 0) set_param_d(cbc, "ratio", o->rel_gap);
   if (o->threads > 1) {

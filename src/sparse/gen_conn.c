@@ -1,7 +1,9 @@
 /* Channel connectivity of group convolutions (rows = output channels, cols = input channels):
- * `condense` (CondenseNet learned groups: each output group shares its own random input set) and
+ * `condense` (CondenseNet learned groups: each output group shares its own random input set),
  * `unstructconv` (each output channel keeps m inputs, a corr fraction of them drawn from its
- * latent group's preferred set). */
+ * latent group's preferred set), `groupconv` (a standard block-diagonal grouped convolution),
+ * `blockconn` (bo x bi blocks, each output block on a fixed number of random input blocks) and
+ * the `permconn` wrapper (independent random row and column relabelling of any connectivity). */
 #include <math.h>
 #include <string.h>
 
@@ -44,6 +46,12 @@ static ts_status scratch(int64_t n, int32_t **pool, uint8_t **mark) {
   return TS_OK;
 }
 
+static bool given(const gen_args *a, const char *key) {
+  for (int i = 0; i < GEN_MAX_KEYS && a->kind->keys[i].name; i++)
+    if (strcmp(a->kind->keys[i].name, key) == 0) return a->given[i];
+  return false;
+}
+
 static ts_status run_condense(const gen_args *a, const ts_csr *inner, ts_pattern_info *ii, ts_csr *out,
                               ts_pattern_info *info) {
   int64_t cin, cout, g;
@@ -53,6 +61,14 @@ static ts_status run_condense(const gen_args *a, const ts_csr *inner, ts_pattern
     return ts_error(TS_ERR_INVALID_ARG, "condense: cin=%lld and cout=%lld must both be divisible by groups=%lld",
                     (long long)cin, (long long)cout, (long long)g);
   int64_t m = cin / g, per = cout / g;
+  if (given(a, "keep")) { /* keep: inputs per group other than cin/groups (condense factor != groups) */
+    double keep;
+    TS_TRY(ts__gen_num_range(a, "keep", 0, 1, &keep));
+    m = (int64_t)round(keep * (double)cin);
+    if (m < 1)
+      return ts_error(TS_ERR_INVALID_ARG, "condense: keep=%g keeps round(%g*%lld) = 0 inputs per group", keep, keep,
+                      (long long)cin);
+  }
   TS_TRY(ts_csr_alloc(out, cout, cin, cout * m, false));
   int32_t *pool;
   uint8_t *mark;
@@ -147,14 +163,109 @@ static ts_status run_unstructconv(const gen_args *a, const ts_csr *inner, ts_pat
   return TS_OK;
 }
 
+static ts_status run_groupconv(const gen_args *a, const ts_csr *inner, ts_pattern_info *ii, ts_csr *out,
+                               ts_pattern_info *info) {
+  int64_t cin, cout, g;
+  TS_TRY(conn_shape(a, &cin, &cout));
+  TS_TRY(ts__gen_int_range(a, "groups", 1, cin < cout ? cin : cout, &g));
+  if (cin % g || cout % g)
+    return ts_error(TS_ERR_INVALID_ARG, "groupconv: cin=%lld and cout=%lld must both be divisible by groups=%lld",
+                    (long long)cin, (long long)cout, (long long)g);
+  int64_t m = cin / g, per = cout / g;
+  TS_TRY(ts_csr_alloc(out, cout, cin, cout * m, false));
+  for (int64_t o = 0; o < cout; o++) {
+    for (int64_t t = 0; t < m; t++) out->col[o * m + t] = (int32_t)((o / per) * m + t);
+    out->rowptr[o + 1] = (o + 1) * m;
+  }
+  return TS_OK;
+}
+
+/* Block rows of bo output channels (the last may be partial) each connect to exactly
+ * round(density * nbc) of the nbc = ceil(cin / bi) input blocks of bi channels, drawn uniformly
+ * per block row; at least one. */
+static ts_status run_blockconn(const gen_args *a, const ts_csr *inner, ts_pattern_info *ii, ts_csr *out,
+                               ts_pattern_info *info) {
+  int64_t cin, cout, bo, bi;
+  double density;
+  TS_TRY(conn_shape(a, &cin, &cout));
+  TS_TRY(ts__gen_int_range(a, "bo", 1, cout, &bo));
+  TS_TRY(ts__gen_int_range(a, "bi", 1, cin, &bi));
+  TS_TRY(ts__gen_num_range(a, "density", 0, 1, &density));
+  int64_t nbr = (cout + bo - 1) / bo, nbc = (cin + bi - 1) / bi, kb = (int64_t)round(density * (double)nbc);
+  if (kb < 1) kb = 1;
+  int32_t *sel = ts__sp_alloc(nbr * kb, sizeof(int32_t), "blockconn"), *pool;
+  uint8_t *mark;
+  if (!sel) return TS_ERR_OOM;
+  ts_status s = scratch(nbc, &pool, &mark);
+  if (s != TS_OK) {
+    ts_free(sel);
+    return s;
+  }
+  uint64_t seed = (uint64_t)ts__gen_int(a, "seed");
+  int64_t per_row = 0; /* columns per row of block row b: kb blocks, minus the short last block */
+  int64_t *width = ts__sp_alloc(nbr, sizeof(int64_t), "blockconn");
+  if (!width) s = TS_ERR_OOM;
+  int64_t nnz = 0;
+  for (int64_t b = 0; s == TS_OK && b < nbr; b++) {
+    ts_rng r;
+    ts_rng_seed(&r, ts__mix64(seed, (uint64_t)b));
+    random_subset(&r, nbc, kb, pool, mark, sel + b * kb);
+    per_row = kb * bi - (sel[b * kb + kb - 1] == nbc - 1 ? nbc * bi - cin : 0);
+    width[b] = per_row;
+    nnz += per_row * ((b + 1) * bo <= cout ? bo : cout - b * bo);
+  }
+  if (s == TS_OK) s = ts_csr_alloc(out, cout, cin, nnz, false);
+  if (s == TS_OK) {
+    for (int64_t o = 0; o < cout; o++) {
+      int64_t b = o / bo, p = out->rowptr[o];
+      for (int64_t t = 0; t < kb; t++)
+        for (int64_t c = (int64_t)sel[b * kb + t] * bi; c < (sel[b * kb + t] + 1) * bi && c < cin; c++)
+          out->col[p++] = (int32_t)c;
+      out->rowptr[o + 1] = out->rowptr[o] + width[b];
+    }
+  }
+  ts_free(width);
+  ts_free(sel);
+  ts_free(pool);
+  ts_free(mark);
+  return s;
+}
+
+/* out(i, j) = in(rp[i], cp[j]) with independent random rp, cp: hides any structure of the
+ * channel order, as a trained model's arbitrary channel numbering does. */
+static ts_status run_permconn(const gen_args *a, const ts_csr *in, ts_pattern_info *ii, ts_csr *out,
+                              ts_pattern_info *info) {
+  if (ii->n != 0)
+    return ts_error(TS_ERR_INVALID_ARG, "permconn: inner pattern %s is a token pattern (use permute:)", ii->kind);
+  int32_t *rp = ts__sp_alloc(in->rows + in->cols, sizeof(int32_t), "permconn");
+  if (!rp) return TS_ERR_OOM;
+  uint64_t seed = (uint64_t)ts__gen_int(a, "seed");
+  ts_perm_random(rp, in->rows, ts__mix64(seed, 0x524f57));
+  ts_perm_random(rp + in->rows, in->cols, ts__mix64(seed, 0x434f4c));
+  ts_status s = ts_csr_permute(in, rp, rp + in->rows, out);
+  ts_free(rp);
+  return s;
+}
+
 #define REQ_INT(k) {k, GK_INT, true, 0}
 #define REQ_NUM(k) {k, GK_NUM, true, 0}
 #define SEED {"seed", GK_INT, false, 1}
 
-const gen_kind ts__gen_condense = {"condense", false, run_condense,
-                                   "cout x cin; each of `groups` output groups uses cin/groups random inputs",
-                                   {REQ_INT("cin"), REQ_INT("cout"), REQ_INT("groups"), SEED}};
+const gen_kind ts__gen_condense = {
+    "condense", false, run_condense,
+    "cout x cin; each of `groups` output groups uses round(keep*cin) random inputs (keep=0: cin/groups)",
+    {REQ_INT("cin"), REQ_INT("cout"), REQ_INT("groups"), SEED, {"keep", GK_NUM, false, 0}}};
 const gen_kind ts__gen_unstructconv = {
     "unstructconv", false, run_unstructconv,
     "cout x cin; round(keep*cin) inputs per output, a corr share from its group's preferred set",
     {REQ_INT("cin"), REQ_INT("cout"), REQ_NUM("keep"), REQ_INT("groups"), REQ_NUM("corr"), SEED}};
+const gen_kind ts__gen_groupconv = {"groupconv", false, run_groupconv,
+                                    "cout x cin block diagonal: output group g uses inputs [g*cin/groups, (g+1)*cin/groups)",
+                                    {REQ_INT("cin"), REQ_INT("cout"), REQ_INT("groups")}};
+const gen_kind ts__gen_blockconn = {
+    "blockconn", false, run_blockconn,
+    "cout x cin; each bo-row block on max(1, round(density*ceil(cin/bi))) random bi-column blocks",
+    {REQ_INT("cin"), REQ_INT("cout"), REQ_INT("bo"), REQ_INT("bi"), REQ_NUM("density"), SEED}};
+const gen_kind ts__gen_permconn = {"permconn", true, run_permconn,
+                                   "connectivity with independent random row and column orders",
+                                   {SEED}};

@@ -69,7 +69,8 @@ ts_status ts__gen_random_exact(int64_t rows, int64_t cols, int64_t k, uint64_t s
 /* The generators (one table entry each, defined beside their code). */
 extern const gen_kind ts__gen_window1d, ts__gen_window2d, ts__gen_dilated2d, ts__gen_swin, ts__gen_vitdet;
 extern const gen_kind ts__gen_random, ts__gen_blockrandom, ts__gen_randconn;
-extern const gen_kind ts__gen_condense, ts__gen_unstructconv;
+extern const gen_kind ts__gen_condense, ts__gen_unstructconv, ts__gen_groupconv, ts__gen_blockconn;
+extern const gen_kind ts__gen_permconn;
 extern const gen_kind ts__gen_keep, ts__gen_permute;
 
 #endif

@@ -13,7 +13,8 @@
 static const gen_kind *const kinds[] = {
     &ts__gen_window1d, &ts__gen_window2d,    &ts__gen_dilated2d,    &ts__gen_swin,     &ts__gen_vitdet,
     &ts__gen_random,   &ts__gen_blockrandom, &ts__gen_condense,     &ts__gen_unstructconv,
-    &ts__gen_randconn, &ts__gen_keep,        &ts__gen_permute,
+    &ts__gen_randconn, &ts__gen_keep,        &ts__gen_permute,      &ts__gen_groupconv, &ts__gen_blockconn,
+    &ts__gen_permconn,
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 #define MAX_DEPTH 8

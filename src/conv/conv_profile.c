@@ -1,0 +1,288 @@
+/* The per-layer selection table (conv.h): measured per-algorithm times keyed by the layer
+ * descriptor, its JSON file with provenance, and the choice of the fastest algorithm.
+ *
+ * File <cache>/conv_profile_<kernels>_t<threads>.json:
+ *   {"format": "tessera-conv-profile", "version": 1,
+ *    "provenance": {"cpu_model", "kernels", "threads", "onednn", "tessera_version", "updated"},
+ *    "entries": {"<key>": {"date", "load_avg", "ms": {"<algorithm>": median ms, ...},
+ *                          "pruned": ["<algorithm>", ...]}, ...}}
+ * Only measured algorithms appear under "ms"; a pruned one's time is a single warm-up call. */
+#include <cjson/cJSON.h>
+#include <dnnl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "conv/conv_internal.h"
+#include "tessera/io.h"
+
+#define FORMAT_NAME "tessera-conv-profile"
+enum { KEY_CAP = 96 };
+
+typedef struct prof_item {
+  char key[KEY_CAP];
+  ts_conv_profile_entry e;
+} prof_item;
+
+struct ts_conv_profile {
+  char path[1024];
+  char cpu_model[64], kernels[16];
+  int threads;
+  prof_item *items;
+  int n, cap;
+};
+
+void ts_conv_desc_key(const ts_conv_desc *d, char *buf, size_t cap) {
+  snprintf(buf, cap, "n%d-c%d-h%d-w%d-k%d-r%d-s%d-st%dx%d-p%d.%d.%d.%d-d%dx%d-g%d", d->n, d->c, d->h, d->w, d->k, d->r,
+           d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h,
+           d->dilation_w, d->groups);
+}
+
+static void utc_now(char *buf, size_t cap) {
+  const time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* A new slot at the end (NULL on OOM). */
+static prof_item *append(ts_conv_profile *p) {
+  if (p->n == p->cap) {
+    const int cap = p->cap ? 2 * p->cap : 64;
+    prof_item *ni = realloc(p->items, (size_t)cap * sizeof *ni);
+    if (!ni) return NULL;
+    p->items = ni, p->cap = cap;
+  }
+  return &p->items[p->n++];
+}
+
+static ts_status fmt_err(const char *path, const char *what) {
+  return ts_error(TS_ERR_FORMAT, "%s: conv profile: %s", path, what);
+}
+
+/* Reads one entry object into e (every algorithm name known, every time a positive number). */
+static ts_status read_entry(const char *path, const char *key, const cJSON *j, ts_conv_profile_entry *e) {
+  char what[256];
+  for (int a = 0; a < TS_CONV_ALGO_COUNT; a++) e->ms[a] = NAN, e->pruned[a] = false;
+  const cJSON *ms = cJSON_GetObjectItemCaseSensitive(j, "ms"), *date = cJSON_GetObjectItemCaseSensitive(j, "date");
+  const cJSON *load = cJSON_GetObjectItemCaseSensitive(j, "load_avg"), *pr = cJSON_GetObjectItemCaseSensitive(j, "pruned");
+  if (!cJSON_IsObject(j) || !cJSON_IsObject(ms) || !cJSON_IsString(date) || !cJSON_IsNumber(load) ||
+      (pr && !cJSON_IsArray(pr))) {
+    snprintf(what, sizeof what, "entry '%s': expected {\"date\": string, \"load_avg\": number, \"ms\": {...}}", key);
+    return fmt_err(path, what);
+  }
+  snprintf(e->date, sizeof e->date, "%s", date->valuestring);
+  e->load_avg = load->valuedouble;
+  const cJSON *it;
+  cJSON_ArrayForEach(it, ms) {
+    ts_conv_algo a;
+    if (ts_conv_algo_parse(it->string, &a) != TS_OK || !strcmp(it->string, "winograd")) {
+      snprintf(what, sizeof what, "entry '%s': unknown algorithm '%s'", key, it->string);
+      return fmt_err(path, what);
+    }
+    if (!cJSON_IsNumber(it) || !(it->valuedouble > 0) || !isfinite(it->valuedouble)) {
+      snprintf(what, sizeof what, "entry '%s': ms.%s: expected a positive number", key, it->string);
+      return fmt_err(path, what);
+    }
+    e->ms[a] = it->valuedouble;
+  }
+  cJSON_ArrayForEach(it, pr) {
+    ts_conv_algo a;
+    if (!cJSON_IsString(it) || ts_conv_algo_parse(it->valuestring, &a) != TS_OK) {
+      snprintf(what, sizeof what, "entry '%s': pruned: expected algorithm names", key);
+      return fmt_err(path, what);
+    }
+    e->pruned[a] = true;
+  }
+  return TS_OK;
+}
+
+static ts_status load_file(ts_conv_profile *p, bool *stale) {
+  cJSON *j = NULL;
+  FILE *f = fopen(p->path, "rb");
+  if (!f) return TS_OK; /* no file yet: empty profile */
+  fclose(f);
+  TS_TRY(ts_json_read_file(p->path, &j));
+  ts_status s = TS_OK;
+  const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format"), *ver = cJSON_GetObjectItemCaseSensitive(j, "version");
+  const cJSON *prov = cJSON_GetObjectItemCaseSensitive(j, "provenance"), *ent = cJSON_GetObjectItemCaseSensitive(j, "entries");
+  if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, FORMAT_NAME) || !cJSON_IsNumber(ver)) {
+    s = fmt_err(p->path, "expected \"format\": \"" FORMAT_NAME "\" and a version");
+  } else if (!cJSON_IsObject(prov) || !cJSON_IsObject(ent)) {
+    s = fmt_err(p->path, "expected \"provenance\" and \"entries\" objects");
+  } else {
+    const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(prov, "cpu_model");
+    const cJSON *ker = cJSON_GetObjectItemCaseSensitive(prov, "kernels");
+    const cJSON *thr = cJSON_GetObjectItemCaseSensitive(prov, "threads");
+    if (!cJSON_IsString(cpu) || !cJSON_IsString(ker) || !cJSON_IsNumber(thr)) {
+      s = fmt_err(p->path, "provenance: expected cpu_model, kernels (strings) and threads (number)");
+    } else if (ver->valueint != TS_CONV_PROFILE_VERSION || strcmp(cpu->valuestring, p->cpu_model) ||
+               strcmp(ker->valuestring, p->kernels) || thr->valueint != p->threads) {
+      if (stale) *stale = true; /* measured elsewhere: start empty, replaced on save */
+    } else {
+      const cJSON *it;
+      cJSON_ArrayForEach(it, ent) {
+        ts_conv_profile_entry e;
+        if ((s = read_entry(p->path, it->string, it, &e)) != TS_OK) break;
+        if (strlen(it->string) >= KEY_CAP) {
+          s = fmt_err(p->path, "an entry key is too long");
+          break;
+        }
+        prof_item *slot = append(p);
+        if (!slot) {
+          s = ts_error(TS_ERR_OOM, "conv profile: out of memory");
+          break;
+        }
+        snprintf(slot->key, KEY_CAP, "%s", it->string);
+        slot->e = e;
+      }
+    }
+  }
+  cJSON_Delete(j);
+  if (s != TS_OK) p->n = 0;
+  return s;
+}
+
+ts_status ts_conv_profile_open(ts_conv_profile **out, const ts_context *ctx, const char *path, bool *stale) {
+  if (!out) return ts_error(TS_ERR_INVALID_ARG, "ts_conv_profile_open: NULL profile pointer");
+  *out = NULL;
+  if (stale) *stale = false;
+  ts_conv_profile *p = calloc(1, sizeof *p);
+  if (!p) return ts_error(TS_ERR_OOM, "ts_conv_profile_open: out of memory");
+  p->threads = ctx ? ts_context_threads(ctx) : ts_default_threads();
+  snprintf(p->cpu_model, sizeof p->cpu_model, "%s", ts_cpu()->model);
+  snprintf(p->kernels, sizeof p->kernels, "%s", ts_isa_name(ts_isa_active()));
+  ts_status s = TS_OK;
+  if (path) {
+    snprintf(p->path, sizeof p->path, "%s", path);
+  } else {
+    char dir[900];
+    s = ts_cache_dir(dir, sizeof dir);
+    if (s == TS_OK) snprintf(p->path, sizeof p->path, "%s/conv_profile_%s_t%d.json", dir, p->kernels, p->threads);
+  }
+  if (s == TS_OK) s = load_file(p, stale);
+  if (s != TS_OK) {
+    ts_conv_profile_destroy(p);
+    return s;
+  }
+  *out = p;
+  return TS_OK;
+}
+
+void ts_conv_profile_destroy(ts_conv_profile *p) {
+  if (!p) return;
+  free(p->items);
+  free(p);
+}
+
+const char *ts_conv_profile_path(const ts_conv_profile *p) { return p ? p->path : ""; }
+int ts_conv_profile_size(const ts_conv_profile *p) { return p ? p->n : 0; }
+
+static prof_item *find(const ts_conv_profile *p, const ts_conv_desc *d) {
+  char key[KEY_CAP];
+  ts_conv_desc_key(d, key, sizeof key);
+  for (int i = 0; i < p->n; i++)
+    if (!strcmp(p->items[i].key, key)) return &p->items[i];
+  return NULL;
+}
+
+bool ts_conv_profile_get(const ts_conv_profile *p, const ts_conv_desc *d, ts_conv_profile_entry *e) {
+  const prof_item *it = p && d ? find(p, d) : NULL;
+  if (it && e) *e = it->e;
+  return it != NULL;
+}
+
+ts_status ts_conv_profile_put(ts_conv_profile *p, const ts_conv_desc *d, const ts_conv_profile_entry *e) {
+  if (!p || !d || !e) return ts_error(TS_ERR_INVALID_ARG, "ts_conv_profile_put: NULL argument");
+  prof_item *it = find(p, d);
+  if (!it) {
+    if (!(it = append(p))) return ts_error(TS_ERR_OOM, "conv profile: out of memory");
+    ts_conv_desc_key(d, it->key, sizeof it->key);
+  }
+  it->e = *e;
+  return TS_OK;
+}
+
+ts_status ts_conv_profile_save(const ts_conv_profile *p) {
+  if (!p) return ts_error(TS_ERR_INVALID_ARG, "ts_conv_profile_save: NULL profile");
+  cJSON *j = cJSON_CreateObject(), *prov = cJSON_AddObjectToObject(j, "provenance");
+  cJSON *ent = cJSON_AddObjectToObject(j, "entries");
+  char now[32], dn[32];
+  utc_now(now, sizeof now);
+  const dnnl_version_t *v = dnnl_version();
+  snprintf(dn, sizeof dn, "%d.%d.%d", v->major, v->minor, v->patch);
+  bool ok = j && prov && ent && cJSON_AddStringToObject(j, "format", FORMAT_NAME) &&
+            cJSON_AddNumberToObject(j, "version", TS_CONV_PROFILE_VERSION) &&
+            cJSON_AddStringToObject(prov, "cpu_model", p->cpu_model) &&
+            cJSON_AddStringToObject(prov, "kernels", p->kernels) && cJSON_AddNumberToObject(prov, "threads", p->threads) &&
+            cJSON_AddStringToObject(prov, "onednn", dn) && cJSON_AddStringToObject(prov, "tessera_version", ts_version()) &&
+            cJSON_AddStringToObject(prov, "updated", now);
+  for (int i = 0; ok && i < p->n; i++) {
+    const ts_conv_profile_entry *e = &p->items[i].e;
+    cJSON *o = cJSON_AddObjectToObject(ent, p->items[i].key), *ms = o ? cJSON_AddObjectToObject(o, "ms") : NULL;
+    cJSON *pr = o ? cJSON_AddArrayToObject(o, "pruned") : NULL;
+    ok = ms && pr && cJSON_AddStringToObject(o, "date", e->date) && cJSON_AddNumberToObject(o, "load_avg", e->load_avg);
+    for (int a = 0; ok && a < TS_CONV_ALGO_COUNT; a++) {
+      if (isnan(e->ms[a])) continue;
+      ok = cJSON_AddNumberToObject(ms, ts_conv_algo_name((ts_conv_algo)a), e->ms[a]) != NULL;
+      if (ok && e->pruned[a]) ok = cJSON_AddItemToArray(pr, cJSON_CreateString(ts_conv_algo_name((ts_conv_algo)a)));
+    }
+  }
+  ts_status s = ok ? ts_json_write_file(p->path, j) : ts_error(TS_ERR_OOM, "conv profile: out of memory for JSON");
+  cJSON_Delete(j);
+  return s;
+}
+
+void ts_conv_trial_entry(const ts_conv_trial *t, ts_conv_profile_entry *e) {
+  memset(e, 0, sizeof *e);
+  for (int a = 0; a < TS_CONV_ALGO_COUNT; a++) {
+    ts_conv_trial_info in;
+    ts_conv_trial_info_at(t, a, &in);
+    e->ms[a] = in.ran ? in.ms : NAN;
+    e->pruned[a] = in.ran && in.pruned;
+  }
+  utc_now(e->date, sizeof e->date);
+  double la;
+  e->load_avg = getloadavg(&la, 1) == 1 ? la : -1;
+}
+
+ts_status ts_conv_profile_measure(ts_conv_profile *p, ts_context *ctx, const ts_conv_desc *d, unsigned algos,
+                                  const ts_conv_time_opts *opts, ts_conv_profile_entry *e) {
+  ts_conv_trial *t = NULL;
+  TS_TRY(ts_conv_trial_create(&t, ctx, d, algos, opts));
+  ts_status s = ts_conv_trial_run(t);
+  ts_conv_profile_entry en;
+  if (s == TS_OK) {
+    ts_conv_trial_entry(t, &en);
+    if (p) s = ts_conv_profile_put(p, d, &en);
+    if (e) *e = en;
+  }
+  ts_conv_trial_destroy(t);
+  return s;
+}
+
+ts_status ts_conv_choose(const ts_conv_profile_entry *e, const ts_conv_desc *d, unsigned algos, ts_conv_algo *out,
+                         char *why, size_t cap) {
+  if (!e || !d || !out) return ts_error(TS_ERR_INVALID_ARG, "ts_conv_choose: NULL argument");
+  if (!algos) algos = (1u << TS_CONV_ALGO_COUNT) - 1;
+  int best = -1, second = -1, n = 0;
+  for (int a = 0; a < TS_CONV_ALGO_COUNT; a++) {
+    if (!(algos >> a & 1u) || isnan(e->ms[a]) || ts_conv_supported(d, (ts_conv_algo)a) != TS_OK) continue;
+    n++;
+    if (best < 0 || e->ms[a] < e->ms[best]) second = best, best = a;
+    else if (second < 0 || e->ms[a] < e->ms[second]) second = a;
+  }
+  ts_error_clear();
+  if (best < 0) return ts_error(TS_ERR_NOT_FOUND, "conv: no measured algorithm applies to this layer");
+  *out = (ts_conv_algo)best;
+  if (why && cap) {
+    if (second < 0)
+      snprintf(why, cap, "the only measured algorithm that applies: %s %.3f ms", ts_conv_algo_name(*out), e->ms[best]);
+    else
+      snprintf(why, cap, "fastest of %d measured: %s %.3f ms, next %s %.3f ms (%.2fx)", n, ts_conv_algo_name(*out),
+               e->ms[best], ts_conv_algo_name((ts_conv_algo)second), e->ms[second], e->ms[second] / e->ms[best]);
+  }
+  return TS_OK;
+}

@@ -1,0 +1,260 @@
+/* Plans <-> JSON (docs/FORMATS.md "gconv plan"), the plan cache (<cache>/gconv_plans/<key>.json)
+ * and ts_gconv_plan_get. The reader validates every field; partitions are re-checked against the
+ * connectivity by ts_gconv_plan_get before a cached plan is used. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gconv/gconv_internal.h"
+#include "tessera/io.h"
+
+#define FORMAT_NAME "tessera-gconv-plan"
+#define PLAN_VERSION 1
+
+static cJSON *ints(const int32_t *v, int32_t n) {
+  cJSON *a = cJSON_CreateArray();
+  for (int32_t i = 0; a && i < n; i++)
+    if (!cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]))) return cJSON_Delete(a), NULL;
+  return a;
+}
+
+static bool add_parts(cJSON *j, const char *key, const ts_gconv_part *parts, int32_t n) {
+  cJSON *a = cJSON_AddArrayToObject(j, key);
+  for (int32_t p = 0; a && p < n; p++) {
+    cJSON *o = cJSON_CreateObject(), *r = ints(parts[p].rows, parts[p].nrows), *in = ints(parts[p].in, parts[p].nunion);
+    if (!o || !r || !in || !cJSON_AddItemToArray(a, o)) {
+      cJSON_Delete(o), cJSON_Delete(r), cJSON_Delete(in);
+      return false;
+    }
+    cJSON_AddItemToObject(o, "rows", r);
+    cJSON_AddItemToObject(o, "in", in);
+  }
+  return a != NULL;
+}
+
+static void hex(char *buf, uint64_t v) { snprintf(buf, 17, "%016" PRIx64, v); }
+
+ts_status ts_gconv_plan_to_json(const ts_gconv_plan *p, cJSON **out) {
+  *out = NULL;
+  cJSON *j = cJSON_CreateObject(), *ly = cJSON_CreateObject(), *cands = cJSON_CreateArray();
+  if (!j || !ly || !cands) return cJSON_Delete(j), cJSON_Delete(ly), cJSON_Delete(cands), ts_error(TS_ERR_OOM, "gconv plan json");
+  char h1[17], h2[17];
+  hex(h1, p->conn_hash), hex(h2, p->key);
+  const ts_gconv_layer *l = &p->layer;
+  cJSON_AddStringToObject(j, "format", FORMAT_NAME);
+  cJSON_AddNumberToObject(j, "version", PLAN_VERSION);
+  cJSON_AddItemToObject(j, "layer", ly);
+  cJSON_AddNumberToObject(ly, "n", l->n), cJSON_AddNumberToObject(ly, "cin", l->cin);
+  cJSON_AddNumberToObject(ly, "cout", l->cout), cJSON_AddNumberToObject(ly, "h", l->h);
+  cJSON_AddNumberToObject(ly, "w", l->w), cJSON_AddNumberToObject(ly, "ksize", l->ksize);
+  cJSON_AddNumberToObject(ly, "stride", l->stride);
+  cJSON_AddNumberToObject(j, "nnz", (double)p->nnz);
+  cJSON_AddStringToObject(j, "conn_hash", h1);
+  cJSON_AddStringToObject(j, "key", h2);
+  cJSON_AddStringToObject(j, "method", ts_reorder_method_name(p->method));
+  cJSON_AddStringToObject(j, "solver", ts_gconv_solver_name(p->solver));
+  cJSON_AddNumberToObject(j, "pred_ms", p->pred_ms);
+  cJSON_AddNumberToObject(j, "dense_pred_ms", p->dense_pred_ms);
+  cJSON_AddNumberToObject(j, "plan_ms", p->plan_ms);
+  cJSON_AddStringToObject(j, "cost_source", p->cost_source);
+  cJSON_AddStringToObject(j, "cpu_model", p->cpu_model);
+  cJSON_AddItemToObject(j, "candidates", cands);
+  for (int i = 0; i < p->ncand; i++) {
+    const ts_gconv_candidate *c = &p->cand[i];
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(cands, o)) return cJSON_Delete(o), cJSON_Delete(j), ts_error(TS_ERR_OOM, "gconv plan json");
+    cJSON_AddStringToObject(o, "method", ts_reorder_method_name(c->method));
+    cJSON_AddNumberToObject(o, "reorder_ms", c->reorder_ms), cJSON_AddNumberToObject(o, "knapsack_ms", c->knapsack_ms);
+    cJSON_AddNumberToObject(o, "greedy_ms", c->greedy_ms), cJSON_AddNumberToObject(o, "ilp_ms", c->ilp_ms);
+    cJSON_AddNumberToObject(o, "knapsack_pred_ms", c->knapsack_pred_ms);
+    cJSON_AddNumberToObject(o, "segment_pred_ms", c->segment_pred_ms);
+    cJSON_AddStringToObject(o, "start", c->segment_won ? "segment" : "knapsack");
+    cJSON_AddNumberToObject(o, "greedy_pred_ms", c->greedy_pred_ms), cJSON_AddNumberToObject(o, "pred_ms", c->pred_ms);
+    cJSON_AddNumberToObject(o, "nparts", c->nparts), cJSON_AddBoolToObject(o, "ilp_ran", c->ilp_ran);
+    cJSON_AddNumberToObject(o, "ilp_solves", c->ilp_solves), cJSON_AddNumberToObject(o, "ilp_improved", c->ilp_improved);
+    cJSON_AddBoolToObject(o, "ilp_timeout", c->ilp_timeout);
+  }
+  bool ok = add_parts(j, "parts", p->parts, p->nparts);
+  if (ok && p->none_nparts) ok = add_parts(j, "none_parts", p->none_parts, p->none_nparts);
+  if (!ok) return cJSON_Delete(j), ts_error(TS_ERR_OOM, "gconv plan json: out of memory");
+  *out = j;
+  return TS_OK;
+}
+
+/* ---- reading ------------------------------------------------------------------------------------ */
+
+static ts_status bad(const char *name, const char *field, const char *why) {
+  return ts_error(TS_ERR_FORMAT, "%s: gconv plan field '%s': %s", name, field, why);
+}
+
+static ts_status get_int(const char *name, const cJSON *o, const char *key, int64_t lo, int64_t hi, int64_t *v) {
+  if (ts_json_get_int(o, key, v) != TS_OK || *v < lo || *v > hi) {
+    char why[96];
+    snprintf(why, sizeof why, "missing or not an integer in [%lld, %lld]", (long long)lo, (long long)hi);
+    return bad(name, key, why);
+  }
+  return TS_OK;
+}
+
+static double num_or(const cJSON *o, const char *key, double def) {
+  double v;
+  return ts_json_get_number(o, key, &v) == TS_OK ? v : def;
+}
+
+/* Integer array of length <= cap into dst (ascending when `sorted`). */
+static ts_status get_ints(const char *name, const char *field, const cJSON *a, int32_t *dst, int64_t cap, int64_t hi,
+                          int32_t *n) {
+  if (!cJSON_IsArray(a)) return bad(name, field, "not an array");
+  int64_t len = cJSON_GetArraySize(a), i = 0;
+  if (len > cap) return bad(name, field, "more entries than the layer has channels");
+  const cJSON *e;
+  cJSON_ArrayForEach(e, a) {
+    if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= (double)hi || e->valuedouble != (int32_t)e->valuedouble)
+      return bad(name, field, "entries must be channel indices of the layer");
+    dst[i++] = (int32_t)e->valuedouble;
+  }
+  *n = (int32_t)len;
+  return TS_OK;
+}
+
+static ts_status read_parts(const char *name, const char *key, const cJSON *j, const ts_gconv_layer *l,
+                            ts_gconv_part **parts, int32_t **rows_buf, int32_t **in_buf, int32_t *nparts) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, key);
+  if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < 1 || cJSON_GetArraySize(a) > l->cout)
+    return bad(name, key, "needs 1 to cout partitions");
+  int32_t np = cJSON_GetArraySize(a);
+  int64_t tot_in = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, a) {
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(e, "in");
+    if (!cJSON_IsArray(in)) return bad(name, key, "a partition without an 'in' array");
+    tot_in += cJSON_GetArraySize(in);
+  }
+  *parts = ts_calloc((size_t)np, sizeof(ts_gconv_part));
+  *rows_buf = ts_malloc((size_t)l->cout * sizeof(int32_t));
+  *in_buf = ts_malloc((size_t)(tot_in ? tot_in : 1) * sizeof(int32_t));
+  if (!*parts || !*rows_buf || !*in_buf) return ts_error(TS_ERR_OOM, "%s: out of memory", name);
+  int64_t rused = 0, iused = 0;
+  int32_t p = 0;
+  cJSON_ArrayForEach(e, a) {
+    ts_gconv_part *P = &(*parts)[p++];
+    P->rows = *rows_buf + rused, P->in = *in_buf + iused;
+    TS_TRY(get_ints(name, "parts.rows", cJSON_GetObjectItemCaseSensitive(e, "rows"), P->rows, l->cout - rused, l->cout,
+                    &P->nrows));
+    TS_TRY(get_ints(name, "parts.in", cJSON_GetObjectItemCaseSensitive(e, "in"), P->in, l->cin, l->cin, &P->nunion));
+    rused += P->nrows, iused += P->nunion;
+  }
+  *nparts = np;
+  return TS_OK;
+}
+
+ts_status ts_gconv_plan_from_json(const cJSON *j, const char *name, ts_gconv_plan *out) {
+  memset(out, 0, sizeof *out);
+  const char *str;
+  if (ts_json_get_string(j, "format", &str) != TS_OK || strcmp(str, FORMAT_NAME) != 0)
+    return bad(name, "format", "not " FORMAT_NAME);
+  int64_t v;
+  TS_TRY(get_int(name, j, "version", 1, PLAN_VERSION, &v));
+  const cJSON *ly = cJSON_GetObjectItemCaseSensitive(j, "layer");
+  if (!cJSON_IsObject(ly)) return bad(name, "layer", "missing or not an object");
+  ts_gconv_plan p;
+  memset(&p, 0, sizeof p);
+  int64_t f[7];
+  const char *keys[7] = {"n", "cin", "cout", "h", "w", "ksize", "stride"};
+  for (int i = 0; i < 7; i++) TS_TRY(get_int(name, ly, keys[i], 1, 1 << 24, &f[i]));
+  p.layer = (ts_gconv_layer){(int)f[0], (int)f[1], (int)f[2], (int)f[3], (int)f[4], (int)f[5], (int)f[6]};
+  if (ts_gconv_layer_check(&p.layer) != TS_OK) return bad(name, "layer", ts_last_error());
+  TS_TRY(get_int(name, j, "nnz", 0, (int64_t)p.layer.cin * p.layer.cout, &p.nnz));
+  const char *ch, *kh;
+  if (ts_json_get_string(j, "conn_hash", &ch) != TS_OK || sscanf(ch, "%" SCNx64, &p.conn_hash) != 1)
+    return bad(name, "conn_hash", "missing or not hex");
+  if (ts_json_get_string(j, "key", &kh) != TS_OK || sscanf(kh, "%" SCNx64, &p.key) != 1) return bad(name, "key", "missing or not hex");
+  if (ts_json_get_string(j, "method", &str) != TS_OK || ts_reorder_method_parse(str, &p.method) != TS_OK)
+    return bad(name, "method", "not a reorder method name");
+  if (ts_json_get_string(j, "solver", &str) != TS_OK || ts_gconv_solver_parse(str, &p.solver) != TS_OK)
+    return bad(name, "solver", "not ilp or greedy");
+  p.pred_ms = num_or(j, "pred_ms", 0), p.dense_pred_ms = num_or(j, "dense_pred_ms", 0), p.plan_ms = num_or(j, "plan_ms", 0);
+  if (ts_json_get_string(j, "cost_source", &str) == TS_OK) snprintf(p.cost_source, sizeof p.cost_source, "%s", str);
+  if (ts_json_get_string(j, "cpu_model", &str) == TS_OK) snprintf(p.cpu_model, sizeof p.cpu_model, "%s", str);
+  p.best_none = -1;
+  const cJSON *cands = cJSON_GetObjectItemCaseSensitive(j, "candidates"), *e;
+  cJSON_ArrayForEach(e, cands) {
+    if (p.ncand == TS_GCONV_MAX_CANDIDATES) break;
+    ts_gconv_candidate *c = &p.cand[p.ncand];
+    if (ts_json_get_string(e, "method", &str) != TS_OK || ts_reorder_method_parse(str, &c->method) != TS_OK)
+      return bad(name, "candidates.method", "not a reorder method name");
+    if (c->method == TS_REORDER_NONE) p.best_none = p.ncand;
+    c->reorder_ms = num_or(e, "reorder_ms", 0), c->knapsack_ms = num_or(e, "knapsack_ms", 0);
+    c->greedy_ms = num_or(e, "greedy_ms", 0), c->ilp_ms = num_or(e, "ilp_ms", 0);
+    c->greedy_pred_ms = num_or(e, "greedy_pred_ms", 0), c->pred_ms = num_or(e, "pred_ms", 0);
+    c->knapsack_pred_ms = num_or(e, "knapsack_pred_ms", 0), c->segment_pred_ms = num_or(e, "segment_pred_ms", 0);
+    c->segment_won = ts_json_get_string(e, "start", &str) == TS_OK && strcmp(str, "segment") == 0;
+    c->nparts = (int32_t)num_or(e, "nparts", 0), c->ilp_solves = (int)num_or(e, "ilp_solves", 0);
+    c->ilp_improved = (int)num_or(e, "ilp_improved", 0);
+    bool b;
+    if (ts_json_get_bool(e, "ilp_ran", &b) == TS_OK) c->ilp_ran = b;
+    if (ts_json_get_bool(e, "ilp_timeout", &b) == TS_OK) c->ilp_timeout = b;
+    p.ncand++;
+  }
+  ts_status s = read_parts(name, "parts", j, &p.layer, &p.parts, &p.rows_buf, &p.in_buf, &p.nparts);
+  if (s == TS_OK && cJSON_GetObjectItemCaseSensitive(j, "none_parts"))
+    s = read_parts(name, "none_parts", j, &p.layer, &p.none_parts, &p.none_rows_buf, &p.none_in_buf, &p.none_nparts);
+  if (s != TS_OK) {
+    ts_gconv_plan_free(&p);
+    return s;
+  }
+  *out = p;
+  return TS_OK;
+}
+
+ts_status ts_gconv_plan_save(const ts_gconv_plan *p, const char *path) {
+  cJSON *j;
+  TS_TRY(ts_gconv_plan_to_json(p, &j));
+  ts_status s = ts_json_write_file(path, j);
+  cJSON_Delete(j);
+  return s;
+}
+
+ts_status ts_gconv_plan_load(const char *path, ts_gconv_plan *out) {
+  memset(out, 0, sizeof *out);
+  cJSON *j;
+  TS_TRY(ts_json_read_file(path, &j));
+  ts_status s = ts_gconv_plan_from_json(j, path, out);
+  cJSON_Delete(j);
+  return s;
+}
+
+ts_status ts_gconv_plan_cache_path(uint64_t key, char *buf, size_t cap) {
+  char dir[4096];
+  TS_TRY(ts_cache_dir(dir, sizeof dir));
+  int n = snprintf(buf, cap, "%s/gconv_plans/%016" PRIx64 ".json", dir, key);
+  if (n < 0 || (size_t)n >= cap) return ts_error(TS_ERR_INVALID_ARG, "gconv plan cache: path too long");
+  return TS_OK;
+}
+
+ts_status ts_gconv_plan_get(const ts_gconv_layer *l, const ts_csr *conn, const ts_gconv_cost *m,
+                            const ts_gconv_plan_opts *o, ts_gconv_plan *out, bool *cached) {
+  if (cached) *cached = false;
+  TS_TRY(ts_gconv_conn_check(l, conn));
+  const uint64_t key = ts_gconv_plan_key(l, conn, m, o);
+  char path[4300];
+  TS_TRY(ts_gconv_plan_cache_path(key, path, sizeof path));
+  FILE *f = fopen(path, "rb");
+  if (f) {
+    fclose(f);
+    if (ts_gconv_plan_load(path, out) == TS_OK && out->key == key && out->conn_hash == ts_gconv_conn_hash(conn) &&
+        memcmp(&out->layer, l, sizeof *l) == 0 && ts_gconv_plan_validate(out, conn) == TS_OK) {
+      if (cached) *cached = true;
+      return TS_OK;
+    }
+    ts_gconv_plan_free(out);
+  }
+  TS_TRY(ts_gconv_plan_make(l, conn, m, o, out));
+  char dir[4300];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = 0;
+  if (ts_mkdirs(dir) != TS_OK || ts_gconv_plan_save(out, path) != TS_OK)
+    fprintf(stderr, "tessera: could not cache the gconv plan: %s\n", ts_last_error());
+  return TS_OK;
+}

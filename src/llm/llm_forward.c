@@ -1,0 +1,204 @@
+/* Evaluation state (KV cache, workspaces, RoPE table) and the eval driver: one OpenMP region per
+ * batch of up to n_batch tokens, the layer steps separated by the team's spin barrier:
+ *
+ *   embed | per layer: qkv+rope+cache | attention | wo+residual | gate,up,silu | down+residual |
+ *   output (only the tokens whose logits are asked for)
+ *
+ * Prefill and decode are the same code: T tokens through batched GEMM kernels (T = 1 in decode). */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llm/llm_internal.h"
+
+static void *alloc(ts_llm_state *s, size_t count, size_t size, bool *ok) {
+  size_t bytes;
+  if (!ts_mul_size(count, size, &bytes)) {
+    *ok = false;
+    return NULL;
+  }
+  void *p = ts_calloc(bytes ? bytes : 1, 1);
+  if (!p) *ok = false;
+  else s->mem[s->nmem++] = p;
+  return p;
+}
+
+void ts_llm_state_destroy(ts_llm_state *s) {
+  if (!s) return;
+  for (int i = 0; i < s->nmem; i++) ts_free(s->mem[i]);
+  free(s->mem);
+  free(s->tb);
+  free(s);
+}
+
+/* cos, sin of theta_i = scale * p * base^(-2i / n_rot), with the powers formed as llama.cpp forms
+ * them (an fp32 running product of powf(base, -2 / n_rot), cosf/sinf of the fp32 angle): the angle
+ * is then the same float, and Q/K round to the same fp16 values. */
+static void rope_table(ts_llm_state *s) {
+  const ts_llm_config *c = &s->m->cfg;
+  const int half = c->n_rot / 2;
+  const float theta_scale = powf(c->rope_base, -2.0f / (float)c->n_rot);
+  for (int p = 0; p < s->n_ctx; p++) {
+    float theta = (float)p;
+    for (int i = 0; i < half; i++) {
+      const float t = c->rope_scale * theta;
+      s->rope[((size_t)p * half + i) * 2] = cosf(t);
+      s->rope[((size_t)p * half + i) * 2 + 1] = sinf(t);
+      theta *= theta_scale;
+    }
+  }
+}
+
+ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int n_ctx, int n_batch, ts_llm_state **out) {
+  if (!m || !out) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_state_create: NULL argument");
+  *out = NULL;
+  if (n_ctx < 1 || n_ctx > (1 << 20)) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_state_create: context %d outside 1..%d", n_ctx, 1 << 20);
+  if (n_batch < 1 || n_batch > 8192) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_state_create: batch %d outside 1..8192", n_batch);
+  if (n_batch > n_ctx) n_batch = n_ctx;
+  const ts_llm_config *c = &m->cfg;
+  ts_llm_state *s = calloc(1, sizeof *s);
+  if (!s) return ts_error(TS_ERR_OOM, "ts_llm_state_create: out of memory");
+  s->m = m;
+  s->nt = ctx ? ts_context_threads(ctx) : ts_default_threads();
+  if (s->nt < 1) s->nt = 1;
+  s->n_ctx = n_ctx;
+  s->n_batch = n_batch;
+  const int64_t d = c->d_model, ff = c->n_ff, hd = c->head_dim, nq = (int64_t)c->n_head * hd;
+  s->wmax = d > ff ? d : ff;
+  if (nq > s->wmax) s->wmax = nq;
+  s->ldq = (int64_t)(c->n_head + 2 * c->n_head_kv) * hd;
+  s->mem = calloc((size_t)(16 + 8 * s->nt), sizeof *s->mem);
+  s->tb = calloc((size_t)s->nt, sizeof *s->tb);
+  bool ok = s->mem && s->tb;
+  const size_t B = (size_t)n_batch, cache = (size_t)c->n_layer * (size_t)c->n_head_kv * (size_t)hd * (size_t)n_ctx;
+  if (ok) {
+    s->kc = alloc(s, cache, sizeof(uint16_t), &ok);
+    s->vc = alloc(s, cache, sizeof(uint16_t), &ok);
+    s->x = alloc(s, B * (size_t)d, sizeof(float), &ok);
+    s->tmp = alloc(s, B * (size_t)d, sizeof(float), &ok);
+    s->qkv = alloc(s, B * (size_t)s->ldq, sizeof(float), &ok);
+    s->att = alloc(s, B * (size_t)nq, sizeof(float), &ok);
+    s->ffg = alloc(s, B * (size_t)ff, sizeof(float), &ok);
+    s->ffu = alloc(s, B * (size_t)ff, sizeof(float), &ok);
+    s->scores = alloc(s, (size_t)s->nt * TS__ATT_ROWS * (size_t)n_ctx, sizeof(float), &ok);
+    s->rope = alloc(s, (size_t)n_ctx * (size_t)(c->n_rot / 2) * 2, sizeof(float), &ok);
+    for (int t = 0; t < s->nt && ok; t++) {
+      ts__tbuf *b = &s->tb[t];
+      const size_t nv = B * (size_t)s->wmax, nb = nv / TS_QK + 1;
+      b->xn = alloc(s, nv, sizeof(float), &ok);
+      b->act.q = alloc(s, nv, 1, &ok);
+      b->act.quad = alloc(s, nv + B * 128, 1, &ok); /* each token's groups padded to 4 blocks */
+      b->act.d = alloc(s, nb, sizeof(float), &ok);
+      b->act.s = alloc(s, nb, sizeof(float), &ok);
+      b->act.ds = alloc(s, nb, sizeof(float), &ok);
+      b->act.sum = alloc(s, nb, sizeof(int32_t), &ok);
+    }
+  }
+  if (!ok) {
+    ts_llm_state_destroy(s);
+    return ts_error(TS_ERR_OOM, "ts_llm_state_create: out of memory for a %d-token context (%zu MiB of KV cache)", n_ctx,
+                    2 * cache * sizeof(uint16_t) >> 20);
+  }
+  rope_table(s);
+  s->att_fn = ts__att_kernel();
+  s->nrun = s->nt;
+  ts__barrier_init(&s->bar, s->nt);
+  *out = s;
+  return TS_OK;
+}
+
+int ts_llm_state_n_ctx(const ts_llm_state *s) { return s->n_ctx; }
+
+void ts_llm_state_timing(const ts_llm_state *s, ts_llm_timing *t) { *t = s->tm; }
+void ts_llm_state_timing_reset(ts_llm_state *s) { memset(&s->tm, 0, sizeof s->tm); }
+
+/* One batch of T <= n_batch tokens; logits of tokens [from, T) when logits != NULL. */
+static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, int from, float *logits) {
+  const int nl = s->m->cfg.n_layer;
+  double acc[6] = {0};
+  double t_start = ts_now();
+#pragma omp parallel num_threads(s->nt)
+  {
+    const int tid = omp_get_thread_num();
+    /* the team may be smaller than asked (OMP_THREAD_LIMIT, a nested region): split over it */
+#pragma omp single
+    {
+      s->nrun = omp_get_num_threads();
+      ts__barrier_init(&s->bar, s->nrun);
+    }
+    double t0 = ts_now(), t1;
+#define LAP(i)                      \
+  if (tid == 0) {                   \
+    t1 = ts_now();                  \
+    acc[i] += t1 - t0;              \
+    t0 = t1;                        \
+  }
+    ts__step_embed(s, tid, tokens, T);
+    ts__barrier_wait(&s->bar);
+    LAP(5)
+    for (int l = 0; l < nl; l++) {
+      ts__step_qkv(s, tid, l, T, pos);
+      ts__barrier_wait(&s->bar);
+      LAP(0)
+      ts__llm_attention(s, l, T, pos, tid);
+      ts__barrier_wait(&s->bar);
+      LAP(1)
+      ts__step_wo(s, tid, l, T);
+      ts__barrier_wait(&s->bar);
+      LAP(2)
+      ts__step_gate_up(s, tid, l, T);
+      ts__barrier_wait(&s->bar);
+      ts__step_down(s, tid, l, T);
+      ts__barrier_wait(&s->bar);
+      LAP(3)
+    }
+    if (logits && from < T) ts__step_output(s, tid, T, from, logits);
+    LAP(4)
+#undef LAP
+  }
+  s->tm.qkv += acc[0];
+  s->tm.attn += acc[1];
+  s->tm.wo += acc[2];
+  s->tm.mlp += acc[3];
+  s->tm.output += acc[4];
+  s->tm.other += acc[5];
+  s->tm.total += ts_now() - t_start;
+  s->tm.tokens += T;
+  s->tm.calls++;
+}
+
+static ts_status eval_checked(ts_llm_state *s, const int32_t *tokens, int n, int pos, ts_llm_logits which, int from,
+                              float *logits) {
+  if (!s || (n > 0 && !tokens)) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_eval: NULL argument");
+  if (n < 1) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_eval: %d tokens (at least 1)", n);
+  if (pos < 0 || (int64_t)pos + n > s->n_ctx)
+    return ts_error(TS_ERR_INVALID_ARG, "ts_llm_eval: positions %d..%lld do not fit the %d-token context", pos,
+                    (long long)pos + n - 1, s->n_ctx);
+  if (which != TS_LLM_LOGITS_NONE && !logits) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_eval: NULL logits buffer");
+  const int nv = s->m->cfg.n_vocab;
+  for (int i = 0; i < n; i++)
+    if (tokens[i] < 0 || tokens[i] >= nv)
+      return ts_error(TS_ERR_INVALID_ARG, "ts_llm_eval: token %d at index %d is outside the vocabulary of %d", tokens[i], i, nv);
+  if (which == TS_LLM_LOGITS_LAST) from = n - 1;
+  else if (which == TS_LLM_LOGITS_ALL) from = 0;
+  else if (which == TS_LLM_LOGITS_NONE) from = n;
+  for (int b0 = 0; b0 < n; b0 += s->n_batch) {
+    int T = n - b0 < s->n_batch ? n - b0 : s->n_batch;
+    int f = from - b0 < 0 ? 0 : from - b0;
+    float *lg = f < T ? logits + (size_t)(b0 + f - from) * (size_t)nv : NULL;
+    eval_batch(s, tokens + b0, T, pos + b0, f, lg);
+  }
+  return TS_OK;
+}
+
+ts_status ts_llm_eval(ts_llm_state *s, const int32_t *tokens, int n, int pos, ts_llm_logits which, float *logits) {
+  if (which == TS_LLM_LOGITS_FROM) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_eval: TS_LLM_LOGITS_FROM needs ts_llm_eval_from");
+  if ((unsigned)which > TS_LLM_LOGITS_FROM) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_eval: unknown logits mode %d", (int)which);
+  return eval_checked(s, tokens, n, pos, which, 0, logits);
+}
+
+ts_status ts_llm_eval_from(ts_llm_state *s, const int32_t *tokens, int n, int pos, int from, float *logits) {
+  if (from < 0 || from >= n) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_eval_from: first scored token %d outside 0..%d", from, n - 1);
+  return eval_checked(s, tokens, n, pos, TS_LLM_LOGITS_FROM, from, logits);
+}

@@ -1,0 +1,150 @@
+/* LLM runtime internals shared by the loader (llm_model.c), the forward pass (llm_forward.c,
+ * llm_layer.c), attention (llm_attn.c) and the thread team (llm_team.c). */
+#ifndef TS_LLM_INTERNAL_H
+#define TS_LLM_INTERNAL_H
+
+#include <stdatomic.h>
+
+#include "llm/quant_internal.h"
+#include "tessera/llm.h"
+
+/* A weight matrix [rows][cols] in its file type: row r at data + r * row_bytes (in the mapping).
+ * Block types also get a packed copy (same bytes per row, ts__pack_rows) when the active ISA has
+ * packed kernels: then packed != NULL and pgemm is its kernel. */
+typedef struct ts__wmat {
+  const char *name;
+  uint32_t type;
+  int64_t rows, cols;
+  size_t row_bytes;
+  const uint8_t *data;
+  const uint8_t *packed;
+  ts__pgemm_fn pgemm;
+} ts__wmat;
+
+/* One transformer block. Gate and up keep the file layout, neurons = rows ([n_ff][d]): a neuron is
+ * one contiguous row of each, so skipping a neuron skips its bytes. Down is [d][n_ff] as stored
+ * (each output row reads every neuron; see docs/ARCHITECTURE.md for the layout decision). */
+typedef struct ts__llm_layer {
+  const float *attn_norm, *ffn_norm; /* [d] fp32 (owned copies) */
+  ts__wmat wq, wk, wv, wo;           /* [n_head*hd][d], [n_kv*hd][d] x2, [d][n_head*hd] */
+  ts__wmat gate, up, down;           /* [n_ff][d], [n_ff][d], [d][n_ff] */
+} ts__llm_layer;
+
+struct ts_llm_model {
+  ts_gguf *g;
+  char *name;
+  ts_llm_config cfg;
+  ts__wmat tok_embd, output; /* [vocab][d]; output aliases tok_embd when tied */
+  const float *output_norm;  /* [d] */
+  ts__llm_layer *layers;
+  float *norms;              /* owned fp32 norm weights: (2 n_layer + 1) d */
+  uint8_t *packmem;          /* owned packed copies of the block-type matrices (NULL: none) */
+  ts_llm_vocab *vocab;
+  uint64_t weight_bytes;
+};
+
+/* ---- thread team: one OpenMP region per eval call, phases separated by a spin barrier ------ */
+
+typedef struct ts__barrier {
+  _Alignas(64) atomic_int count;
+  _Alignas(64) atomic_int phase;
+  atomic_int sleepers; /* waiters asleep on the phase futex */
+  int n;
+} ts__barrier;
+
+void ts__barrier_init(ts__barrier *b, int n);
+/* Every one of the n threads calls it; returns when all have. Spins briefly, then sleeps on a
+ * futex (the machine is shared: a waiter must not burn a core another thread needs). */
+void ts__barrier_wait(ts__barrier *b);
+
+/* [lo, hi) of n items for thread t of nt, in multiples of `align` (the last part takes the rest). */
+void ts__split(int64_t n, int t, int nt, int64_t align, int64_t *lo, int64_t *hi);
+
+/* ---- state ------------------------------------------------------------------------------- */
+
+/* Batched activations for the block kernels: T vectors of n values in the ts__qbatch arrays
+ * (q[T][n], d/sum/s/ds[T][n/32], quad[T][ceil(n/128) 128]); sized for n_batch x wmax, re-cut per
+ * use. */
+typedef struct ts__actb {
+  int64_t n;
+  int8_t *q, *quad;
+  float *d, *s, *ds;
+  int32_t *sum;
+} ts__actb;
+
+/* Per-thread buffers: every thread normalizes and quantizes the whole batch's input itself (a
+ * d- or n_ff-wide pass per token, ~1/500 of its matmul share), so no barrier is needed between
+ * preparing an activation and using it. */
+typedef struct ts__tbuf {
+  float *xn;   /* [n_batch][wmax] normalized input (read by float weight types) */
+  ts__actb act;
+} ts__tbuf;
+
+/* Query rows (tokens) per attention work item. */
+#define TS__ATT_ROWS 8
+
+/* One attention work item (llm_attn.c): m <= TS__ATT_ROWS query rows q[r * ldq + i] (fp32; rounded
+ * to fp16 inside) at positions p0 + r, against keys 0..p0+m-1 of one KV head: KT[i * ldk + j]
+ * (ldk = n_ctx) and V[j * hd + i], fp16. S: scratch [m][ldk]. out[r * ldo + i] = the head's output. */
+typedef void (*ts__att_fn)(int m, int hd, int p0, float scale, const float *q, int64_t ldq, const uint16_t *KT,
+                           int64_t ldk, const uint16_t *V, float *S, float *out, int64_t ldo);
+void ts__att_item_ref(int m, int hd, int p0, float scale, const float *q, int64_t ldq, const uint16_t *KT,
+                      int64_t ldk, const uint16_t *V, float *S, float *out, int64_t ldo);
+/* AVX-512 form (hd a multiple of 64 up to 256; other sizes run the reference). */
+void ts__att_item_avx512(int m, int hd, int p0, float scale, const float *q, int64_t ldq, const uint16_t *KT,
+                         int64_t ldk, const uint16_t *V, float *S, float *out, int64_t ldo);
+/* The item kernel of the active ISA level (the reference under TESSERA_REF=1). */
+ts__att_fn ts__att_kernel(void);
+
+struct ts_llm_state {
+  const ts_llm_model *m;
+  int nt, n_ctx, n_batch;
+  int nrun;      /* threads of the running team (<= nt): the work splits use it */
+  int64_t wmax;  /* max(d, n_ff, n_head hd) */
+  int64_t ldq;   /* (n_head + 2 n_kv) hd */
+  uint16_t *kc;  /* K^T fp16: [layer][kv_head][hd][n_ctx] (16 keys of one dim per 32-byte load) */
+  uint16_t *vc;  /* V fp16: [layer][kv_head][n_ctx][hd] (one position's values contiguous) */
+  float *x;      /* [n_batch][d] residual stream */
+  float *tmp;    /* [n_batch][d] matmul output before the residual add */
+  float *qkv;    /* [n_batch][ldq] */
+  float *att;    /* [n_batch][n_head hd] */
+  float *ffg, *ffu; /* [n_batch][n_ff] gate (then silu(gate) * up), up */
+  float *scores; /* [nt][TS__ATT_ROWS][n_ctx] attention probabilities of one work item */
+  float *rope;   /* [n_ctx][n_rot / 2][2] cos, sin */
+  ts__tbuf *tb;  /* [nt] */
+  void **mem;    /* every allocation, for destroy */
+  int nmem;
+  ts__barrier bar;
+  ts__att_fn att_fn;
+  ts_llm_timing tm;
+};
+
+/* Y[t][r] = W[r] . X[t] for rows [r0, r1) and tokens [0, T): Y at y + t * ldy + r. Float weight
+ * types read xf[t * ldx ..]; block types read the quantized xb (xb->n == w->cols). */
+void ts__wmat_gemm(const ts__wmat *w, int64_t r0, int64_t r1, const float *xf, int64_t ldx, const ts__actb *xb,
+                   int T, float *y, int64_t ldy);
+
+/* One eval batch's steps on thread tid (llm_layer.c); barriers between them are the caller's. */
+void ts__step_embed(ts_llm_state *s, int tid, const int32_t *tokens, int T);
+void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos);
+void ts__step_wo(ts_llm_state *s, int tid, int l, int T);
+void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T);
+void ts__step_down(ts_llm_state *s, int tid, int l, int T);
+void ts__step_output(ts_llm_state *s, int tid, int T, int from, float *logits);
+
+/* Decode attention of G query rows (Q[g][i] at Q + g * ldq + i) against nk keys of one KV head:
+ * K^T, V^T [hd][ldk]; scores scratch S[G][nk]; O[g][i] at O + g * ldo + i. */
+typedef void (*ts__attn_decode_fn)(int G, int hd, int nk, float scale, const float *Q, int64_t ldq, const float *KT,
+                                   const float *VT, int64_t ldk, float *S, float *O, int64_t ldo);
+void ts__attn_decode_ref(int G, int hd, int nk, float scale, const float *Q, int64_t ldq, const float *KT,
+                         const float *VT, int64_t ldk, float *S, float *O, int64_t ldo);
+void ts__attn_decode_avx512(int G, int hd, int nk, float scale, const float *Q, int64_t ldq, const float *KT,
+                            const float *VT, int64_t ldk, float *S, float *O, int64_t ldo);
+ts__attn_decode_fn ts__attn_decode(void); /* resolved once from ts_isa_active() */
+
+
+/* Thread tid's part of causal attention for tokens [0, T) at positions pos.. of layer l:
+ * q from s->qkv, K/V from the cache (already holding these tokens), output into s->att. */
+void ts__llm_attention(ts_llm_state *s, int l, int T, int pos, int tid);
+
+#endif

@@ -1,0 +1,64 @@
+/* The thread team of one eval call: a sense-counting spin barrier and static work splits. One
+ * OpenMP region spans a whole eval (every layer of every phase), so the per-phase cost is this
+ * barrier (~0.1-0.5 us on 2 cores) rather than an OpenMP fork/join, which with
+ * OMP_WAIT_POLICY=passive means a futex wake-up per region (tens of microseconds, hundreds of
+ * regions per token). */
+#include <immintrin.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "llm/llm_internal.h"
+
+void ts__barrier_init(ts__barrier *b, int n) {
+  atomic_init(&b->count, 0);
+  atomic_init(&b->phase, 0);
+  atomic_init(&b->sleepers, 0);
+  b->n = n;
+}
+
+/* Spin up to this long before sleeping on a futex. Phases of a decode step last 10-100 us and a
+ * futex wake-up costs tens of microseconds on a VM, so a waiter spins through any normal
+ * imbalance; but on a loaded machine the other thread may be descheduled for a whole time slice,
+ * and spinning (or sched_yield) then keeps the CPU from the very thread being waited for. */
+#define SPIN_SECONDS 300e-6
+
+static void futex_wait(atomic_int *addr, int val) {
+  syscall(SYS_futex, (int *)addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+static void futex_wake_all(atomic_int *addr) { syscall(SYS_futex, (int *)addr, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0); }
+
+void ts__barrier_wait(ts__barrier *b) {
+  if (b->n <= 1) return;
+  int ph = atomic_load_explicit(&b->phase, memory_order_acquire);
+  if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) == b->n - 1) {
+    atomic_store_explicit(&b->count, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->phase, ph + 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&b->sleepers, memory_order_seq_cst)) futex_wake_all(&b->phase);
+    return;
+  }
+  double t0 = 0;
+  for (int i = 0;; i++) {
+    if (atomic_load_explicit(&b->phase, memory_order_acquire) != ph) return;
+    _mm_pause();
+    if ((i & 255) == 255) { /* the clock is read every 256 pauses */
+      double t = ts_now();
+      if (t0 == 0) t0 = t;
+      else if (t - t0 > SPIN_SECONDS) break;
+    }
+  }
+  /* sleepers is raised before the phase is re-checked and the releaser stores the phase before it
+   * reads sleepers (both seq_cst), so either the sleeper sees the new phase or the releaser sees
+   * the sleeper; FUTEX_WAIT returns at once when the phase has already moved on. */
+  atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_seq_cst);
+  while (atomic_load_explicit(&b->phase, memory_order_seq_cst) == ph) futex_wait(&b->phase, ph);
+  atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_seq_cst);
+}
+
+void ts__split(int64_t n, int t, int nt, int64_t align, int64_t *lo, int64_t *hi) {
+  if (align < 1) align = 1;
+  int64_t units = (n + align - 1) / align;
+  int64_t a = units * t / nt, b = units * (t + 1) / nt;
+  *lo = a * align < n ? a * align : n;
+  *hi = b * align < n ? b * align : n;
+}

@@ -1,0 +1,342 @@
+/* LLM runtime on tiny GGUF models written by our writer (tests/test_llm_tiny.h): the forward pass
+ * against an independent double-precision reference, prefill vs token-by-token decode, batching,
+ * threads, sampling, perplexity, the batched GEMM kernels against the dot reference, and load /
+ * eval errors. The real SmolLM2 model is not needed (tests/test_tokenizer.c checks its token ids
+ * when it is present).
+ *
+ * Tolerances (logits of a 2-layer model, |logit| up to ~10):
+ *  - F32 weights: fp32 everywhere (norms, matmuls of length <= 96, softmax) against double, both
+ *    rounding Q, K, V and the attention probabilities to fp16 at the same points: a few hundred
+ *    fp32 roundings of unit-size terms (2e-4 (1 + |ref|)), plus the elements whose fp32 and double
+ *    values fall on two sides of an fp16 rounding boundary, each moving by 2^-11 of itself
+ *    (measured up to 1e-4 max|ref|): |diff| <= 2e-4 (1 + |ref| + max|ref|).
+ *  - Q4_1 / Q8_0 / Q4_0 weights against the reference over the same dequantized weights, with the
+ *    reference rounding every matmul input as the int8 activation format does (tiny_qact): what
+ *    is left is fp32 summation order and the rare activation that rounds the other way because
+ *    of it (one step, ~0.4% of its block's range): |diff| <= 1e-2 max|ref|. Without the rounding
+ *    emulation the gap is the activation quantization itself (a few % of max|ref| here).
+ *  - prefill vs decode, 1 vs 2 threads, batch cut points: the same kernels on the same values,
+ *    only the fp32 summation order differs (GEMM tile vs dot), which can flip an activation
+ *    rounding: |diff| <= 1e-2 max|ref|; with F32 weights <= 1e-4 (1 + |ref|).
+ *  - GEMM kernels vs the dot reference: both form exact integer block sums; fp32 accumulation of
+ *    nb block terms: |diff| <= 4 (nb + 8) eps sum_b |term_b| (+1e-30). */
+#include <float.h>
+
+#include "llm/llm_internal.h"
+#include "test_llm_tiny.h"
+
+static const int32_t kSeq[] = {5, 77, 200, 3, 150, 260, 261, 9, 44, 100, 101, 102, 255, 7, 8, 30, 31, 32, 33, 34};
+#define NSEQ (int)(sizeof kSeq / sizeof kSeq[0])
+
+static ts_llm_model *load_tiny(const tiny_cfg *c, const char *file) {
+  char path[2048];
+  tst_tmp_path(path, sizeof path, file);
+  tiny_write(c, path);
+  ts_llm_model *m = NULL;
+  CHECK_OK(ts_llm_model_load(path, &m));
+  return m;
+}
+
+static double max_abs(const double *x, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; i++) m = fabs(x[i]) > m ? fabs(x[i]) : m;
+  return m;
+}
+
+/* max |a - ref| / (abs_scale + rel * |ref|) */
+static double err_ratio(const float *a, const double *ref, size_t n, double abs_scale, double rel) {
+  double w = 0;
+  for (size_t i = 0; i < n; i++) {
+    double e = fabs((double)a[i] - ref[i]) / (abs_scale + rel * fabs(ref[i]));
+    if (!(e <= w)) w = e != e ? INFINITY : e;
+  }
+  return w;
+}
+
+static double max_diff_f(const float *a, const float *b, size_t n) { return tst_max_abs_diff(a, b, n); }
+
+static void check_forward(uint32_t wtype, const char *file, bool tied) {
+  tiny_cfg c = tiny_default(wtype);
+  c.tied = tied;
+  ts_llm_model *m = load_tiny(&c, file);
+  if (!m) return;
+  const int nv = ts_llm_model_config(m)->n_vocab;
+  CHECK(nv == tiny_n_vocab() && ts_llm_model_config(m)->tied_output == tied, "vocab %d tied %d", nv, ts_llm_model_config(m)->tied_output);
+  double *ref = malloc((size_t)NSEQ * nv * sizeof *ref);
+  tiny_qact = wtype != TS_QT_F32;
+  tiny_reference(m, kSeq, NSEQ, ref);
+  const double scale = max_abs(ref, (size_t)NSEQ * nv);
+  const bool f32 = wtype == TS_QT_F32;
+  float *all = tst_alloc_guarded((size_t)NSEQ * nv), *step = tst_alloc_guarded((size_t)NSEQ * nv);
+  for (int threads = 1; threads <= 2; threads++) {
+    ts_context *ctx;
+    CHECK_OK(ts_context_create(&ctx, threads));
+    for (int batch = 1; batch <= 16; batch *= 4) { /* 1, 4, 16: decode-sized up to one big batch */
+      ts_llm_state *s = NULL;
+      CHECK_OK(ts_llm_state_create(m, ctx, 32, batch, &s));
+      if (!s) continue;
+      tst_poison(all, (size_t)NSEQ * nv);
+      CHECK_OK(ts_llm_eval(s, kSeq, NSEQ, 0, TS_LLM_LOGITS_ALL, all));
+      double w = f32 ? err_ratio(all, ref, (size_t)NSEQ * nv, 2e-4 * (1 + scale), 2e-4) : err_ratio(all, ref, (size_t)NSEQ * nv, 1e-2 * scale, 0);
+      CHECK(w <= 1, "%s tied=%d threads=%d batch=%d: prefill vs reference error ratio %.3g (scale %.3g)",
+            ts_qtype_name(wtype), tied, threads, batch, w, scale);
+      /* token-by-token decode over the same cache positions */
+      tst_poison(step, (size_t)NSEQ * nv);
+      for (int t = 0; t < NSEQ; t++) CHECK_OK(ts_llm_eval(s, &kSeq[t], 1, t, TS_LLM_LOGITS_LAST, step + (size_t)t * nv));
+      double dd = max_diff_f(all, step, (size_t)NSEQ * nv);
+      CHECK(dd <= (f32 ? 1e-4 * (1 + scale) : 1e-2 * scale), "%s threads=%d batch=%d: prefill vs decode differ by %.3g",
+            ts_qtype_name(wtype), threads, batch, dd);
+      /* logits of the tail only: the same numbers */
+      float *tail = tst_alloc_guarded((size_t)5 * nv);
+      tst_poison(tail, (size_t)5 * nv);
+      CHECK_OK(ts_llm_eval_from(s, kSeq, NSEQ, 0, NSEQ - 5, tail));
+      dd = max_diff_f(tail, all + (size_t)(NSEQ - 5) * nv, (size_t)5 * nv);
+      CHECK(dd <= (f32 ? 1e-5 * (1 + scale) : 1e-3 * scale), "eval_from tail differs by %.3g", dd);
+      CHECK(tst_guard_ok(tail, (size_t)5 * nv), "eval_from wrote past its logits");
+      ts_free(tail);
+      ts_llm_timing tm;
+      ts_llm_state_timing(s, &tm);
+      CHECK(tm.tokens == 2 * NSEQ + NSEQ && tm.total > 0, "timing counted %lld tokens", (long long)tm.tokens);
+      ts_llm_state_destroy(s);
+    }
+    ts_context_destroy(ctx);
+  }
+  CHECK(tst_guard_ok(all, (size_t)NSEQ * nv) && tst_guard_ok(step, (size_t)NSEQ * nv), "logits guard bytes overwritten");
+  ts_free(all);
+  ts_free(step);
+  free(ref);
+  ts_llm_model_free(m);
+}
+
+static void check_eval_errors(void) {
+  tiny_cfg c = tiny_default(TS_QT_Q4_1);
+  ts_llm_model *m = load_tiny(&c, "llm_err.gguf");
+  if (!m) return;
+  ts_llm_state *s = NULL;
+  CHECK_OK(ts_llm_state_create(m, NULL, 8, 4, &s));
+  float *lg = malloc((size_t)tiny_n_vocab() * 8 * sizeof *lg);
+  int32_t bad[2] = {5, 100000};
+  CHECK_ERR_CONTAINS(ts_llm_eval(s, bad, 2, 0, TS_LLM_LOGITS_LAST, lg), "token 100000 at index 1");
+  int32_t ok[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  CHECK_ERR_CONTAINS(ts_llm_eval(s, ok, 9, 0, TS_LLM_LOGITS_LAST, lg), "do not fit the 8-token context");
+  CHECK_ERR_CONTAINS(ts_llm_eval(s, ok, 2, 7, TS_LLM_LOGITS_LAST, lg), "positions 7..8");
+  CHECK_ERR_CONTAINS(ts_llm_eval(s, ok, 2, 0, TS_LLM_LOGITS_LAST, NULL), "NULL logits");
+  CHECK_STATUS(ts_llm_eval(s, ok, 0, 0, TS_LLM_LOGITS_NONE, NULL), TS_ERR_INVALID_ARG);
+  CHECK_OK(ts_llm_eval(s, ok, 3, 0, TS_LLM_LOGITS_NONE, NULL));
+  CHECK_STATUS(ts_llm_eval_from(s, ok, 3, 0, 3, lg), TS_ERR_INVALID_ARG);
+  ts_llm_state *s0 = NULL; /* a failed create sets its output to NULL: keep s to destroy it */
+  CHECK_STATUS(ts_llm_state_create(m, NULL, 0, 4, &s0), TS_ERR_INVALID_ARG);
+  CHECK(s0 == NULL, "failed state_create left a state");
+  ts_llm_state_destroy(s);
+  free(lg);
+  ts_llm_model_free(m);
+}
+
+static void check_load_errors(void) {
+  char path[2048];
+  tst_tmp_path(path, sizeof path, "llm_bad.gguf");
+  struct { const char *skip, *shape, *arch, *needle; } cases[] = {
+      {"blk.1.ffn_up.weight", NULL, "llama", "blk.1.ffn_up.weight"},
+      {NULL, "blk.0.attn_k.weight", "llama", "tensor blk.0.attn_k.weight has shape 64 x 31"},
+      {NULL, NULL, "gpt2", "general.architecture \"gpt2\" is not supported"},
+      {"output_norm.weight", NULL, "llama", "output_norm.weight"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tiny_cfg c = tiny_default(TS_QT_Q8_0);
+    c.skip_tensor = cases[i].skip;
+    c.bad_shape_tensor = cases[i].shape;
+    c.arch = cases[i].arch;
+    tiny_write(&c, path);
+    ts_llm_model *m = (ts_llm_model *)1;
+    CHECK_ERR_CONTAINS(ts_llm_model_load(path, &m), cases[i].needle);
+    CHECK(m == NULL, "failed load left a model");
+    CHECK(strstr(ts_last_error(), "llm_bad.gguf") != NULL, "error does not name the file: %s", ts_last_error());
+  }
+  ts_llm_model *m;
+  CHECK_ERR_CONTAINS(ts_llm_model_load("/nonexistent/x.gguf", &m), "/nonexistent/x.gguf");
+}
+
+/* Attention work items: the active kernel vs the scalar reference over edge shapes (1..8 rows,
+ * key counts below / at / above 16, a non-multiple head size falling back). Both round q and P to
+ * fp16 the same way; what differs is the fp32 order of the score sums (a P that rounds to the
+ * other fp16 neighbour moves an output by 2^-11 of that term) and the softmax's exp: outputs
+ * within 2e-3 of max|V| (values of order 1 here). */
+static void check_attention(void) {
+  const int hds[] = {64, 128, 48};
+  const int p0s[] = {0, 5, 15, 16, 37};
+  ts_rng r;
+  ts_rng_seed(&r, 17);
+  ts__att_fn fast = ts__att_kernel();
+  for (int hi = 0; hi < 3; hi++)
+    for (int pi = 0; pi < 5; pi++)
+      for (int m = 1; m <= TS__ATT_ROWS; m++) {
+        const int hd = hds[hi], p0 = p0s[pi], nk = p0 + m, ldk = 64, ldq = hd + 3, ldo = hd + 5;
+        uint16_t *KT = malloc((size_t)hd * ldk * 2), *V = malloc((size_t)ldk * hd * 2);
+        float *q = malloc((size_t)m * ldq * sizeof *q), *S = malloc((size_t)TS__ATT_ROWS * ldk * sizeof *S);
+        float *o0 = tst_alloc_guarded((size_t)m * ldo), *o1 = tst_alloc_guarded((size_t)m * ldo);
+        for (int i = 0; i < hd * ldk; i++) KT[i] = ts_f32_to_f16(ts_rng_normal(&r) * 0.3f);
+        for (int i = 0; i < ldk * hd; i++) V[i] = ts_f32_to_f16(ts_rng_normal(&r));
+        for (int i = 0; i < m * ldq; i++) q[i] = ts_rng_normal(&r);
+        tst_poison(o0, (size_t)m * ldo);
+        tst_poison(o1, (size_t)m * ldo);
+        ts__att_item_ref(m, hd, p0, 0.125f, q, ldq, KT, ldk, V, S, o0, ldo);
+        fast(m, hd, p0, 0.125f, q, ldq, KT, ldk, V, S, o1, ldo);
+        double worst = 0, vmax = 0;
+        for (int i = 0; i < nk * hd; i++) vmax = fmax(vmax, fabs(ts_f16_to_f32(V[i])));
+        for (int rr = 0; rr < m; rr++)
+          for (int i = 0; i < hd; i++) worst = fmax(worst, fabs((double)o0[rr * ldo + i] - o1[rr * ldo + i]));
+        CHECK(worst <= 2e-3 * vmax, "attention hd=%d p0=%d m=%d: max diff %.3g (max|V| %.3g)", hd, p0, m, worst, vmax);
+        CHECK(tst_guard_ok(o1, (size_t)m * ldo), "attention wrote past its output");
+        free(KT), free(V), free(q), free(S);
+        ts_free(o0), ts_free(o1);
+      }
+}
+
+/* Batched GEMM on packed rows (the active level's packed kernel when it has one, else its dot loop
+ * on the file rows) vs the loop over the reference dot, edge shapes around the tiles (4 rows x 1
+ * token, 2 x 4), the 4-block groups and 16-block superblocks (n = 32 .. 576, odd block counts). */
+static void check_gemm(void) {
+  const uint32_t types[] = {TS_QT_Q8_0, TS_QT_Q4_0, TS_QT_Q4_1};
+  const int64_t ns[] = {32, 64, 96, 160, 544, 576};
+  const int64_t rowsv[] = {1, 3, 4, 5, 17};
+  const int Ts[] = {1, 2, 3, 4, 5, 9};
+  const ts__quant_table *ref = ts__quant_for(TS_ISA_SCALAR), *act = ts__quant();
+  ts_rng r;
+  ts_rng_seed(&r, 3);
+  for (int ti = 0; ti < 3; ti++)
+    for (int ni = 0; ni < 6; ni++)
+      for (int ri = 0; ri < 5; ri++)
+        for (int tk = 0; tk < 6; tk++) {
+          const uint32_t type = types[ti];
+          const int64_t n = ns[ni], rows = rowsv[ri], nb = n / 32;
+          const int T = Ts[tk];
+          size_t rb;
+          ts_qtype_row_bytes(type, n, &rb);
+          float *w = malloc((size_t)(rows * n) * sizeof *w), *x = malloc((size_t)(T * n) * sizeof *x);
+          uint8_t *W = malloc(rb * (size_t)rows);
+          int8_t *q = malloc((size_t)(T * n));
+          float *d = malloc((size_t)(T * nb) * sizeof *d);
+          int32_t *sm = malloc((size_t)(T * nb) * sizeof *sm);
+          float *sx = malloc((size_t)(T * nb) * sizeof *sx), *ds = malloc((size_t)(T * nb) * sizeof *ds);
+          int8_t *quad = malloc((size_t)T * (size_t)((nb + 3) / 4) * 128);
+          uint8_t *P = malloc(rb * (size_t)rows);
+          for (int64_t i = 0; i < rows * n; i++) w[i] = ts_rng_normal(&r) + (i % 7 == 0 ? 0.5f : 0);
+          for (int64_t i = 0; i < T * n; i++) x[i] = ts_rng_normal(&r) * (i % 5 == 0 ? 3.0f : 1.0f);
+          for (int64_t i = 0; i < rows; i++) ts_quant_quantize_row(type, w + i * n, W + (size_t)i * rb, n);
+          for (int t = 0; t < T; t++) ref->act_quantize(n, x + t * n, q + t * n, d + t * nb, sm + t * nb, sx + t * nb);
+          ts__pgemm_fn pg = ts__quant_pgemm_fn(act, type);
+          if (pg) {
+            act->prep_packed(n, T, q, d, sm, quad, ds);
+            ts__pack_rows(type, W, P, rows, n);
+          }
+          ts__qbatch qb = {n, T, q, d, sm, sx, quad, ds};
+          float *y0 = tst_alloc_guarded((size_t)(T * rows)), *y1 = tst_alloc_guarded((size_t)(T * rows));
+          tst_poison(y0, (size_t)(T * rows));
+          tst_poison(y1, (size_t)(T * rows));
+          ts__quant_gemm_with(ref, type, W, rb, rows, n, NULL, 0, &qb, T, y0, rows);
+          if (pg) pg(P, rb, rows, &qb, y1, rows);
+          else ts__quant_gemm_with(act, type, W, rb, rows, n, NULL, 0, &qb, T, y1, rows);
+          double worst = 0;
+          float *deq = malloc((size_t)n * sizeof *deq);
+          for (int64_t rr = 0; rr < rows; rr++) {
+            ts_quant_dequantize_row(type, W + (size_t)rr * rb, deq, n);
+            for (int t = 0; t < T; t++) {
+              double mag = 0;
+              for (int64_t i = 0; i < n; i++) mag += fabs((double)deq[i] * (double)q[t * n + i] * d[t * nb + i / 32]);
+              /* the packed Q8_0 / Q4_0 kernels add their +128 / +8 weight bias and take it off in
+               * fp32 per block (c d_w d_x sum_x): those terms' size counts too */
+              const double cb = type == TS_QT_Q8_0 ? 128 : type == TS_QT_Q4_0 ? 8 : 0;
+              for (int64_t b = 0; b < nb && pg && cb > 0; b++) {
+                float dw = ts_f16_to_f32((uint16_t)(W[(size_t)rr * rb + (size_t)b * (type == TS_QT_Q8_0 ? 34 : 18)] |
+                                                    W[(size_t)rr * rb + (size_t)b * (type == TS_QT_Q8_0 ? 34 : 18) + 1] << 8));
+                mag += 2 * cb * fabs((double)dw * d[t * nb + b] * sm[t * nb + b]);
+              }
+              double tol = 4.0 * (double)(nb + 8) * FLT_EPSILON * mag + 1e-30;
+              double e = fabs((double)y0[t * rows + rr] - y1[t * rows + rr]) / tol;
+              if (!(e <= worst)) worst = e != e ? INFINITY : e;
+            }
+          }
+          CHECK(worst <= 1, "gemm %s n=%lld rows=%lld T=%d (%s): error %.3g x tolerance", ts_qtype_name(type), (long long)n,
+                (long long)rows, T, ts_isa_name(act->isa), worst);
+          CHECK(tst_guard_ok(y1, (size_t)(T * rows)), "gemm wrote past y");
+          free(deq), free(w), free(x), free(W), free(q), free(d), free(sm), free(sx), free(ds), free(quad), free(P);
+          ts_free(y0), ts_free(y1);
+        }
+}
+
+static void check_sample(void) {
+  float lg[6] = {0.5f, 2.0f, -1.0f, 2.0f, 1.9f, -5.0f};
+  CHECK(ts_llm_sample(lg, 6, 0, 0, NULL) == 1, "greedy picks the lowest id of a tie");
+  ts_rng r;
+  ts_rng_seed(&r, 5);
+  int counts[6] = {0};
+  for (int i = 0; i < 3000; i++) {
+    int32_t t = ts_llm_sample(lg, 6, 1.0f, 3, &r);
+    if (t >= 0 && t < 6) counts[t]++;
+  }
+  CHECK(counts[0] == 0 && counts[2] == 0 && counts[5] == 0, "top-3 sampled outside the top 3: %d %d %d", counts[0], counts[2], counts[5]);
+  /* p(1) = p(3) = e^2 / (2 e^2 + e^1.9) = 0.356 */
+  CHECK(counts[1] > 900 && counts[3] > 900 && counts[4] > 700, "top-3 frequencies %d %d %d", counts[1], counts[3], counts[4]);
+  ts_rng a, b;
+  ts_rng_seed(&a, 9);
+  ts_rng_seed(&b, 9);
+  bool same = true;
+  for (int i = 0; i < 50; i++) same &= ts_llm_sample(lg, 6, 0.7f, 0, &a) == ts_llm_sample(lg, 6, 0.7f, 0, &b);
+  CHECK(same, "sampling with the same seed differs");
+}
+
+/* ts_llm_perplexity against the NLL computed here from full logits, both scorings. */
+static void check_perplexity(void) {
+  tiny_cfg c = tiny_default(TS_QT_Q4_0);
+  ts_llm_model *m = load_tiny(&c, "llm_ppl.gguf");
+  if (!m) return;
+  const int nv = tiny_n_vocab(), win = 8, nwin = 3;
+  int32_t toks[26];
+  for (int i = 0; i < 26; i++) toks[i] = (int32_t)((i * 37 + 11) % nv);
+  ts_llm_state *s = NULL;
+  CHECK_OK(ts_llm_state_create(m, NULL, win, 8, &s));
+  float *lg = malloc((size_t)win * nv * sizeof *lg);
+  for (int full = 0; full <= 1; full++) {
+    double sum = 0;
+    int cnt = 0;
+    for (int w = 0; w < nwin; w++) {
+      CHECK_OK(ts_llm_eval(s, toks + w * win, win, 0, TS_LLM_LOGITS_ALL, lg));
+      for (int j = full ? 0 : win / 2; j < win - 1; j++) {
+        const float *z = lg + (size_t)j * nv;
+        double mx = z[0], e = 0;
+        for (int i = 1; i < nv; i++) mx = z[i] > mx ? z[i] : mx;
+        for (int i = 0; i < nv; i++) e += exp(z[i] - mx);
+        sum += log(e) + mx - z[toks[w * win + j + 1]];
+        cnt++;
+      }
+    }
+    ts_llm_ppl_result res;
+    CHECK_OK(ts_llm_perplexity(s, toks, 26, win, full, 0, false, &res));
+    CHECK(res.chunks == nwin && res.scored == cnt, "perplexity scored %lld in %lld windows, expected %d in %d",
+          (long long)res.scored, (long long)res.chunks, cnt, nwin);
+    CHECK(fabs(res.nll_mean - sum / cnt) < 1e-5 && fabs(res.ppl - exp(sum / cnt)) < 1e-4 * res.ppl,
+          "perplexity %.6f vs %.6f (full=%d)", res.ppl, exp(sum / cnt), full);
+    CHECK_OK(ts_llm_perplexity(s, toks, 26, win, full, 1, false, &res));
+    CHECK(res.chunks == 1, "max_chunks 1 gave %lld windows", (long long)res.chunks);
+  }
+  ts_llm_ppl_result res;
+  CHECK_ERR_CONTAINS(ts_llm_perplexity(s, toks, 5, win, false, 0, false, &res), "do not fill one 8-token window");
+  CHECK_STATUS(ts_llm_perplexity(s, toks, 26, 16, false, 0, false, &res), TS_ERR_INVALID_ARG);
+  free(lg);
+  ts_llm_state_destroy(s);
+  ts_llm_model_free(m);
+}
+
+int main(void) {
+  check_forward(TS_QT_F32, "llm_f32.gguf", true);
+  check_forward(TS_QT_Q4_1, "llm_q41.gguf", true);
+  check_forward(TS_QT_Q8_0, "llm_q80.gguf", false);
+  check_forward(TS_QT_Q4_0, "llm_q40.gguf", true);
+  check_eval_errors();
+  check_load_errors();
+  check_gemm();
+  check_attention();
+  check_sample();
+  check_perplexity();
+  return tst_finish();
+}

@@ -1,0 +1,528 @@
+/* tessera llm SUBCOMMAND: the GGUF LLM runtime from the command line.
+ *   generate    stream a continuation of a prompt (greedy or sampled; optional chat template)
+ *   perplexity  llama.cpp's windowed perplexity over a text file
+ *   bench       prefill and decode speed, bytes per token, GB/s and % of the machine's bandwidth
+ *   tokenize    token ids (and pieces) of a text
+ *   logits      logits of every position of a prompt into a .npy file (the peer check reads it)
+ *   info        the model's configuration */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "harness.h"
+#include "tessera/io.h"
+#include "tessera/llm.h"
+
+#define CMD "llm"
+
+enum { O_MODEL = 1, O_PROMPT = 2, O_N = 4, O_TEMP = 8, O_SEED = 16, O_TEXT = 32, O_CTX = 64, O_FULL = 128,
+       O_CHUNKS = 256, O_CHAT = 512, O_SPECIAL = 1024, O_OUT = 2048, O_PLEN = 4096, O_GEN = 8192,
+       O_REPEATS = 16384, O_TOPK = 32768, O_FILE = 65536, O_BATCH = 131072 };
+
+typedef struct opts {
+  cli_common_opts c;
+  const char *model, *prompt, *text, *out, *file;
+  long n, seed, ctx, chunks, plen, gen, repeats, topk, batch;
+  double temp;
+  bool full, chat, special, ctx_set;
+} opts;
+
+static const struct { const char *name; unsigned allowed; const char *usage; } kSubs[] = {
+    {"generate", O_MODEL | O_PROMPT | O_N | O_TEMP | O_SEED | O_CTX | O_CHAT | O_TOPK | O_BATCH | O_SPECIAL,
+     "generate --model FILE --prompt TEXT [-n 64] [--temp 0] [--top-k 40] [--seed 1] [--chat] [--special] [--ctx N] [--json]"},
+    {"perplexity", O_MODEL | O_TEXT | O_CTX | O_FULL | O_CHUNKS | O_BATCH,
+     "perplexity --model FILE --text FILE [--ctx 512] [--full] [--chunks N] [--json]"},
+    {"bench", O_MODEL | O_PLEN | O_GEN | O_REPEATS | O_CTX,
+     "bench --model FILE [--prompt-len 128] [--gen 64] [--repeats 5] [--json]"},
+    {"tokenize", O_MODEL | O_PROMPT | O_FILE | O_SPECIAL, "tokenize --model FILE (--prompt TEXT | --file FILE) [--special] [--json]"},
+    {"logits", O_MODEL | O_PROMPT | O_OUT | O_SPECIAL | O_BATCH, "logits --model FILE --prompt TEXT --out FILE.npy [--special] [--json]"},
+    {"info", O_MODEL, "info --model FILE [--json]"},
+};
+#define NSUBS (int)(sizeof kSubs / sizeof kSubs[0])
+
+static void print_help(void) {
+  printf("usage: tessera llm SUBCOMMAND --model FILE.gguf [options] [--threads N] [--json]\n\n");
+  for (int i = 0; i < NSUBS; i++) printf("  tessera llm %s\n", kSubs[i].usage);
+  printf("\nA LLaMA-architecture GGUF model (F32/F16/BF16/Q8_0/Q4_0/Q4_1 weights) with its gpt2 (byte-level\n"
+         "BPE) or llama (SentencePiece) tokenizer. generate streams the text as it is produced; --temp 0\n"
+         "(default) is greedy, --chat wraps the prompt in the model's ChatML template. perplexity follows\n"
+         "llama.cpp: windows of --ctx tokens, each from an empty cache, scoring the second half of each\n"
+         "window (--full: every position). bench times a --prompt-len prefill and --gen decode steps (median\n"
+         "of --repeats) and reports bytes read per token and GB/s against `tessera hwinfo`'s bandwidth.\n");
+}
+
+static int parse(int argc, char **argv, int *sub, opts *o) {
+  *o = (opts){.n = 64, .seed = 1, .ctx = 0, .plen = 128, .gen = 64, .repeats = 5, .topk = 40, .batch = 512};
+  *sub = -1;
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    o->c.help = true;
+    return CLI_OK;
+  }
+  for (int i = 0; i < NSUBS; i++)
+    if (!strcmp(argv[1], kSubs[i].name)) *sub = i;
+  if (*sub < 0) return cli_usage_error(CMD, "unknown subcommand '%s'", argv[1]);
+  unsigned allowed = kSubs[*sub].allowed;
+  for (int i = 2; i < argc; i++) {
+    int r = cli_common(CMD, argc, argv, &i, &o->c);
+    if (r < 0) return CLI_USAGE;
+    if (r > 0) continue;
+    const char *a = argv[i];
+    unsigned bit = 0;
+    const char **str = NULL;
+    long *num = NULL, lo = 0, hi = 0;
+    if (!strcmp(a, "--model")) bit = O_MODEL, str = &o->model;
+    else if (!strcmp(a, "--prompt")) bit = O_PROMPT, str = &o->prompt;
+    else if (!strcmp(a, "--text")) bit = O_TEXT, str = &o->text;
+    else if (!strcmp(a, "--file")) bit = O_FILE, str = &o->file;
+    else if (!strcmp(a, "--out")) bit = O_OUT, str = &o->out;
+    else if (!strcmp(a, "-n")) bit = O_N, num = &o->n, lo = 0, hi = 1 << 20;
+    else if (!strcmp(a, "--seed")) bit = O_SEED, num = &o->seed, lo = 0, hi = 0x7fffffffL;
+    else if (!strcmp(a, "--ctx")) bit = O_CTX, num = &o->ctx, lo = 2, hi = 1 << 20, o->ctx_set = true;
+    else if (!strcmp(a, "--chunks")) bit = O_CHUNKS, num = &o->chunks, lo = 1, hi = 1 << 20;
+    else if (!strcmp(a, "--prompt-len")) bit = O_PLEN, num = &o->plen, lo = 1, hi = 1 << 16;
+    else if (!strcmp(a, "--gen")) bit = O_GEN, num = &o->gen, lo = 1, hi = 1 << 16;
+    else if (!strcmp(a, "--repeats")) bit = O_REPEATS, num = &o->repeats, lo = 1, hi = 1000;
+    else if (!strcmp(a, "--top-k")) bit = O_TOPK, num = &o->topk, lo = 0, hi = 1 << 24;
+    else if (!strcmp(a, "--batch")) bit = O_BATCH, num = &o->batch, lo = 1, hi = 8192;
+    else if (!strcmp(a, "--temp")) bit = O_TEMP;
+    else if (!strcmp(a, "--full")) bit = O_FULL, o->full = true;
+    else if (!strcmp(a, "--chat")) bit = O_CHAT, o->chat = true;
+    else if (!strcmp(a, "--special")) bit = O_SPECIAL, o->special = true;
+    else return cli_usage_error(CMD, "%s: unknown option '%s'", kSubs[*sub].name, a);
+    if (!(allowed & bit)) return cli_usage_error(CMD, "%s does not take %s", kSubs[*sub].name, a);
+    if (str || num || bit == O_TEMP) {
+      const char *v = cli_value(CMD, argc, argv, &i);
+      if (!v) return CLI_USAGE;
+      if (str) *str = v;
+      else if (num && !cli_parse_int(CMD, a, v, lo, hi, num)) return CLI_USAGE;
+      else if (bit == O_TEMP && !cli_parse_double(CMD, a, v, 0, 100, &o->temp)) return CLI_USAGE;
+    }
+  }
+  if (o->c.help) return CLI_OK;
+  if (!o->model) return cli_usage_error(CMD, "%s needs --model FILE", kSubs[*sub].name);
+  return CLI_OK;
+}
+
+/* ---- shared pieces ----------------------------------------------------------------------- */
+
+typedef struct run {
+  ts_context *ctx;
+  ts_llm_model *m;
+  const ts_llm_vocab *v;
+  const ts_llm_config *cfg;
+} run;
+
+static ts_status open_run(const opts *o, run *r) {
+  memset(r, 0, sizeof *r);
+  TS_TRY(ts_context_create(&r->ctx, o->c.threads));
+  ts_status s = ts_llm_model_load(o->model, &r->m);
+  if (s != TS_OK) return s;
+  r->v = ts_llm_model_vocab(r->m);
+  r->cfg = ts_llm_model_config(r->m);
+  return TS_OK;
+}
+
+static void close_run(run *r) {
+  ts_llm_model_free(r->m);
+  ts_context_destroy(r->ctx);
+}
+
+/* Tokenizes text into a malloc'd array. */
+static ts_status tokenize(const ts_llm_vocab *v, const char *text, size_t len, bool bos, bool special, int32_t **ids,
+                          size_t *n) {
+  size_t cap = len + 16;
+  *ids = malloc(cap * sizeof **ids); /* a byte never makes more than one token (+ BOS) */
+  if (!*ids) return ts_error(TS_ERR_OOM, "out of memory for %zu tokens", cap);
+  ts_status s = ts_llm_tokenize(v, text, len, bos, special, *ids, cap, n);
+  if (s != TS_OK) {
+    free(*ids);
+    *ids = NULL;
+  }
+  return s;
+}
+
+static cJSON *ids_json(const int32_t *ids, size_t n) {
+  cJSON *a = cJSON_CreateArray();
+  for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
+  return a;
+}
+
+/* The ChatML wrapping SmolLM2's template produces: its default system message (taken from the
+ * template text), the user turn, and the assistant header. */
+static ts_status chat_wrap(const ts_llm_model *m, const char *prompt, char **out) {
+  const char *tmpl;
+  size_t tl;
+  if (ts_gguf_get_str(ts_llm_model_gguf(m), "tokenizer.chat_template", &tmpl, &tl) != TS_OK || !memmem(tmpl, tl, "<|im_start|>", 12))
+    return ts_error(TS_ERR_UNSUPPORTED, "--chat: the model has no ChatML (<|im_start|>) chat template");
+  const char *tag = "<|im_start|>system\n";
+  const char *sys = memmem(tmpl, tl, tag, strlen(tag));
+  size_t sl = 0;
+  if (sys) {
+    sys += strlen(tag);
+    const char *end = memmem(sys, tl - (size_t)(sys - tmpl), "<|im_end|>", 10);
+    sl = end ? (size_t)(end - sys) : 0;
+  }
+  size_t need = sl + strlen(prompt) + 128;
+  *out = malloc(need);
+  if (!*out) return ts_error(TS_ERR_OOM, "out of memory");
+  if (sl) snprintf(*out, need, "<|im_start|>system\n%.*s<|im_end|>\n<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n", (int)sl, sys, prompt);
+  else snprintf(*out, need, "<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n", prompt);
+  return TS_OK;
+}
+
+/* ---- generate ---------------------------------------------------------------------------- */
+
+static int do_generate(const opts *o, run *r) {
+  char *wrapped = NULL;
+  const char *prompt = o->prompt;
+  if (!prompt) return cli_usage_error(CMD, "generate needs --prompt TEXT");
+  ts_status s = TS_OK;
+  if (o->chat && (s = chat_wrap(r->m, prompt, &wrapped)) != TS_OK) return cli_fail(CMD, s);
+  if (wrapped) prompt = wrapped;
+  int32_t *ids = NULL;
+  size_t np = 0;
+  s = tokenize(r->v, prompt, strlen(prompt), true, o->chat || o->special, &ids, &np);
+  free(wrapped);
+  if (s != TS_OK) return cli_fail(CMD, s);
+  if (np == 0) {
+    free(ids);
+    return cli_usage_error(CMD, "generate: the prompt makes no tokens");
+  }
+  long ctx = o->ctx_set ? o->ctx : (long)np + o->n + 1;
+  if ((long)np + o->n > ctx) {
+    free(ids);
+    return cli_usage_error(CMD, "generate: %zu prompt tokens + %ld new do not fit --ctx %ld", np, o->n, ctx);
+  }
+  ts_llm_state *st = NULL;
+  float *logits = malloc((size_t)r->cfg->n_vocab * sizeof *logits);
+  int32_t *out = malloc(((size_t)o->n + 1) * sizeof *out);
+  if (!logits || !out) s = ts_error(TS_ERR_OOM, "out of memory");
+  if (s == TS_OK) s = ts_llm_state_create(r->m, r->ctx, (int)ctx, (int)o->batch, &st);
+  ts_rng rng;
+  ts_rng_seed(&rng, (uint64_t)o->seed);
+  double t0 = ts_now(), t_prefill = 0;
+  if (s == TS_OK) s = ts_llm_eval(st, ids, (int)np, 0, TS_LLM_LOGITS_LAST, logits);
+  t_prefill = ts_now() - t0;
+  size_t ng = 0;
+  bool stopped = false;
+  double t1 = ts_now();
+  char piece[256];
+  while (s == TS_OK && (long)ng < o->n) {
+    int32_t tok = ts_llm_sample(logits, r->cfg->n_vocab, (float)o->temp, (int)o->topk, &rng);
+    out[ng++] = tok;
+    if (tok == ts_llm_vocab_eos(r->v) || ts_llm_vocab_is_control(r->v, tok)) {
+      stopped = true;
+      break;
+    }
+    size_t pl;
+    if (!o->c.json && ts_llm_token_piece(r->v, tok, false, piece, sizeof piece, &pl) == TS_OK) {
+      fwrite(piece, 1, pl < sizeof piece ? pl : sizeof piece, stdout);
+      fflush(stdout);
+    }
+    if ((long)ng < o->n) s = ts_llm_eval(st, &tok, 1, (int)(np + ng - 1), TS_LLM_LOGITS_LAST, logits);
+  }
+  double t_dec = ts_now() - t1;
+  int rc = CLI_OK;
+  if (s != TS_OK) rc = cli_fail(CMD, s);
+  else if (o->c.json) {
+    char *text = NULL;
+    ts_llm_detokenize(r->v, out, ng, false, &text, NULL);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToObject(j, "prompt_tokens", ids_json(ids, np));
+    cJSON_AddItemToObject(j, "tokens", ids_json(out, ng));
+    cJSON_AddStringToObject(j, "text", text ? text : "");
+    cJSON_AddBoolToObject(j, "stopped", stopped);
+    cJSON_AddNumberToObject(j, "prefill_tps", (double)np / t_prefill);
+    cJSON_AddNumberToObject(j, "decode_tps", ng > 1 ? (double)(ng - 1) / t_dec : 0);
+    cli_print_json(j);
+    free(text);
+  } else {
+    printf("\n");
+    fprintf(stderr, "[%zu prompt tokens at %.1f tok/s, %zu generated at %.1f tok/s, %d threads]\n", np,
+            (double)np / t_prefill, ng, ng > 1 ? (double)(ng - 1) / t_dec : 0.0, ts_context_threads(r->ctx));
+  }
+  ts_llm_state_destroy(st);
+  free(logits);
+  free(out);
+  free(ids);
+  return rc;
+}
+
+/* ---- perplexity -------------------------------------------------------------------------- */
+
+static int do_perplexity(const opts *o, run *r) {
+  if (!o->text) return cli_usage_error(CMD, "perplexity needs --text FILE");
+  char *data;
+  size_t len;
+  ts_status s = ts_read_file(o->text, &data, &len);
+  if (s != TS_OK) return cli_fail(CMD, s);
+  int32_t *ids = NULL;
+  size_t n = 0;
+  s = tokenize(r->v, data, len, true, false, &ids, &n);
+  free(data);
+  if (s != TS_OK) return cli_fail(CMD, s);
+  int ctx = o->ctx_set ? (int)o->ctx : 512;
+  ts_llm_state *st = NULL;
+  ts_llm_ppl_result res;
+  s = ts_llm_state_create(r->m, r->ctx, ctx, (int)o->batch, &st);
+  if (s == TS_OK) s = ts_llm_perplexity(st, ids, n, ctx, o->full, (int)o->chunks, !o->c.json, &res);
+  ts_llm_state_destroy(st);
+  free(ids);
+  if (s != TS_OK) return cli_fail(CMD, s);
+  if (o->c.json) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "text", o->text);
+    cJSON_AddNumberToObject(j, "text_tokens", (double)n);
+    cJSON_AddNumberToObject(j, "ctx", ctx);
+    cJSON_AddStringToObject(j, "scoring", o->full ? "full" : "second-half");
+    cJSON_AddNumberToObject(j, "chunks", (double)res.chunks);
+    cJSON_AddNumberToObject(j, "scored", (double)res.scored);
+    cJSON_AddNumberToObject(j, "ppl", res.ppl);
+    cJSON_AddNumberToObject(j, "nll", res.nll_mean);
+    cJSON_AddNumberToObject(j, "nll_stderr", res.nll_stderr);
+    cJSON_AddNumberToObject(j, "seconds", res.seconds);
+    cJSON_AddNumberToObject(j, "tokens_per_s", res.tokens_per_s);
+    cJSON_AddNumberToObject(j, "threads", ts_context_threads(r->ctx));
+    cli_print_json(j);
+  } else {
+    printf("text        %s (%zu tokens)\n", o->text, n);
+    printf("windows     %lld x %d tokens, %s scoring, %lld predictions\n", (long long)res.chunks, ctx,
+           o->full ? "full" : "second-half", (long long)res.scored);
+    printf("perplexity  %.4f  (mean NLL %.5f +- %.5f nats)\n", res.ppl, res.nll_mean, res.nll_stderr);
+    printf("speed       %.1f tokens/s over %.1f s, %d threads\n", res.tokens_per_s, res.seconds, ts_context_threads(r->ctx));
+  }
+  return CLI_OK;
+}
+
+/* ---- tokenize, logits, info ------------------------------------------------------------- */
+
+static int do_tokenize(const opts *o, run *r) {
+  char *data = NULL;
+  size_t len;
+  const char *text = o->prompt;
+  ts_status s;
+  if (o->file) {
+    if ((s = ts_read_file(o->file, &data, &len)) != TS_OK) return cli_fail(CMD, s);
+    text = data;
+  } else if (!text) {
+    return cli_usage_error(CMD, "tokenize needs --prompt TEXT or --file FILE");
+  } else {
+    len = strlen(text);
+  }
+  int32_t *ids;
+  size_t n;
+  s = tokenize(r->v, text, len, true, o->special, &ids, &n);
+  free(data);
+  if (s != TS_OK) return cli_fail(CMD, s);
+  if (o->c.json) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToObject(j, "ids", ids_json(ids, n));
+    cli_print_json(j);
+  } else {
+    for (size_t i = 0; i < n; i++) {
+      size_t tl;
+      const char *t = ts_llm_vocab_text(r->v, ids[i], &tl);
+      printf("%6d  %.*s\n", ids[i], (int)tl, t);
+    }
+  }
+  free(ids);
+  return CLI_OK;
+}
+
+static int do_logits(const opts *o, run *r) {
+  if (!o->prompt || !o->out) return cli_usage_error(CMD, "logits needs --prompt TEXT and --out FILE.npy");
+  int32_t *ids;
+  size_t n;
+  ts_status s = tokenize(r->v, o->prompt, strlen(o->prompt), true, o->special, &ids, &n);
+  if (s != TS_OK) return cli_fail(CMD, s);
+  if (n == 0) {
+    free(ids);
+    return cli_usage_error(CMD, "logits: the prompt makes no tokens");
+  }
+  ts_llm_state *st = NULL;
+  ts_tensor t = {0};
+  int64_t shape[2] = {(int64_t)n, r->cfg->n_vocab};
+  s = ts_tensor_alloc(&t, TS_F32, 2, shape);
+  if (s == TS_OK) s = ts_llm_state_create(r->m, r->ctx, (int)n, (int)o->batch, &st);
+  if (s == TS_OK) s = ts_llm_eval(st, ids, (int)n, 0, TS_LLM_LOGITS_ALL, t.data);
+  if (s == TS_OK) s = ts_npy_write(o->out, &t);
+  ts_llm_state_destroy(st);
+  ts_tensor_free(&t);
+  int rc = s == TS_OK ? CLI_OK : cli_fail(CMD, s);
+  if (rc == CLI_OK && o->c.json) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToObject(j, "ids", ids_json(ids, n));
+    cJSON_AddStringToObject(j, "out", o->out);
+    cli_print_json(j);
+  }
+  free(ids);
+  return rc;
+}
+
+static int do_info(const opts *o, run *r) {
+  const ts_llm_config *c = r->cfg;
+  uint64_t wb = ts_llm_model_weight_bytes(r->m);
+  if (o->c.json) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "arch", c->arch);
+    cJSON_AddStringToObject(j, "name", c->name);
+    cJSON_AddNumberToObject(j, "n_layer", c->n_layer);
+    cJSON_AddNumberToObject(j, "d_model", c->d_model);
+    cJSON_AddNumberToObject(j, "n_ff", c->n_ff);
+    cJSON_AddNumberToObject(j, "n_head", c->n_head);
+    cJSON_AddNumberToObject(j, "n_head_kv", c->n_head_kv);
+    cJSON_AddNumberToObject(j, "head_dim", c->head_dim);
+    cJSON_AddNumberToObject(j, "n_rot", c->n_rot);
+    cJSON_AddNumberToObject(j, "n_vocab", c->n_vocab);
+    cJSON_AddNumberToObject(j, "rope_base", c->rope_base);
+    cJSON_AddNumberToObject(j, "rms_eps", c->rms_eps);
+    cJSON_AddBoolToObject(j, "tied_output", c->tied_output);
+    cJSON_AddStringToObject(j, "weight_type", ts_qtype_name(c->wtype));
+    cJSON_AddNumberToObject(j, "weight_bytes_per_token", (double)wb);
+    cJSON_AddStringToObject(j, "tokenizer", ts_llm_vocab_kind_of(r->v) == TS_LLM_VOCAB_BPE ? "bpe" : "spm");
+    cli_print_json(j);
+  } else {
+    printf("model       %s (%s, \"%s\")\n", o->model, c->arch, c->name);
+    printf("shape       %d layers, d %d, ff %d, heads %d / kv %d x %d, rope %d dims base %g\n", c->n_layer, c->d_model,
+           c->n_ff, c->n_head, c->n_head_kv, c->head_dim, c->n_rot, (double)c->rope_base);
+    printf("weights     %s, %.1f MB read per decoded token, output %s\n", ts_qtype_name(c->wtype), (double)wb / 1e6,
+           c->tied_output ? "tied to the token embedding" : "output.weight");
+    printf("tokenizer   %s, %d tokens, bos %d, eos %d\n", ts_llm_vocab_kind_of(r->v) == TS_LLM_VOCAB_BPE ? "byte-level BPE" : "SentencePiece",
+           c->n_vocab, ts_llm_vocab_bos(r->v), ts_llm_vocab_eos(r->v));
+  }
+  return CLI_OK;
+}
+
+
+/* ---- bench ------------------------------------------------------------------------------- */
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int do_bench(const opts *o, run *r) {
+  const ts_llm_config *c = r->cfg;
+  const int P = (int)o->plen, G = (int)o->gen, R = (int)o->repeats;
+  int ctx = o->ctx_set ? (int)o->ctx : P + G + 1;
+  if (P + G > ctx) return cli_usage_error(CMD, "bench: --prompt-len %d + --gen %d exceed --ctx %d", P, G, ctx);
+  ts_machine_profile prof;
+  bool have_prof = ts_hwinfo_get(r->ctx, &prof) == TS_OK;
+  ts_llm_state *st = NULL;
+  float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
+  int32_t *toks = malloc((size_t)P * sizeof *toks);
+  double *tp = malloc((size_t)(R + 1) * sizeof *tp), *td = malloc((size_t)(R + 1) * sizeof *td);
+  ts_status s = logits && toks && tp && td ? TS_OK : ts_error(TS_ERR_OOM, "out of memory");
+  if (s == TS_OK) s = ts_llm_state_create(r->m, r->ctx, ctx, P < 512 ? P : 512, &st);
+  ts_rng rng;
+  ts_rng_seed(&rng, 7);
+  for (int i = 0; i < P && s == TS_OK; i++) toks[i] = 100 + (int32_t)ts_rng_below(&rng, (uint64_t)(c->n_vocab - 100));
+  ts_llm_timing tm = {0};
+  for (int rep = 0; rep <= R && s == TS_OK; rep++) { /* rep 0 is the warm-up */
+    double t0 = ts_now();
+    s = ts_llm_eval(st, toks, P, 0, TS_LLM_LOGITS_LAST, logits);
+    double t1 = ts_now();
+    ts_llm_state_timing_reset(st);
+    for (int g = 0; g < G && s == TS_OK; g++) {
+      int32_t tok = ts_llm_sample(logits, c->n_vocab, 0, 0, NULL);
+      s = ts_llm_eval(st, &tok, 1, P + g, TS_LLM_LOGITS_LAST, logits);
+    }
+    double t2 = ts_now();
+    tp[rep] = t1 - t0;
+    td[rep] = t2 - t1;
+    if (rep == R) ts_llm_state_timing(st, &tm);
+  }
+  ts_llm_state_destroy(st);
+  free(logits);
+  free(toks);
+  if (s != TS_OK) {
+    free(tp);
+    free(td);
+    return cli_fail(CMD, s);
+  }
+  qsort(tp + 1, (size_t)R, sizeof *tp, cmp_dbl);
+  qsort(td + 1, (size_t)R, sizeof *td, cmp_dbl);
+  double prefill_s = tp[1 + R / 2], decode_s = td[1 + R / 2];
+  free(tp);
+  free(td);
+  const double prefill_tps = P / prefill_s, decode_tps = G / decode_s;
+  const double wbytes = (double)ts_llm_model_weight_bytes(r->m);
+  /* K and V of every earlier position, fp32, at the mean decode position */
+  const double kv = 2.0 * c->n_layer * c->n_head_kv * c->head_dim * 4.0 * (P + (G - 1) / 2.0);
+  const double bpt = wbytes + kv, gbs = bpt * decode_tps / 1e9;
+  const double bw = have_prof ? prof.bandwidth_gbs : 0, pct = bw > 0 ? 100.0 * gbs / bw : 0;
+  double load = ts_hwinfo_load_now();
+  const double tot = tm.total > 0 ? tm.total : 1;
+  if (o->c.json) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "model", o->model);
+    cJSON_AddNumberToObject(j, "threads", ts_context_threads(r->ctx));
+    cJSON_AddNumberToObject(j, "prompt_len", P);
+    cJSON_AddNumberToObject(j, "gen", G);
+    cJSON_AddNumberToObject(j, "repeats", R);
+    cJSON_AddNumberToObject(j, "prefill_tps", prefill_tps);
+    cJSON_AddNumberToObject(j, "decode_tps", decode_tps);
+    cJSON_AddNumberToObject(j, "bytes_per_token", bpt);
+    cJSON_AddNumberToObject(j, "weight_bytes_per_token", wbytes);
+    cJSON_AddNumberToObject(j, "kv_bytes_per_token", kv);
+    cJSON_AddNumberToObject(j, "gbs", gbs);
+    if (bw > 0) {
+      cJSON_AddNumberToObject(j, "pct_bandwidth", pct);
+      cJSON_AddNumberToObject(j, "bandwidth_gbs", bw);
+      cJSON_AddNumberToObject(j, "bound_tps", bw * 1e9 / bpt);
+    } else {
+      cJSON_AddNullToObject(j, "pct_bandwidth");
+    }
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddNumberToObject(b, "qkv", tm.qkv / tot);
+    cJSON_AddNumberToObject(b, "attention", tm.attn / tot);
+    cJSON_AddNumberToObject(b, "wo", tm.wo / tot);
+    cJSON_AddNumberToObject(b, "mlp", tm.mlp / tot);
+    cJSON_AddNumberToObject(b, "output", tm.output / tot);
+    cJSON_AddNumberToObject(b, "rest", (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot);
+    cJSON_AddItemToObject(j, "decode_time_share", b);
+    cJSON_AddNumberToObject(j, "load_avg", load);
+    cli_print_json(j);
+  } else {
+    printf("model       %s, %d threads, load average %.2f\n", o->model, ts_context_threads(r->ctx), load);
+    printf("prefill     %d tokens: %.1f tok/s (median of %d)\n", P, prefill_tps, R);
+    printf("decode      %d tokens after the prompt: %.1f tok/s (%.3f ms/token)\n", G, decode_tps, 1e3 / decode_tps);
+    printf("bytes/token %.2f MB (weights %.2f MB + KV cache %.2f MB)\n", bpt / 1e6, wbytes / 1e6, kv / 1e6);
+    if (bw > 0)
+      printf("bandwidth   %.2f GB/s = %.1f%% of the profile's %.2f GB/s (bound %.1f tok/s)\n", gbs, pct, bw, bw * 1e9 / bpt);
+    printf("decode time qkv %.1f%%, attention %.1f%%, wo %.1f%%, mlp %.1f%%, output %.1f%%, rest %.1f%%\n",
+           100 * tm.qkv / tot, 100 * tm.attn / tot, 100 * tm.wo / tot, 100 * tm.mlp / tot, 100 * tm.output / tot,
+           100 * (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot);
+  }
+  return CLI_OK;
+}
+
+int cmd_llm(int argc, char **argv) {
+  int sub;
+  opts o;
+  int rc = parse(argc, argv, &sub, &o);
+  if (rc != CLI_OK) return rc;
+  if (o.c.help) {
+    if (sub >= 0) printf("usage: tessera llm %s\n\n", kSubs[sub].usage);
+    print_help();
+    return CLI_OK;
+  }
+  run r;
+  ts_status s = open_run(&o, &r);
+  if (s != TS_OK) {
+    close_run(&r);
+    return cli_fail(CMD, s);
+  }
+  switch (sub) {
+    case 0: rc = do_generate(&o, &r); break;
+    case 1: rc = do_perplexity(&o, &r); break;
+    case 2: rc = do_bench(&o, &r); break;
+    case 3: rc = do_tokenize(&o, &r); break;
+    case 4: rc = do_logits(&o, &r); break;
+    default: rc = do_info(&o, &r); break;
+  }
+  close_run(&r);
+  return rc;
+}
