@@ -29,8 +29,7 @@ typedef struct job {
   ts_quant_act *xq;
   float *y;
   const void *P; /* packed rows (NULL: the file-layout dot loop) */
-  int8_t *quad;
-  float *ds;
+  int32_t *gsum;
 } job;
 
 static void run(void *arg) {
@@ -44,8 +43,8 @@ static void run_packed(void *arg) {
   job *j = arg;
   const ts__quant_table *t = j->t;
   t->act_quantize(j->cols, j->x, j->xq->q, j->xq->d, j->xq->sum, j->xq->s);
-  t->prep_packed(j->cols, 1, j->xq->q, j->xq->d, j->xq->sum, j->quad, j->ds);
-  const ts__qbatch qb = {j->cols, 1, j->xq->q, j->xq->d, j->xq->sum, j->xq->s, j->quad, j->ds};
+  t->prep_packed(j->cols, 1, j->xq->q, j->gsum);
+  const ts__qbatch qb = {j->cols, 1, j->xq->q, j->xq->d, j->xq->sum, j->xq->s, j->gsum};
   ts__pgemm_fn f = ts__quant_pgemm_fn(t, j->type);
   size_t rb;
   ts_qtype_row_bytes(j->type, j->cols, &rb);
@@ -120,8 +119,7 @@ int main(int argc, char **argv) {
       const bool blk = type == TS_QT_Q8_0 || type == TS_QT_Q4_0 || type == TS_QT_Q4_1;
       const ts__quant_table *top_t = ts__quant_for(top);
       uint8_t *P = blk && top_t->prep_packed ? ts_malloc(wbytes) : NULL;
-      int8_t *quad = ts_malloc((size_t)C + 128);
-      float *ds = ts_malloc(sizeof(float) * (size_t)(C / 32));
+      int32_t *gsum = ts_malloc(sizeof(int32_t) * (size_t)(C / 4));
       ts_quant_act xq;
       if (!W || !x || !y || !tmp || !amem || ts_quant_act_init(&xq, C, amem, ts_quant_act_bytes(C)) != TS_OK) {
         fprintf(stderr, "bench_quant: out of memory\n");
@@ -139,7 +137,7 @@ int main(int argc, char **argv) {
         if ((mode == 0 && !warm) || (mode == 1 && !cold)) continue;
         for (int isa = TS_ISA_SCALAR; isa <= (int)top + (P ? 1 : 0); isa++) {
           const bool packed = isa > (int)top;
-          job j = {ts__quant_for(packed ? top : (ts_isa)isa), threads, type, W, R, C, x, &xq, y, P, quad, ds};
+          job j = {ts__quant_for(packed ? top : (ts_isa)isa), threads, type, W, R, C, x, &xq, y, P, gsum};
           ts_bench_opts o = ts_bench_opts_default();
           o.flush_cache = mode == 1;
           if (isa == TS_ISA_SCALAR) o.repeats = 3, o.min_time_s = 0.05;
@@ -168,8 +166,7 @@ int main(int argc, char **argv) {
       ts_free(tmp);
       ts_free(amem);
       ts_free(P);
-      ts_free(quad);
-      ts_free(ds);
+      ts_free(gsum);
     }
   }
   if (json) {

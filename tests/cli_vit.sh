@@ -12,8 +12,9 @@ ok() { pass=$((pass + 1)); }
 bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+export TESSERA_CACHE="$tmp/cache" # the scheduled plan is cached: start empty
 
-if "$T" vit bench --model deit-s --res 128 --pattern window2d:k=3 --depth 1 --repeats 1 --threads 2 --json \
+if "$T" vit bench --cost analytic --model deit-s --res 128 --pattern window2d:k=3 --depth 1 --repeats 1 --threads 2 --json \
   >"$tmp/r.json" 2>"$tmp/err"; then ok; else bad "vit bench exited $?: $(cat "$tmp/err")"; fi
 if python3 - "$tmp/r.json" <<'PY'
 import json, sys
@@ -36,11 +37,19 @@ assert j["amdahl_bound"] > 0 and j["plan_ms"] >= 0
 assert 0 <= j["max_abs_err"] < 1e-4 * max(1, j["logit_scale"]), (j["max_abs_err"], j["logit_scale"])
 assert 0 <= j["max_abs_err_fixed"] < 1e-4 * max(1, j["logit_scale"])
 assert j["solver"] in ("ilp", "greedy"), j["solver"]
+assert j["plan_cached"] is False and j["cost"] == "analytic", (j["plan_cached"], j["cost"])
 PY
 then ok; else bad "vit bench --json fields/values"; fi
+# the same request again: the scheduled plan comes from the plan cache; --no-cache plans anew
+if "$T" vit bench --cost analytic --model deit-s --res 128 --pattern window2d:k=3 --depth 1 --repeats 1 --threads 2 --json \
+  >"$tmp/r2.json" 2>"$tmp/err" &&
+  "$T" vit bench --cost analytic --model deit-s --res 128 --pattern window2d:k=3 --depth 1 --repeats 1 --threads 2 --no-cache \
+  --json >"$tmp/r3.json" 2>>"$tmp/err" &&
+  python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert a["plan_cached"] is True and b["plan_cached"] is False and a["max_abs_err"] < 1e-4 * max(1, a["logit_scale"]), (a, b)' \
+    "$tmp/r2.json" "$tmp/r3.json"; then ok; else bad "vit bench plan cache: $(cat "$tmp/err")"; fi
 
 # text mode, a given fixed tile, another pattern and reordering
-if "$T" vit bench --model deit-s --res 64 --pattern swin:win=2,shift=1 --depth 1 --repeats 1 --fixed-tile 16x16 \
+if "$T" vit bench --cost analytic --model deit-s --res 64 --pattern swin:win=2,shift=1 --depth 1 --repeats 1 --fixed-tile 16x16 \
   --reorder rcm --solver none >"$tmp/t.txt" 2>"$tmp/err" && grep -q "Amdahl bound" "$tmp/t.txt" && grep -q "fixed tile 16x16 (given)" "$tmp/t.txt" \
   && grep -q "solver none" "$tmp/t.txt"; then
   ok; else bad "vit bench text: $(cat "$tmp/t.txt" "$tmp/err")"; fi

@@ -388,6 +388,54 @@ static void test_handmade(void) {
   mk_free(&m);
 }
 
+/* COMPACT sub-tiles whose keys are listed one by one (the plan's choice when 4-key runs would
+ * compute clearly more) and P V skip lists (4-row blocks over their own keys): a mask whose rows
+ * allow a few keys spread far apart, and a small window in row-major order (some sub-tiles one
+ * way, some the other), every ISA, fp32 and bf16, panels and item widths below / above / not a
+ * multiple of 16 (the sweep's compact cases run skip lists with 4-key runs too). */
+static void test_compact_keys(void) {
+  const int64_t n = 150;
+  ts_bitmap spread = mk_alloc(n);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t t = 0; t < 6; t++) mk_set(&spread, i, (i * 7 + 23 * t) % n);
+  mask_case masks[] = {{"spread", spread}, {"window2d k=3", mask_window2d(12, 12, 3)}};
+  static const struct { int32_t P, br, bc; } cp[] = {{48, 16, 64}, {40, 8, 16}, {37, 5, 13}, {64, 32, 20}};
+  ts_context *ctx;
+  CHECK_OK(ts_context_create(&ctx, 2));
+  for (int mi = 0; mi < 2; mi++) {
+    const ts_bitmap *m = &masks[mi].m;
+    data D;
+    data_make(&D, 1, 2, m->rows, 64, m, 77 + mi, 2.0f);
+    int64_t keyed = 0, pv_skipped = 0;
+    for (size_t t = 0; t < sizeof cp / sizeof cp[0]; t++) {
+      if (g_san && t >= 2) continue;
+      char what[128];
+      snprintf(what, sizeof what, "%s compact P%d %dx%d", masks[mi].name, cp[t].P, cp[t].br, cp[t].bc);
+      ts_attn_schedule s;
+      compact_schedule(&s, m->rows, cp[t].P, cp[t].br, cp[t].bc);
+      ts_attn_plan *pl = NULL;
+      CHECK_OK(ts_attn_plan_create(&pl, ctx, &s, m, D.d));
+      ts_attn_stats S;
+      ts_attn_plan_stats(pl, &S);
+      keyed += S.tiles_keyed;
+      pv_skipped += S.cells - S.pv_cells;
+      CHECK(S.pv_cells >= S.nnz && S.pv_cells <= S.cells, "%s: P V cells %lld not in [nnz %lld, cells %lld]", what,
+            (long long)S.pv_cells, (long long)S.nnz, (long long)S.cells);
+      if (mi == 0 && cp[t].br <= 16) /* keys far apart (4-key runs would compute ~4x them): every sub-tile lists its keys */
+        CHECK(S.tiles_keyed == S.tiles_full + S.tiles_masked, "%s: %lld of %lld items keyed", what, (long long)S.tiles_keyed,
+              (long long)(S.tiles_full + S.tiles_masked));
+      if (pl) run_all_isas(pl, ctx, &D, what, 1);
+      ts_attn_plan_destroy(pl);
+      ts_attn_schedule_free(&s);
+    }
+    CHECK(keyed > 0, "%s: no COMPACT item lists its keys", masks[mi].name);
+    CHECK(pv_skipped > 0, "%s: no COMPACT item skips keys in P V", masks[mi].name);
+    data_free(&D);
+    mk_free(&masks[mi].m);
+  }
+  ts_context_destroy(ctx);
+}
+
 /* ---- errors, counters, JSON ------------------------------------------------------------------ */
 
 static void test_validation(void) {
@@ -552,6 +600,7 @@ static void test_json(void) {
 }
 
 int main(void) {
+  test_compact_keys();
   test_validation();
   test_counters();
   test_json();

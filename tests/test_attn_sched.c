@@ -408,11 +408,12 @@ static void test_scheduled_window2d(void) {
     qkv x = qkv_make(1, 2, n, 32, 21 + (uint64_t)sp);
     CHECK_OK(ts_attn_reference(&bo, x.Q, x.K, x.V, x.R, x.b, x.h, n, x.d));
     int d = 32;
-    for (int variant = 0; variant < 4; variant++) {
-      const int solver = variant & 1;
+    for (int variant = 0; variant < 5; variant++) {
+      const int solver = variant & 1 || variant == 4;
       ts_attn_sched_opts o;
       ts_attn_sched_opts_default(&o);
-      if (variant >= 2) o.nheights = 0; /* no compact passes: blocks and a MIXED residue */
+      if (variant == 2 || variant == 3) o.nheights = 0; /* no compact passes: blocks and a MIXED residue */
+      if (variant == 4) o.calibrate_d = 32;             /* measured: calibration, then the guard */
       o.solver = solver ? TS_ATTN_SOLVER_ILP : TS_ATTN_SOLVER_GREEDY;
       o.threads = 2;
       o.time_limit = 0.5;
@@ -421,12 +422,25 @@ static void test_scheduled_window2d(void) {
       ts_attn_schedule s;
       ts_attn_sched_info si;
       CHECK_OK(ts_attn_schedule_solve(&blk, &bp, &o, &s, &si));
-      CHECK(s.thread != NULL, "the scheduler sets threads");
+      if (variant == 4) { /* a fixed tile may win the guard: then the schedule is that block skip, dynamic */
+        CHECK(si.calibrated && si.guarded && si.guard_schedule_s > 0 && si.guard_fixed_s > 0 && si.guard_ms > 0,
+              "%s: calibrated %d guarded %d (%g, %g s)", specs[sp], si.calibrated, si.guarded, si.guard_schedule_s,
+              si.guard_fixed_s);
+        if (si.fallback.br > 0)
+          CHECK(s.thread == NULL && s.nsegs == s.npanels && s.segs[0].br == si.fallback.br && s.segs[0].bc == si.fallback.bc,
+                "%s: fallback %dx%d is not the schedule", specs[sp], si.fallback.br, si.fallback.bc);
+        else
+          CHECK(si.guard_fixed_s >= 0.97 * si.guard_schedule_s, "%s: kept a schedule %g s against a fixed %g s", specs[sp],
+                si.guard_schedule_s, si.guard_fixed_s);
+      } else {
+        CHECK(!si.guarded && si.fallback.br == 0, "no guard without measurements");
+      }
+      if (si.fallback.br == 0) CHECK(s.thread != NULL, "the scheduler sets threads");
       for (int64_t p = 0; s.thread && p < s.npanels; p++) CHECK(s.thread[p] >= 0 && s.thread[p] < 2, "thread %d", s.thread[p]);
       CHECK(si.makespan <= si.greedy_makespan * (1 + 1e-12), "%s: makespan %g > greedy %g", specs[sp], si.makespan,
             si.greedy_makespan);
-      CHECK(si.npieces >= si.nblocks && si.npanels == s.npanels, "pieces %lld blocks %lld", (long long)si.npieces,
-            (long long)si.nblocks);
+      CHECK(si.npieces >= si.nblocks && (si.fallback.br > 0 || si.npanels == s.npanels), "pieces %lld blocks %lld",
+            (long long)si.npieces, (long long)si.nblocks);
       double pmk, ptot;
       CHECK_OK(ts_attn_schedule_predict(&s, &bp, NULL, &d, 2, &pmk, &ptot));
       CHECK(pmk > 0 && ptot >= pmk, "predict %g %g", pmk, ptot);
@@ -436,10 +450,11 @@ static void test_scheduled_window2d(void) {
       CHECK_OK(ts_attn_execute_original(ctx, pl, perm, x.Q, x.K, x.V, x.O, x.b, x.h, n, x.d));
       double e = rel_err(&x);
       CHECK(e <= TOL, "%s variant %d: error %g", specs[sp], variant, e);
-      if (variant >= 2) CHECK(si.merged == 0 && si.compact_panels == 0, "no compact passes asked, %lld merged", (long long)si.merged);
+      if (variant == 2 || variant == 3)
+        CHECK(si.merged == 0 && si.compact_panels == 0, "no compact passes asked, %lld merged", (long long)si.merged);
       if (solver)
         printf("%s (%s): %lld blocks, %lld panels (%lld compact, %lld pieces merged), predicted makespan greedy %.4g ilp %.4g "
-               "(bound %.4g), error %.2g\n", specs[sp], variant >= 2 ? "no compact" : "compact", (long long)si.nblocks,
+               "(bound %.4g), error %.2g\n", specs[sp], variant == 3 ? "no compact" : variant == 4 ? "measured" : "compact", (long long)si.nblocks,
                (long long)si.npanels, (long long)si.compact_panels, (long long)si.merged, si.greedy_makespan, si.makespan,
                si.lower_bound, e);
       ts_attn_plan_destroy(pl);
@@ -463,6 +478,57 @@ static void test_scheduled_window2d(void) {
     ts_csr_free(&m), ts_csr_free(&pm);
   }
   ts_context_destroy(ctx);
+}
+
+/* ---- token order ------------------------------------------------------------------------------- */
+
+/* ts_attn_reorder's auto keeps the candidate with the fewest compact-pass cells: with a grid among
+ * none/morton/hilbert/rcm (window2d in row-major order: a space-filling curve beats it), without
+ * one among none/rcm/hc/ic; the cells are >= nnz, a named method runs as ts_reorder does. */
+static void test_attn_order(void) {
+  ts_csr m = {0};
+  ts_pattern_info info;
+  CHECK_OK(ts_pattern_generate("window2d:h=24,w=24,k=5", &m, &info));
+  const int64_t n = m.rows;
+  int32_t *perm = ts_malloc((size_t)n * sizeof *perm), *p2 = ts_malloc((size_t)n * sizeof *p2);
+  for (int grid = 0; grid < 2; grid++) {
+    ts_reorder_opts ro;
+    ts_reorder_opts_default(&ro);
+    ro.method = TS_REORDER_AUTO;
+    if (grid) ro.grid_h = info.grid_h, ro.grid_w = info.grid_w;
+    ts_reorder_stats st;
+    CHECK_OK(ts_attn_reorder(&m, &ro, perm, &st));
+    CHECK_OK(ts_perm_validate(perm, n));
+    int64_t cells;
+    CHECK_OK(ts_attn_order_cells(&m, perm, 16, &cells));
+    CHECK(cells == st.auto_tiles[st.method] && cells >= m.nnz, "winner %s: cells %lld, recorded %lld, nnz %lld",
+          ts_reorder_method_name(st.method), (long long)cells, (long long)st.auto_tiles[st.method], (long long)m.nnz);
+    for (int k = 0; k < TS_REORDER_METHOD_COUNT; k++) {
+      bool tried = st.auto_tiles[k] >= 0;
+      bool expect = k == TS_REORDER_NONE || k == TS_REORDER_RCM ||
+                    (grid ? k == TS_REORDER_MORTON || k == TS_REORDER_HILBERT : k == TS_REORDER_HC || k == TS_REORDER_IC);
+      CHECK(tried == expect, "grid %d: candidate %s tried %d", grid, ts_reorder_method_name((ts_reorder_method)k), tried);
+      if (tried) CHECK(st.auto_tiles[k] >= cells, "candidate %s has fewer cells than the winner", ts_reorder_method_name((ts_reorder_method)k));
+    }
+    int64_t none_cells;
+    CHECK_OK(ts_attn_order_cells(&m, NULL, 16, &none_cells));
+    CHECK(none_cells == st.auto_tiles[TS_REORDER_NONE], "identity cells %lld vs %lld", (long long)none_cells,
+          (long long)st.auto_tiles[TS_REORDER_NONE]);
+    if (grid) CHECK(cells < none_cells, "a curve order should beat row-major on window2d (%lld vs %lld)", (long long)cells,
+                    (long long)none_cells);
+  }
+  ts_reorder_opts ro;
+  ts_reorder_opts_default(&ro);
+  ro.method = TS_REORDER_RCM;
+  CHECK_OK(ts_attn_reorder(&m, &ro, perm, NULL));
+  CHECK_OK(ts_reorder(&m, &ro, p2, NULL, NULL));
+  CHECK(memcmp(perm, p2, (size_t)n * sizeof *perm) == 0, "a named method is ts_reorder's");
+  ro.method = TS_REORDER_MORTON; /* no grid: a usage error */
+  CHECK_STATUS(ts_attn_reorder(&m, &ro, perm, NULL), TS_ERR_INVALID_ARG);
+  CHECK_STATUS(ts_attn_order_cells(&m, NULL, 0, &(int64_t){0}), TS_ERR_INVALID_ARG);
+  ts_free(perm), ts_free(p2);
+  ts_pattern_info_free(&info);
+  ts_csr_free(&m);
 }
 
 /* ---- plan cache -------------------------------------------------------------------------------- */
@@ -579,6 +645,7 @@ static void test_cache(void) {
 }
 
 int main(void) {
+  test_attn_order();
   test_brute_force();
   test_compact_brute();
   test_larger();

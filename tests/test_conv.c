@@ -12,14 +12,18 @@
  *                                     tile's magnitudes, not with its own A. L u max(A) covers the
  *                                     summation over channels in the GEMMs; c u max(A) the rounding in
  *                                     the transforms, amplified by their entries. Measured worst
- *                                     max|err| / (u max A) over this matrix (printed): F(2,3) 1.8,
- *                                     F(4,3) 13 (points 0, 1, -1, 1/2, -2; 22 with 0, +-1, +-2), FFT
- *                                     2.3 (FFTW's error grows like log2(F) u; F <= 32 here). c is ~4x
+ *                                     max|err| / (u max A) over this matrix (printed): F(2,3) 1.9,
+ *                                     F(4,3) 12.6 (AVX-512, every schedule; 1.8 / 11.3 with the
+ *                                     AVX2 and scalar transforms; points 0, 1, -1, 1/2, -2; 22 with
+ *                                     0, +-1, +-2), FFT 2.3 (FFTW's error grows like log2(F) u;
+ *                                     F <= 32 here); for comparison direct 3.2, im2col 2.4. c is ~4x
  *                                     the measurement: F(2,3) 8, F(4,3) 48, fft 8. So F(2,3) is about
- *                                     as accurate as direct summation and F(4,3) ~7x less (~3e-6
+ *                                     as accurate as direct summation and F(4,3) ~4-7x less (~1e-6
  *                                     relative to max A for fp32, fine for inference).
  * The test re-runs itself with TESSERA_ISA=avx2 and =scalar for the ISA-specific kernels (direct,
- * depthwise, the Winograd transforms) so every variant is compared against the oracle. */
+ * depthwise, the Winograd transforms), and on AVX-512 with each Winograd schedule forced
+ * (TESSERA_WINO_SCHEDULE=fused, staged, clane-private, clane-shared), so every variant is compared
+ * against the oracle. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -59,6 +63,7 @@ static const tcase cases[] = {
     {1, 4, 30, 40, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},     /* several FFT tiles */
     {1, 33, 9, 9, 5, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 1, 1, 1},      /* direct: several channel blocks */
     {1, 24, 15, 15, 24, 3, 3, 2, 2, 2, 1, 2, 1, 2, 2, 24, 1, 1},  /* depthwise, dilated, strided */
+    {1, 2, 6, 150, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1},    /* wide rows: 33..47-tile Winograd chunks */
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 
@@ -241,16 +246,19 @@ int main(int argc, char **argv) {
       execv(self, argv);
     }
   }
-  /* child mode: only the ISA-dispatched algorithms, under the TESSERA_ISA the parent set */
+  /* child modes: only the ISA-dispatched algorithms, under the TESSERA_ISA the parent set, or only
+   * Winograd, under the TESSERA_WINO_SCHEDULE the parent set */
   const int isa_child = argc > 1 && !strcmp(argv[1], "--isa-child");
+  const int wino_child = argc > 1 && !strcmp(argv[1], "--wino-child");
   ts_context *ctx = NULL;
   CHECK_OK(ts_context_create(&ctx, 2));
-  if (!isa_child) test_api_errors(ctx);
-  const unsigned algos = isa_child ? (1u << TS_CONV_DIRECT | 1u << TS_CONV_DEPTHWISE | 1u << TS_CONV_WINOGRAD_F2 |
-                                      1u << TS_CONV_WINOGRAD_F4)
-                                   : (1u << TS_CONV_ALGO_COUNT) - 1;
+  if (!isa_child && !wino_child) test_api_errors(ctx);
+  const unsigned wino = 1u << TS_CONV_WINOGRAD_F2 | 1u << TS_CONV_WINOGRAD_F4;
+  const unsigned algos = isa_child    ? (1u << TS_CONV_DIRECT | 1u << TS_CONV_DEPTHWISE | wino)
+                         : wino_child ? wino
+                                      : (1u << TS_CONV_ALGO_COUNT) - 1;
   for (int i = 0; i < NCASES; i++) run_case(&cases[i], i, algos, ctx);
-  if (!isa_child) {
+  if (!isa_child && !wino_child) {
     for (int a = 0; a < TS_CONV_ALGO_COUNT; a++)
       printf("%-12s worst max|err| = %.3g u max(A)%s\n", ts_conv_algo_name((ts_conv_algo)a), worst_ratio[a],
              norm_c[a] > 0 ? " (norm-wise bound (c + L) u max(A))" : "");
@@ -264,6 +272,18 @@ int main(int argc, char **argv) {
         snprintf(cmd, sizeof cmd, "TESSERA_ISA=%s '%s' --isa-child > /dev/null", isas[i], self);
         const int rc = system(cmd);
         CHECK(rc == 0, "direct/depthwise under TESSERA_ISA=%s failed (rc %d)", isas[i], rc);
+      }
+    }
+    /* the AVX-512 Winograd schedules the default choice may not reach on these shapes */
+    const char *scheds[] = {"fused", "staged", "clane-private", "clane-shared"};
+    for (int i = 0; ts_isa_active() == TS_ISA_AVX512 && i < 4; i++) {
+      char cmd[4200], self[4096];
+      const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+      if (len > 0) {
+        self[len] = 0;
+        snprintf(cmd, sizeof cmd, "TESSERA_WINO_SCHEDULE=%s '%s' --wino-child > /dev/null", scheds[i], self);
+        const int rc = system(cmd);
+        CHECK(rc == 0, "winograd under TESSERA_WINO_SCHEDULE=%s failed (rc %d)", scheds[i], rc);
       }
     }
   }

@@ -69,6 +69,41 @@ static void test_permuted(const ts_gconv_cost *m) {
   ts_csr_free(&conn);
 }
 
+/* Dense random connectivity: neighbourhood ILPs with ~400 channel classes of ~30 members each
+ * (past the per-member linking rows' size cap: the aggregated form); the ILP may find nothing,
+ * but whatever it keeps must be a valid plan no worse than its greedy start. */
+static void test_dense_random(void) {
+  /* a load-bound model (a tile costs (8 + rows) K): large partitions pay off even at 2x the
+   * union, so the neighbourhoods hold 2 x 32 members (the analytic model, FMA-bound, would
+   * choose single rows here) */
+  ts_gconv_profile pr;
+  memset(&pr, 0, sizeof pr);
+  pr.nrows = 2, pr.nk = 2, pr.rows[0] = 1, pr.rows[1] = 32, pr.ks[0] = 8, pr.ks[1] = 512;
+  double sec[2 * 2 * 4];
+  for (int r = 0; r < 2; r++)
+    for (int k = 0; k < 2; k++)
+      for (int v = 0; v < 4; v++) sec[(r * 2 + k) * 4 + v] = (8.0 + pr.rows[r]) * pr.ks[k] * (v + 1) * 1e-11;
+  pr.seconds = sec;
+  ts_gconv_cost *m;
+  CHECK_OK(ts_gconv_cost_create(&pr, &m));
+  ts_gconv_layer l = {1, 400, 64, 7, 7, 1, 1};
+  ts_csr conn;
+  CHECK_OK(ts_pattern_generate("randconn:cin=400,cout=64,density=0.5,seed=4", &conn, NULL));
+  ts_gconv_plan_opts o = fast_opts();
+  o.methods[0] = TS_REORDER_NONE, o.nmethods = 1;
+  ts_gconv_plan p;
+  CHECK_OK(ts_gconv_plan_make(&l, &conn, m, &o, &p));
+  const ts_gconv_candidate *c = &p.cand[0];
+  CHECK(c->ilp_ran && c->ilp_solves > 0 && c->pred_ms <= c->greedy_pred_ms * (1 + 1e-12),
+        "dense random: %d partitions, %d ILP solves, %.4f <= greedy %.4f ms", p.nparts, c->ilp_solves, c->pred_ms,
+        c->greedy_pred_ms);
+  CHECK(p.nparts <= 4, "dense random: large partitions (%d)", p.nparts);
+  CHECK_OK(ts_gconv_plan_validate(&p, &conn));
+  ts_gconv_plan_free(&p);
+  ts_csr_free(&conn);
+  ts_gconv_cost_destroy(m);
+}
+
 static void test_knapsack(const ts_gconv_cost *m) {
   ts_gconv_layer l = {1, 50, 37, 7, 7, 1, 1};
   ts_csr conn;
@@ -220,15 +255,74 @@ static void test_models(void) {
   CHECK_ERR_CONTAINS(ts_gconv_connectivity_parse("dense", &cc), "'dense' is not one of");
 }
 
+/* Connectivity and weight files: round trip, and every bad file a clear error naming it. */
+static void test_files(void) {
+  char path[1200], wpath[1200];
+  tst_tmp_path(path, sizeof path, "gconv_conn_test.npy");
+  tst_tmp_path(wpath, sizeof wpath, "gconv_w_test.npy");
+  float v[3 * 4] = {1, 0, 0, 1, 0, 1, 1, 0, 0, 0, 0, 1};
+  ts_tensor t;
+  int64_t shape[4] = {3, 4, 1, 1};
+  CHECK_OK(ts_tensor_wrap(&t, TS_F32, 2, shape, v));
+  CHECK_OK(ts_npy_write(path, &t));
+  ts_csr c;
+  CHECK_OK(ts_gconv_conn_load(path, &c));
+  CHECK(c.rows == 3 && c.cols == 4 && c.nnz == 5 && c.col[0] == 0 && c.col[1] == 3 && c.col[2] == 1 && c.col[4] == 3, "0/1 float .npy: %lld x %lld, %lld", (long long)c.rows, (long long)c.cols, (long long)c.nnz);
+  const ts_gconv_layer l = {1, 4, 3, 5, 5, 1, 1};
+  CHECK_OK(ts_gconv_conn_check(&l, &c));
+  ts_csr_free(&c);
+  v[6] = 0.5f; /* a weight, not a connection */
+  CHECK_OK(ts_npy_write(path, &t));
+  CHECK_ERR_CONTAINS(ts_gconv_conn_load(path, &c), "entry (1, 2) is 0.5");
+  v[6] = NAN;
+  CHECK_OK(ts_npy_write(path, &t));
+  CHECK_ERR_CONTAINS(ts_gconv_conn_load(path, &c), "gconv_conn_test.npy: connectivity entry (1, 2) is nan");
+  int64_t empty[2] = {0, 4};
+  CHECK_OK(ts_tensor_wrap(&t, TS_F32, 2, empty, v));
+  CHECK_OK(ts_npy_write(path, &t));
+  CHECK_ERR_CONTAINS(ts_gconv_conn_load(path, &c), "connectivity is 0 x 4");
+  CHECK_OK(ts_tensor_wrap(&t, TS_F32, 1, shape, v));
+  CHECK_OK(ts_npy_write(path, &t));
+  CHECK_ERR_CONTAINS(ts_gconv_conn_load(path, &c), "must be a 2-D array");
+  CHECK_ERR_CONTAINS(ts_gconv_conn_load("/nonexistent/conn.npy", &c), "/nonexistent/conn.npy");
+  /* weights: (cout, cin, 1, 1) and (cout, cin) for 1x1; a 3x3 layer needs (cout, cin, 3, 3) */
+  float w[12];
+  for (int i = 0; i < 12; i++) w[i] = (float)i - 5.5f;
+  for (int nd = 2; nd <= 4; nd += 2) {
+    CHECK_OK(ts_tensor_wrap(&t, TS_F32, nd, shape, w));
+    CHECK_OK(ts_npy_write(wpath, &t));
+    float *got = NULL;
+    CHECK_OK(ts_gconv_weights_load(wpath, &l, &got));
+    CHECK(got && got[0] == -5.5f && got[11] == 5.5f, "weights (%d-D) read back", nd);
+    ts_free(got);
+  }
+  ts_gconv_layer l3 = l;
+  l3.ksize = 3;
+  float *got = NULL;
+  CHECK_ERR_CONTAINS(ts_gconv_weights_load(wpath, &l3, &got), "weights of shape (3, 4, 1, 1); the layer needs (cout, cin, k, k) = (3, 4, 3, 3)");
+  CHECK(got == NULL, "no weights on error");
+  w[4] = INFINITY;
+  CHECK_OK(ts_npy_write(wpath, &t));
+  CHECK_ERR_CONTAINS(ts_gconv_weights_load(wpath, &l, &got), "weight 4 is not finite");
+  int32_t iw[12] = {0};
+  CHECK_OK(ts_tensor_wrap(&t, TS_I32, 4, shape, iw));
+  CHECK_OK(ts_npy_write(wpath, &t));
+  CHECK_ERR_CONTAINS(ts_gconv_weights_load(wpath, &l, &got), "weights must be float32");
+  remove(path);
+  remove(wpath);
+}
+
 int main(void) {
   ts_gconv_cost *m;
   if (ts_gconv_cost_analytic(&m) != TS_OK) return 1;
   test_shared(m);
   test_permuted(m);
   test_knapsack(m);
+  test_dense_random();
   test_json_and_cache(m);
   ts_gconv_cost_destroy(m);
   test_profile();
   test_models();
+  test_files();
   return tst_finish();
 }

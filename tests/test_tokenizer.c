@@ -4,9 +4,8 @@
  * - when the real SmolLM2 GGUF is present ($TESSERA_SMOLLM2, or bench/peers/.venv-llm/smollm2.gguf
  * that scripts/get-smollm2.sh links) - token ids equal to llama.cpp's for fixed strings (recorded with
  * bench/peers/llm_llamacpp.py; skipped cleanly without the model). */
-#include <unistd.h>
-
 #include "test_llm_tiny.h"
+#include "test_smollm2.h"
 
 static ts_llm_vocab *tiny_bpe(void) {
   ts_gguf_writer *w;
@@ -249,20 +248,8 @@ static void check_errors(void) {
 
 /* ---- the real model (optional) ---------------------------------------------------------- */
 
-static const char *smollm2_path(void) {
-  const char *e = getenv("TESSERA_SMOLLM2");
-  if (e && *e) return access(e, R_OK) == 0 ? e : NULL;
-  static char p[2048];
-  /* the repository root from this file's path (CMake compiles it by absolute path) */
-  const char *f = __FILE__, *end = strstr(f, "/tests/test_tokenizer.c");
-  int root = end ? (int)(end - f) : 1;
-  snprintf(p, sizeof p, "%.*s/bench/peers/.venv-llm/smollm2.gguf",
-           root, end ? f : ".");
-  return access(p, R_OK) == 0 ? p : NULL;
-}
-
 static void check_smollm2(void) {
-  const char *path = smollm2_path();
+  const char *path = tst_smollm2_path();
   if (!path) {
     printf("SmolLM2 GGUF not found (set TESSERA_SMOLLM2 or run scripts/get-smollm2.sh): its token-id checks skipped\n");
     return;

@@ -24,12 +24,15 @@
  *      COMPACT column compaction: the rows are cut into br-high sub-tiles (from r0); for each, the
  *             key columns of [c0, c0+nc) where the sub-tile still owns an allowed cell are covered
  *             left to right by RUNS of 4 consecutive keys (a run starts at the first such key not
- *             yet covered, moved back to n-4 at the end), and the runs are cut into as few items
- *             of at most max(1, bc/4) runs as possible, spread evenly. So only (lane rows) x
- *             (4-key runs holding an owned cell) is computed, wherever the cells lie: a column
- *             grid instead computes every bc-aligned column tile a cell touches, and cannot follow
- *             a window that shifts by a few keys from one row sub-tile to the next. The mask is applied; keys of a run outside the segment
- *             or already owned are masked out. n < 4: runs as MIXED.
+ *             yet covered, moved back to n-4 at the end) -- or, when that computes clearly more
+ *             (more than 1.1 x the keys themselves: small windows whose rows meet in scattered
+ *             short stretches), listed one key at a time -- and the runs are cut into as few items
+ *             of at most max(1, bc/4) runs (bc keys) as possible, spread evenly. So only (lane
+ *             rows) x (keys holding an owned cell, or their 4-key runs) is computed, wherever the
+ *             cells lie: a column grid instead computes every bc-aligned column tile a cell
+ *             touches, and cannot follow a window that shifts by a few keys from one row sub-tile
+ *             to the next. The mask is applied; keys of a run outside the segment or already owned
+ *             are masked out. n < 4: runs as MIXED.
  *    Ownership: segments of a panel may overlap; an allowed cell belongs to the FIRST segment (in
  *    panel order) that covers it, and later segments mask it out. So a scheduler may list its dense
  *    blocks and then one residue segment over the whole panel: the residue runs only the sub-tiles
@@ -43,8 +46,9 @@
  *
  * 3. EXECUTE runs a plan on Q/K/V: OpenMP over (batch, head, panel) with dynamic scheduling, or, when
  *    the schedule assigns every panel a thread (ts_attn_schedule.thread, set by the scheduler in
- *    tessera/attn_sched.h), statically: each thread runs its own panels for every (batch, head). It
- *    never allocates. One execute at a time per plan (the workspaces belong to the plan).
+ *    tessera/attn_sched.h), statically: each thread runs its own panels for every (batch, head), then
+ *    helps with what is left of the others' (so a thread the OS deschedules on a busy machine does
+ *    not hold the rest back; on a quiet one the assignment runs as scheduled). It never allocates. One execute at a time per plan (the workspaces belong to the plan).
  *
  * Kernel design (src/attn/): the score tile is computed TRANSPOSED, S^T[j][i], with query rows in
  * the SIMD lanes. The panel's Q is packed once per panel as Q^T [d][nr] (the scale is folded into the
@@ -55,7 +59,8 @@
  * -inf arithmetic); O[i][:] += P[i][j] V[j][:] broadcasts P from S^T while V rows stream, with O in a
  * per-panel fp32 accumulator [nr][round16(d)]. AVX-512: Q K^T register blocks of 4x4, 2x8 or 1x16
  * (lane vectors x keys), with the key-row offsets as immediates when d = 64; fp32 sub-tiles of <= 8
- * rows run 8-lane ymm FMAs (two per cycle on Zen 4, so half-width rows cost no extra); P V blocks of
+ * rows run 8-lane ymm FMAs (two per cycle on Zen 4, so half-width rows cost no extra there; on Zen 5
+ * a ymm FMA costs a zmm one's slot); P V blocks of
  * 4 rows x 64 columns. AVX2 (8 lanes, 16 registers) and a scalar path run the same plan.
  * bf16 (AVX-512 BF16): Q K^T with vdpbf16ps over (k, k+1) pairs (Q^T packed as pairs, K pairs
  * broadcast as dwords straight from memory), and P V with vdpbf16ps over (key, key+1) pairs: the V
@@ -73,8 +78,8 @@
  *
  * Cost model of the shapes (what the scheduler trades): every computed cell costs 4d flops whatever
  * the mask; masked sub-tiles cost little more than unmasked ones; small tiles pay per-sub-tile
- * overhead (O accumulator reload per column tile, softmax bookkeeping), br <= 8 halves the lanes on
- * CPUs without fast ymm FMAs. */
+ * overhead (O accumulator reload per column tile, softmax bookkeeping); br <= 8 saves lanes only on
+ * CPUs that split zmm FMAs (Zen 4), not on Zen 5. */
 #ifndef TESSERA_ATTN_H
 #define TESSERA_ATTN_H
 
@@ -127,7 +132,8 @@ typedef struct ts_attn_schedule {
   /* Optional static panel -> thread assignment: NULL (all dynamic, the default) or [npanels]
    * ts_malloc'd entries in [-1, TS_ATTN_THREAD_MAX), -1 = dynamic. When EVERY panel has a thread
    * t >= 0, execute runs statically: thread t (mod the threads execute gets) runs its panels, in
-   * schedule order, for every (batch, head) in turn; otherwise the whole schedule runs dynamically.
+   * schedule order, for every (batch, head) in turn, then takes units still waiting in the other
+   * threads' lists; otherwise the whole schedule runs dynamically.
    * A separate array (not a panel field) so panels built as {r0, nr, seg0, nseg} stay dynamic. */
   int32_t *thread;
 } ts_attn_schedule;
@@ -181,9 +187,10 @@ ts_status ts_attn_schedule_from_blocks(ts_attn_schedule *s, int64_t n, const ts_
 
 /* Predicted cost of running block b with tile t (any unit; lower is better). */
 typedef double (*ts_attn_cost_fn)(const ts_block *b, ts_attn_tile t, void *user);
-/* The analytic default: per sub-tile, Q K^T and softmax work over the lanes used (8 up to 8 rows,
- * else a multiple of 16), P V work, the O reload per column tile and a fixed per-sub-tile overhead.
- * user: NULL (d = 64) or a const int* giving the head dimension. A placeholder for the profile. */
+/* The analytic model: per sub-tile, Q K^T and softmax work over the lanes used (a multiple of 16),
+ * P V work, the O reload per column tile and a fixed per-sub-tile overhead. user: NULL (d = 64) or
+ * a const int* giving the head dimension. The measured profile (attn_profile.h) is the scheduler's
+ * default; this one needs no measurement (tests, --cost analytic). */
 double ts_attn_cost_default(const ts_block *b, ts_attn_tile t, void *user);
 /* out[b] = the menu tile of least cost for block b (first one on ties). cost NULL: the default. */
 ts_status ts_attn_choose_tiles(const ts_block *blocks, int64_t nblocks, const ts_attn_tile *menu,
@@ -220,6 +227,9 @@ typedef struct ts_attn_stats {
   int64_t tiles_full;    /* sub-tiles run unmasked */
   int64_t tiles_masked;  /* sub-tiles run with the mask */
   int64_t tiles_skipped; /* sub-tiles of MIXED segments skipped (nothing owned) */
+  int64_t tiles_keyed;   /* COMPACT sub-tiles (items) that list their keys one by one (part of full + masked) */
+  int64_t pv_cells;      /* cells P V multiplies on AVX-512: cells, less the (4 rows x key) blocks of COMPACT
+                            items whose P is all 0 (skipped; the AVX2 and scalar kernels run them) */
   int64_t panels, segments;
   double work_ratio;     /* cells / nnz (0 when nnz = 0) */
 } ts_attn_stats;

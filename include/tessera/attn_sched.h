@@ -86,19 +86,26 @@ typedef struct ts_attn_sched_opts {
   int32_t heights[4];
   int nheights;
   int32_t compact_bc;
-  /* CALIBRATION (ts_attn_schedule_solve; calibrate_d 0 = off, the default): before solving, the
-   * pure configurations of this very mask -- every piece standalone at its cheapest tile (residue
-   * in a pass of heights[0]), and everything merged into passes of each height -- are planned and
-   * timed (1 thread, batch = heads = 1, head dim calibrate_d, calibrate_dtype; median of 3 after a
-   * warm-up, thread CPU time), and every cost of a family is multiplied by measured / predicted of
-   * its configuration. So the solver compares the families in this machine's seconds on this
-   * workload (memory traffic, call overheads and lane use the block model misses), while the model
-   * still ranks the tiles and pieces inside a family. Costs planning time: 1 + nheights plans and
-   * 4 executes each. */
+  /* MEASUREMENTS on this very mask (ts_attn_schedule_solve; calibrate_d 0 = none, the default),
+   * 1 thread, batch = heads = 1, head dim calibrate_d, calibrate_dtype, plans timed side by side in
+   * 5 interleaved rounds, each keeping its fastest call (thread CPU time):
+   * CALIBRATION: before solving, the pure configurations -- every piece standalone at its cheapest
+   * tile (residue in a pass of heights[0]), and everything merged into passes of each height --
+   * are timed, and every cost of a family is multiplied by measured / predicted of its
+   * configuration. So the solver compares the families in this machine's seconds on this workload
+   * (memory traffic, call overheads and lane use the block model misses), while the model still
+   * ranks the tiles and pieces inside a family. Skipped when family_given (family_scale is used).
+   * GUARD (guard, on by default): after solving, the schedule is timed against the block-skip
+   * schedules (ts_attn_schedule_blockskip) of the 3 menu tiles the cost model ranks cheapest on the
+   * mask; when one of them is more than 3% faster it replaces the schedule (info.fallback; it
+   * runs dynamically, without a thread assignment). Costs planning time: 1 + nheights plans and
+   * 6 executes each, then 4 plans and 6 executes each. */
   int64_t calibrate_d;
   ts_dtype calibrate_dtype;
-  /* Without calibration the family scales to apply (all 1 by default): e.g. an earlier solve's
-   * info.calib_scale, so two solves compare under the same costs. */
+  bool guard;
+  /* The family scales to apply without calibrating (all 1 by default): e.g. an earlier solve's
+   * info.calib_scale, so two solves compare under the same costs (family_given true). */
+  bool family_given;
   double family_scale[5];
 } ts_attn_sched_opts;
 void ts_attn_sched_opts_default(ts_attn_sched_opts *o);
@@ -119,6 +126,10 @@ typedef struct ts_attn_sched_info {
   bool calibrated;
   double calib_scale[5];       /* measured / predicted: [0] standalone tiles, [1 + h] passes of heights[h] */
   double calib_ms;             /* time spent calibrating (part of ms) */
+  bool guarded;                /* the guard ran */
+  double guard_schedule_s, guard_fixed_s; /* its measurements: the solved schedule, the fastest fixed tile */
+  ts_attn_tile fallback;       /* the fixed tile that replaced the solved schedule ({0, 0}: none) */
+  double guard_ms;             /* time spent in the guard (part of ms) */
   int64_t greedy_merged, greedy_compact_panels;
   double ilp_makespan;         /* makespan of the ILP's solution (NAN if none) */
   double ilp_gap;              /* (objective - bound) / objective of the ILP (NAN if unknown) */
@@ -164,6 +175,20 @@ ts_status ts_attn_schedule_solve(const ts_blocks *blk, const ts_bitmap *mask, co
  * schedule's thread array when complete, else by LPT. For comparing fixed-tile schedules. */
 ts_status ts_attn_schedule_predict(const ts_attn_schedule *s, const ts_bitmap *mask, ts_attn_cost_fn cost, void *user,
                                    int threads, double *makespan, double *total);
+
+/* ---- the token order ------------------------------------------------------------------------ */
+
+/* A symmetric reordering of the n x n mask (perm[new] = old) for attention: o->method as ts_reorder
+ * runs it (mode forced symmetric), except TS_REORDER_AUTO, which tries none, morton, hilbert and
+ * rcm with a token grid (o->grid_h > 0), none, rcm, hc and ic without, and keeps the order whose 16-row COMPACT pass
+ * computes the fewest cells (ts_attn_order_cells; ties: the earlier candidate) -- the work of the
+ * scheduled executor, where reorder's own auto counts the non-empty tiles a fixed-tile kernel runs.
+ * st (may be NULL) gets the winner's ts_reorder stats, its method, and per candidate m
+ * auto_tiles[m] = its cells (-1: not tried), auto_ms[m] = its time; st->ms the whole call. */
+ts_status ts_attn_reorder(const ts_csr *mask, const ts_reorder_opts *o, int32_t *perm, ts_reorder_stats *st);
+/* Cells a COMPACT pass of h-row sub-tiles computes over the mask in the order perm (NULL:
+ * identity): per sub-tile, its rows times the keys its union reaches (4-key runs or single keys). */
+ts_status ts_attn_order_cells(const ts_csr *mask, const int32_t *perm, int32_t h, int64_t *cells);
 
 /* ---- plans: schedule + permutation, cached as JSON ------------------------------------------ */
 

@@ -15,9 +15,11 @@
  *
  * Algorithms and what they accept (ts_conv_supported says why not, naming the parameter):
  *   reference    everything; direct loops accumulating in double (the test oracle, slow)
- *   direct       everything; register-blocked (8 output channels x 32 output columns on AVX-512,
- *                4 x 16 on AVX2, scalar fallback) over a zero-padded, stride-phase-split input copy,
- *                input channels blocked so each block's packed weights (~8 KiB) stay in L1
+ *   direct       everything; register-blocked over a zero-padded, stride-phase-split input copy:
+ *                on AVX-512 32 output channels in the lanes x 14 output columns (R x 1 kernels at
+ *                stride 1: 14 positions of the flattened output plane); on AVX2 4 channels x 16
+ *                columns with input channels blocked so a block's packed weights (~8 KiB) stay in
+ *                L1; scalar fallback
  *   im2col       everything; lowering to a [C/g*R*S][P*Q] matrix per image and group + ts_sgemm
  *   kn2row       stride 1 only; R*S 1x1 GEMMs ([K/g][C/g] x [C/g][H*W]) whose shifted results are
  *                accumulated into the output
@@ -26,7 +28,9 @@
  *                (workspace threads * C/g*R*S*128 floats instead of the whole im2col matrix)
  *   winograd_f2  F(2x2,3x3); 3x3 kernel, stride 1, dilation 1 (any padding, groups)
  *   winograd_f4  F(4x4,3x3) with interpolation points 0, 1, -1, 1/2, -2, inf (about 2x more
- *                accurate than 0, +-1, +-2 at the same cost); same restrictions as winograd_f2
+ *                accurate than 0, +-1, +-2 at the same cost); same restrictions as winograd_f2.
+ *                On AVX-512 both run with 16 channels in the vector lanes by default (blocked
+ *                transforms and batched GEMMs, conv_winograd_cl_avx512.c)
  *   fft          stride 1 (any kernel, dilation, padding, groups); overlap-save tiles of a
  *                16/32-point (or whole padded image) 2-D real FFT through FFTW, one complex GEMM
  *                per frequency bin (as a real GEMM [K][2C] x [2C][2T]) over the channels
@@ -35,8 +39,8 @@
  *
  * Accuracy (u = 2^-24, L = C/g*R*S + 1, A = sum |x||w| + |bias| per output; measured in
  * tests/test_conv.c): direct/im2col/kn2row/implicit/depthwise stay within the summation bound
- * (L + 2) u A; Winograd and FFT errors are norm-wise, worst max|err| / (u max A) measured 1.8 for
- * F(2,3), ~13 for F(4,3), 2.3 for fft.
+ * (L + 2) u A; Winograd and FFT errors are norm-wise, worst max|err| / (u max A) measured 1.9 for
+ * F(2,3), 12.6 for F(4,3), 2.3 for fft (direct 3.2).
  * Memory: fft keeps K * C/g * Fh * (Fw/2+1) complex kernel spectra (75 MB for 256x256 3x3 at F = 16);
  * winograd_f4 keeps 36 * K * C/g floats. "Never allocates" is about tessera's own code: ts_sgemm
  * (oneDNN) may keep internal buffers.
@@ -123,8 +127,10 @@ size_t ts_conv_plan_memory(const ts_conv_plan *plan);
  * contender once (its own ts_now() pair), so load from other processes that drifts over the run
  * hits every contender alike; medians are reported. Rounds continue until `repeats` rounds are
  * done and the fastest contender's timed calls add up to min_time_s (at most max_rounds rounds).
- * Pruning: after the warm-up, a prunable contender slower than `prune` x the fastest one stops
- * being timed; its time is its last warm-up call (flagged as pruned). */
+ * Pruning: after the warm-up, a prunable contender whose fastest warm-up call is slower than
+ * `prune` x the fastest contender's stops being timed; its time is that call (flagged as pruned).
+ * Taking each contender's fastest warm-up call keeps a single load spike (or a first call's page
+ * faults) from pruning a contender that would have won. */
 typedef ts_status (*ts_conv_timed_fn)(void *arg);
 typedef struct ts_conv_time_opts {
   int warmup;            /* 2 */
@@ -191,7 +197,7 @@ typedef struct ts_conv_trial_info {
   ts_conv_baseline_kind base;
   bool ran;            /* false: skipped or failed, see why */
   double ms;           /* median ms (NAN when not run) */
-  bool pruned;         /* time is one warm-up call (pruned as much slower than the fastest) */
+  bool pruned;         /* time is its fastest warm-up call (pruned as much slower than the fastest) */
   double rel_diff;     /* vs the reference contender (NAN when not compared) */
   const char *impl;    /* baselines: the implementation; algorithms: "" */
   const char *why;     /* why it did not run ("" when it ran) */

@@ -54,6 +54,15 @@ ts_status ts_gconv_conn_check(const ts_gconv_layer *l, const ts_csr *conn);
 /* FNV-1a over rows, cols, row pointers and columns: part of the plan key. */
 uint64_t ts_gconv_conn_hash(const ts_csr *conn);
 
+/* Reads a connectivity file: .npy, a 2-D cout x cin array of 0 and 1 (bool, integer or float
+ * dtype; any other value, NaN included, is TS_ERR_FORMAT naming the entry: it is most likely a
+ * weight tensor), or .mtx (coordinate; its entries are the connections). TS_ERR_SHAPE for 0 rows
+ * or columns; errors name the file. */
+ts_status ts_gconv_conn_load(const char *path, ts_csr *out);
+/* Reads a layer's weights: .npy float32 [cout][cin][k][k] (or [cout][cin] when k = 1), every
+ * value finite; *out is ts_malloc'd [cout][cin][k][k]. Errors name the file and the shape wanted. */
+ts_status ts_gconv_weights_load(const char *path, const ts_gconv_layer *l, float **out);
+
 /* Dense masked reference: double accumulation over the kept connections (the test oracle). */
 ts_status ts_gconv_reference(const ts_gconv_layer *l, const ts_csr *conn, const float *weights, const float *in,
                              float *out);
@@ -219,8 +228,9 @@ ts_status ts_gconv_plan_validate(const ts_gconv_plan *p, const ts_csr *conn);
 /* Predicted one-thread time of a partition list under m (ms). */
 double ts_gconv_parts_pred_ms(const ts_gconv_cost *m, const ts_gconv_layer *l, const ts_gconv_part *parts,
                               int32_t nparts);
-/* Key: FNV-1a of the connectivity hash, the layer, the cost source, the CPU model and the options
- * that change the result (methods, solver, time limit, max rows, ILP settings). */
+/* Key: FNV-1a of the connectivity hash, the layer, the cost source, the CPU model, the planner's
+ * version and the options that change the result (methods, solver, time limit, max rows, ILP
+ * settings). */
 uint64_t ts_gconv_plan_key(const ts_gconv_layer *l, const ts_csr *conn, const ts_gconv_cost *m,
                            const ts_gconv_plan_opts *o);
 

@@ -69,9 +69,12 @@ void ts_llm_model_free(ts_llm_model *m);
 const ts_llm_config *ts_llm_model_config(const ts_llm_model *m);
 const ts_llm_vocab *ts_llm_model_vocab(const ts_llm_model *m);
 const ts_gguf *ts_llm_model_gguf(const ts_llm_model *m);
-/* Bytes of weights one decode step reads: every layer matrix, the norms and the output projection
- * (not the embedding row, not the KV cache). */
+/* Bytes of weights one decode step reads: every layer matrix, the norms, the output projection
+ * and the token's embedding row (not the KV cache). */
 uint64_t ts_llm_model_weight_bytes(const ts_llm_model *m);
+/* KV-cache bytes a decode step reads per cached position: K and V of every layer and KV head, fp16
+ * (2 n_layer n_head_kv head_dim 2). A step at position p attends p + 1 positions. */
+uint64_t ts_llm_model_kv_bytes_per_pos(const ts_llm_model *m);
 
 /* ---- evaluation state -------------------------------------------------------------------- */
 

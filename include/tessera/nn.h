@@ -84,8 +84,13 @@ typedef struct ts_nn_attn_opts {
   double solve_time_limit;    /* scheduled, ILP: elapsed seconds (1.0) */
   int32_t heights[4];         /* scheduled with a solver: compact pass row heights (8, 16, 32) */
   int nheights;               /*   (0: blocks and a MIXED residue only) */
-  bool calibrate;             /* scheduled with a solver: time the cost families on this mask
-                                 (ts_attn_sched_opts.calibrate_d = d) before solving (false) */
+  bool calibrate;             /* scheduled with a solver: measure on this mask (ts_attn_sched_opts.calibrate_d
+                                 = d: the cost families before solving, the guard after) (false) */
+  ts_attn_cost_fn cost;       /* scheduled: the block cost (NULL: ts_attn_cost_default, with cost_user
+                                 ignored); e.g. ts_attn_cost_profiled with a ts_attn_cost_model */
+  void *cost_user;
+  const char *cost_tag;       /* scheduled: text naming the cost model for the plan cache's key (e.g. the
+                                 profile's level and date; NULL: ""); a cost without a tag is not cached */
   bool cache;                 /* scheduled: look the plan up in, and store it to, the attention plan
                                  cache (ts_attn_plan_cache_find/_store, keyed by the mask, d, every
                                  option above, the threads and the machine) (false) */

@@ -15,6 +15,7 @@
 #include "tessera/nn.h"
 #include "tessera/conv.h"
 #include "tessera/cnn.h"
+#include "tessera/gconv.h"
 #include "tessera/gguf.h"
 #include "tessera/quant.h"
 #endif

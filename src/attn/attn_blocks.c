@@ -20,9 +20,12 @@ ts_attn_blocks_opts ts_attn_blocks_opts_default(void) {
   return o;
 }
 
-/* Lanes a sub-tile of r rows occupies in Q K^T and the softmax: 8 (one ymm) up to 8 rows, else a
- * multiple of 16 (zmm). */
-static int64_t lane_rows(int64_t r) { return r <= 0 ? 0 : r <= 8 ? 8 : (r + 15) / 16 * 16; }
+/* Lanes a sub-tile of r rows costs in Q K^T and the softmax: a multiple of 16 (zmm). Sub-tiles of
+ * up to 8 rows run 8-lane ymm FMAs, but a ymm FMA takes an FMA slot like a zmm one on Zen 5 (and
+ * Intel cores with two 512-bit FMA units); only Zen 4, which splits a zmm FMA in two, ran them at
+ * half the price (this model's assumption before: it then chose 8-row passes that measured 20-40%
+ * slower than 16-row ones on Zen 5). The measured profile (attn_profile.h) needs no assumption. */
+static int64_t lane_rows(int64_t r) { return r <= 0 ? 0 : (r + 15) / 16 * 16; }
 
 /* Work of one block as the kernels do it: Q K^T over the occupied lanes, P V, the softmax (about
  * 8 vector ops per 16 cells), the O accumulator rescale/reload per column tile, and a fixed cost

@@ -1,9 +1,10 @@
 /* Execution driver: OpenMP over (batch, head, panel), one panel per task (or a static panel ->
- * thread assignment when the schedule gives one). Per panel: pack Q^T into
+ * thread assignment when the schedule gives one, with stealing once a thread's own queue is empty). Per panel: pack Q^T into
  * the thread's workspace, reset the online-softmax state, run the plan's items through the ISA's
  * micro-kernels, then normalize into O. Nothing here allocates. */
 #include <math.h>
 #include <omp.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "attn/attn_internal.h"
@@ -69,12 +70,12 @@ static void convert_rows(const uint16_t *src, int64_t count, float *dst) {
   for (int64_t x = 0; x < count; x++) dst[x] = bf16f(src[x]);
 }
 
-/* The rows of a COMPACT item's keys (nq 4-key runs) of a bf16 [n][d] array, gathered into dst
- * [4 nq][d]: bf16 (dst16) or converted to fp32 (dst32). */
-static void gather_rows(const uint16_t *src, int64_t d, const int32_t *runs, int nq, uint16_t *dst16, float *dst32) {
+/* The rows of a COMPACT item's keys (nq runs of rl keys) of a bf16 [n][d] array, gathered into dst
+ * [rl nq][d]: bf16 (dst16) or converted to fp32 (dst32). */
+static void gather_rows(const uint16_t *src, int64_t d, const int32_t *runs, int nq, int rl, uint16_t *dst16, float *dst32) {
   for (int g = 0; g < nq; g++) {
     const uint16_t *r = src + (int64_t)runs[g] * d;
-    int64_t off = (int64_t)g * TS__ATTN_RUN * d, len = TS__ATTN_RUN * d;
+    int64_t off = (int64_t)g * rl * d, len = rl * d;
     if (dst16) memcpy(dst16 + off, r, (size_t)len * sizeof *dst16);
     else convert_rows(r, len, dst32 + off);
   }
@@ -106,24 +107,24 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
     float *orow = w.o + (int64_t)it->i0 * ldo;
     const float *kt, *vt;
     const uint16_t *kt16 = k16 ? k16 + (int64_t)it->j0 * d : NULL;
-    if (it->qoff >= 0) { /* COMPACT item: keys in 4-key runs */
+    if (it->qoff >= 0) { /* COMPACT item: keys in runs of rl */
       const int32_t *runs = pl->runs + it->qoff;
-      const int nq = it->bc / TS__ATTN_RUN;
+      const int rl = it->rl, nq = it->bc / rl;
       if (mode == MODE_F32) {
-        kn->qk_runs(w.qt + it->i0, ldq, k32, d, d, runs, nq, it->br, w.st, lds);
+        kn->qk_runs(w.qt + it->i0, ldq, k32, d, d, runs, nq, rl, it->br, w.st, lds);
         kn->softmax(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha);
-        kn->pv_runs(w.st, lds, v32, d, d, runs, nq, it->br, orow, ldo, w.alpha);
+        kn->pv_runs(w.st, lds, v32, d, d, runs, nq, rl, it->br, orow, ldo, w.alpha, it->skoff >= 0 ? pl->skbits + it->skoff : NULL);
         continue;
       }
       /* bf16: gather the keys' rows, then the contiguous kernels on the copies */
       uint16_t *kb16 = (uint16_t *)w.kbuf, *vb16 = (uint16_t *)w.vbuf;
       if (mode == MODE_BF16_DOT) {
-        gather_rows(k16, d, runs, nq, kb16, NULL);
-        gather_rows(v16, d, runs, nq, vb16, NULL);
+        gather_rows(k16, d, runs, nq, rl, kb16, NULL);
+        gather_rows(v16, d, runs, nq, rl, vb16, NULL);
         kn->vpack(vb16, d, d, it->bc, w.vp, ldo);
       } else {
-        gather_rows(k16, d, runs, nq, NULL, w.kbuf);
-        gather_rows(v16, d, runs, nq, NULL, w.vbuf);
+        gather_rows(k16, d, runs, nq, rl, NULL, w.kbuf);
+        gather_rows(v16, d, runs, nq, rl, NULL, w.vbuf);
       }
       cj0 = -1; /* the buffers no longer hold a column tile */
       kt = w.kbuf, vt = w.vbuf, kt16 = kb16;
@@ -186,7 +187,8 @@ ts_status ts__attn_plan_static(ts_attn_plan *pl, const ts_attn_schedule *s) {
   }
   pl->spanels = ts_malloc((size_t)s->npanels * sizeof *pl->spanels);
   pl->sstart = ts_calloc((size_t)tmax + 2, sizeof *pl->sstart);
-  if (!pl->spanels || !pl->sstart) return ts_error(TS_ERR_OOM, "attn plan: cannot allocate the static assignment");
+  pl->qnext = ts_calloc((size_t)tmax + 1, sizeof *pl->qnext);
+  if (!pl->spanels || !pl->sstart || !pl->qnext) return ts_error(TS_ERR_OOM, "attn plan: cannot allocate the static assignment");
   for (int64_t p = 0; p < s->npanels; p++) pl->sstart[s->thread[p] + 1]++;
   for (int32_t t = 0; t <= tmax; t++) pl->sstart[t + 1] += pl->sstart[t];
   int64_t *fill = ts_malloc(((size_t)tmax + 1) * sizeof *fill);
@@ -198,56 +200,97 @@ ts_status ts__attn_plan_static(ts_attn_plan *pl, const ts_attn_schedule *s) {
   return TS_OK;
 }
 
-static ts_status execute(const ts_context *ctx, ts_attn_plan *pl, const float *q32, const float *k32, const float *v32,
-                         const uint16_t *q16, const uint16_t *k16, const uint16_t *v16, float *O, int64_t bh) {
+/* The tensors of one execute: [bh][n][d] fp32 (q32/k32/v32) or bf16 (q16/k16/v16) inputs, fp32 O. */
+typedef struct exec_io {
+  const float *q32, *k32, *v32;
+  const uint16_t *q16, *k16, *v16;
+  float *O;
+  int64_t hsz; /* n * d */
+} exec_io;
+
+/* Hints the caches towards the bytes [p, p + bytes): read (rw 0) or about to be written (rw 1). */
+static void prefetch_range(const void *p, int64_t bytes, int rw) {
+  const char *c = p;
+  for (int64_t x = 0; x < bytes; x += 64) {
+    if (rw) __builtin_prefetch(c + x, 1, 2);
+    else __builtin_prefetch(c + x, 0, 2);
+  }
+}
+
+/* Panel cp of (batch, head) index h. next (may be NULL): the panel this thread most likely runs
+ * next, at head index hn: its Q rows are prefetched now (the pack at a panel's start otherwise
+ * waits on them: 7-16% of execute on window2d/swin masks before), and so are this panel's O rows,
+ * which finish writes at the end. */
+static void run_unit(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode mode, const exec_io *io, int64_t h,
+                     const ts__attn_cpanel *cp, int64_t hn, const ts__attn_cpanel *next, ws_ptrs w) {
+  const int64_t off = h * io->hsz, d = pl->d;
+  if (next) {
+    const int64_t qo = hn * io->hsz + (int64_t)next->r0 * d, qb = (int64_t)next->nr * d;
+    if (io->q32) prefetch_range(io->q32 + qo, qb * (int64_t)sizeof(float), 0);
+    else prefetch_range(io->q16 + qo, qb * (int64_t)sizeof(uint16_t), 0);
+  }
+  prefetch_range(io->O + off + (int64_t)cp->r0 * d, (int64_t)cp->nr * d * (int64_t)sizeof(float), 1);
+  run_panel(pl, kn, mode, cp, io->q32 ? io->q32 + off : NULL, io->k32 ? io->k32 + off : NULL, io->v32 ? io->v32 + off : NULL,
+            io->q16 ? io->q16 + off : NULL, io->k16 ? io->k16 + off : NULL, io->v16 ? io->v16 + off : NULL, io->O + off, w);
+}
+
+static ts_status execute(const ts_context *ctx, ts_attn_plan *pl, const exec_io *io, int64_t bh) {
   if (bh == 0) return TS_OK;
   const ts__attn_kern *kn = ts__attn_kern_for(pl->isa);
   exec_mode mode = MODE_F32;
-  if (!q32) mode = (pl->isa == TS_ISA_AVX512 && pl->bf16_dot && ts_cpu()->avx512bf16 && kn->pv_pairs) ? MODE_BF16_DOT
-                                                                                                  : MODE_BF16_CONVERT;
+  if (!io->q32) mode = (pl->isa == TS_ISA_AVX512 && pl->bf16_dot && ts_cpu()->avx512bf16 && kn->pv_pairs) ? MODE_BF16_DOT
+                                                                                                      : MODE_BF16_CONVERT;
   int nt = ctx ? ts_context_threads(ctx) : pl->nthreads;
   if (nt > pl->nthreads) nt = pl->nthreads;
   if (nt < 1) nt = 1;
-  const int64_t hsz = pl->n * pl->d, units = pl->npanels * bh;
+  const int64_t units = pl->npanels * bh;
   if (pl->nstatic > 0) {
-    /* Static: OpenMP thread `tid` of `nth` runs the panels of schedule threads tid, tid + nth, ...
-     * (all of them when fewer threads run than the schedule names), (batch, head) by (batch, head). */
+    /* Static order with stealing: queue t holds schedule thread t's units, (batch, head) by
+     * (batch, head), its panels in schedule order. OpenMP thread `tid` of `nth` drains queues tid,
+     * tid + nth, ... first (so a quiet machine runs exactly the scheduled assignment), then takes
+     * what is left in the other queues, so a thread the OS deschedules does not hold the others
+     * back. Units are taken with one atomic add each. */
+    for (int32_t t = 0; t < pl->nstatic; t++) atomic_store_explicit(&pl->qnext[t].next, 0, memory_order_relaxed);
 #pragma omp parallel num_threads(nt)
     {
       const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
       ws_ptrs w = ws_bind(&pl->ws, pl->wsmem + (size_t)tid * pl->ws.bytes);
-      for (int32_t t = tid; t < pl->nstatic; t += nth)
-        for (int64_t h = 0; h < bh; h++) {
-          int64_t off = h * hsz;
-          for (int64_t x = pl->sstart[t]; x < pl->sstart[t + 1]; x++)
-            run_panel(pl, kn, mode, &pl->panels[pl->spanels[x]], q32 ? q32 + off : NULL, k32 ? k32 + off : NULL,
-                      v32 ? v32 + off : NULL, q16 ? q16 + off : NULL, k16 ? k16 + off : NULL, v16 ? v16 + off : NULL,
-                      O + off, w);
+      for (int pass = 0; pass < 2; pass++)
+        for (int32_t k = 0; k < pl->nstatic; k++) {
+          const int32_t t = (int32_t)((tid + k) % pl->nstatic);
+          if ((pass == 0) != (t % nth == tid)) continue; /* pass 0: own queues, pass 1: the others */
+          const int64_t cnt = pl->sstart[t + 1] - pl->sstart[t], total = cnt * bh;
+          const int64_t *sp = pl->spanels + pl->sstart[t];
+          for (int64_t u; (u = atomic_fetch_add_explicit(&pl->qnext[t].next, 1, memory_order_relaxed)) < total;)
+            run_unit(pl, kn, mode, io, u / cnt, &pl->panels[sp[u % cnt]], (u + 1) / cnt,
+                     u + 1 < total ? &pl->panels[sp[(u + 1) % cnt]] : NULL, w);
         }
     }
     return TS_OK;
   }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (int64_t u = 0; u < units; u++) {
-    int64_t h = u % bh, off = h * hsz;
-    const ts__attn_cpanel *cp = &pl->panels[pl->order[u / bh]];
+    /* the next unit this thread takes is about u + nt (panels most cells first, heads inner) */
+    const int64_t un = u + nt;
     ws_ptrs w = ws_bind(&pl->ws, pl->wsmem + (size_t)omp_get_thread_num() * pl->ws.bytes);
-    run_panel(pl, kn, mode, cp, q32 ? q32 + off : NULL, k32 ? k32 + off : NULL, v32 ? v32 + off : NULL, q16 ? q16 + off : NULL,
-              k16 ? k16 + off : NULL, v16 ? v16 + off : NULL, O + off, w);
+    run_unit(pl, kn, mode, io, u % bh, &pl->panels[pl->order[u / bh]], un % bh,
+             un < units ? &pl->panels[pl->order[un / bh]] : NULL, w);
   }
   return TS_OK;
 }
 
 ts_status ts_attn_execute(const ts_context *ctx, ts_attn_plan *plan, const float *Q, const float *K, const float *V, float *O,
                           int64_t batch, int64_t heads, int64_t n, int64_t d) {
-  int64_t bh;
+  int64_t bh = 0;
   TS_TRY(check_args(plan, Q, K, V, O, batch, heads, n, d, &bh));
-  return execute(ctx, plan, Q, K, V, NULL, NULL, NULL, O, bh);
+  exec_io io = {.q32 = Q, .k32 = K, .v32 = V, .O = O, .hsz = n * d};
+  return execute(ctx, plan, &io, bh);
 }
 
 ts_status ts_attn_execute_bf16(const ts_context *ctx, ts_attn_plan *plan, const uint16_t *Q, const uint16_t *K,
                                const uint16_t *V, float *O, int64_t batch, int64_t heads, int64_t n, int64_t d) {
-  int64_t bh;
+  int64_t bh = 0;
   TS_TRY(check_args(plan, Q, K, V, O, batch, heads, n, d, &bh));
-  return execute(ctx, plan, NULL, NULL, NULL, Q, K, V, O, bh);
+  exec_io io = {.q16 = Q, .k16 = K, .v16 = V, .O = O, .hsz = n * d};
+  return execute(ctx, plan, &io, bh);
 }

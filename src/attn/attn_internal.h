@@ -8,19 +8,37 @@
 #include "tessera/attn.h"
 
 /* One sub-tile the kernels run: panel-relative query rows [i0, i0+br) x bc keys: the key columns
- * [j0, j0+bc) when qoff < 0, else (a COMPACT segment's item) bc / 4 RUNS of 4 consecutive keys,
- * run g = keys [plan->runs[qoff + g], +4), key j of the item = runs[qoff + j/4] + j%4 (j0 = the
- * first run's key). moff < 0: unmasked; else the mask words start at plan->mbits + moff, laid out
- * [bc][nv] uint16 with nv = ceil(br/16): bit r of word (j, w) is cell (i0 + 16w + r, key j); bits
- * past br are zero. */
+ * [j0, j0+bc) when qoff < 0, else (a COMPACT segment's item) bc / rl RUNS of rl consecutive keys
+ * (rl = 4, or 1 where single keys compute less, ts__attn_compact_rl), run g = keys
+ * [plan->runs[qoff + g], +rl), key j of the item = runs[qoff + j/rl] + j%rl (j0 = the first run's
+ * key). moff < 0: unmasked; else the mask words start at plan->mbits + moff, laid out [bc][nv]
+ * uint16 with nv = ceil(br/16): bit r of word (j, w) is cell (i0 + 16w + r, key j); bits past br
+ * are zero. skoff >= 0 (masked COMPACT items where some 4-row group has no cell in some key): the
+ * P V skip lists at plan->skbits + skoff, [ceil(br/4)][ceil(bc/64)] uint64, bit j of group g set
+ * when rows i0 + 4g .. +3 have a cell in key j: P V for those rows runs over those keys only (the
+ * rows of a 16-row sub-tile share Q K^T lanes, but each 4-row block of P V can skip the keys where
+ * all its P are 0: about a quarter of a window's 16-row union). */
 typedef struct ts__attn_item {
   int32_t i0, br, j0, bc;
   int64_t moff;
   int64_t qoff;
+  int64_t skoff;
+  int32_t rl;
 } ts__attn_item;
 
-/* Keys per run of a COMPACT item. */
+/* Keys per run of a COMPACT item's 4-key runs. */
 #define TS__ATTN_RUN 4
+
+/* Run length of a COMPACT row sub-tile whose owned cells lie in nkeys distinct key columns, which
+ * 4-key runs cover in nruns runs: single keys (1) when they compute less after their extra cost,
+ * else 4. A single-key item reads K through one pointer per key: its Q K^T ran at 187 GFLOP/s
+ * against 226 for 4-key runs (AVX-512 1 x 16 kernel, K in L1, Zen 5), P V the same, so a key costs
+ * about 1.1 run keys. Window masks with small windows (7 x 7 in Morton order: 2.68 cells per
+ * allowed cell with 4-key runs, 1.89 with single keys) take single keys; large windows and runs of
+ * consecutive keys keep 4-key runs. */
+static inline int ts__attn_compact_rl(int64_t nkeys, int64_t nruns) {
+  return (double)nkeys * 1.1 < (double)(nruns * TS__ATTN_RUN) ? 1 : TS__ATTN_RUN;
+}
 
 /* A compiled panel: rows [r0, r0+nr), items[it0 .. it0+nit) in execution order (segment, column
  * tile, row sub-tile); cells = its computed cells (for ordering). */
@@ -39,6 +57,12 @@ typedef struct ts__attn_ws_layout {
   size_t bytes; /* per thread, multiple of 64 */
 } ts__attn_ws_layout;
 
+/* A work-queue cursor on its own cache line (the static executor's queues, attn_exec.c). */
+typedef struct ts__attn_qnext {
+  _Alignas(64) _Atomic int64_t next;
+  char pad[64 - sizeof(int64_t)];
+} ts__attn_qnext;
+
 struct ts_attn_plan {
   int64_t n, d;
   int nthreads;
@@ -51,17 +75,21 @@ struct ts_attn_plan {
   ts__attn_item *items;
   uint16_t *mbits;
   int64_t nmbits;
-  int32_t *runs;          /* first keys of the 4-key runs of COMPACT items */
+  int32_t *runs;          /* first keys of the runs of COMPACT items */
   int64_t nruns;
+  uint64_t *skbits;       /* P V skip lists of COMPACT items (ts__attn_item.skoff) */
+  int64_t nskbits;
   int32_t nr_max, br_max, bc_max;
   ts_attn_stats stats;
   ts__attn_ws_layout ws;
   unsigned char *wsmem;   /* nthreads * ws.bytes */
   /* Static assignment (schedule's thread array complete): nstatic = max thread + 1 (0: dynamic);
    * spanels lists the panel indices grouped by thread, thread t's at spanels[sstart[t] ..
-   * sstart[t+1]) in schedule order. */
+   * sstart[t+1]) in schedule order. qnext[t] (one cache line each, reset by every execute): the
+   * next unit of queue t, the (batch*head, panel) units of schedule thread t in its order. */
   int32_t nstatic;
   int64_t *spanels, *sstart;
+  ts__attn_qnext *qnext;
 };
 
 /* Fills the static assignment fields from s (attn_exec.c); TS_OK with nstatic = 0 when the schedule
@@ -81,9 +109,12 @@ ts_status ts__attn_plan_static(ts_attn_plan *pl, const ts_attn_schedule *s);
  *            exp2(m_old - m_new) for r < br.
  *   pv:      o[i][:] = o[i][:] * alpha[i] + sum_j pt[j][i] * v[j][:] for i < br; o: [br][ldo];
  *            v: [bc][ldv]; pt: [bc][lds].
- *   qk_runs, pv_runs: the same over the keys of nq 4-key runs (bc = 4 nq): key j is row
- *            runs[j/4] + j%4 of k / v ([n][ldk] / [n][ldv], the head's whole arrays); st has room
- *            for round16(bc) rows (padding rows may be computed from repeated runs).
+ *   qk_runs, pv_runs: the same over the keys of nq runs of rl keys (rl 4 or 1, bc = rl nq): key j
+ *            is row runs[j/rl] + j%rl of k / v ([n][ldk] / [n][ldv], the head's whole arrays); st
+ *            has room for round16(bc) rows (padding rows may be computed from repeated runs).
+ *            pv_runs' skip (NULL: every key): the item's skip lists (ts__attn_item.skoff); a kernel
+ *            may run a 4-row block over only its listed keys or over all of them (the others have
+ *            P = 0 in its rows): the AVX-512 one skips, the AVX2 and scalar ones do not.
  * The bf16 dot path (AVX-512 BF16 only; NULL elsewhere) replaces softmax + pv by:
  *   vpack:         once per column tile: vp [ceil(bc/2)][ldvp] dwords, (V[2p][e], V[2p+1][e]) in the
  *                  (low, high) halves, zero past d (up to ldvp) and past bc.
@@ -104,9 +135,9 @@ typedef struct ts__attn_kern {
   void (*pack_q)(const float *q, int64_t nr, int64_t d, int64_t ldq, float *qt);
   void (*finish)(const float *o, int64_t ldo, const float *l, int64_t nr, int64_t d, float *dst);
   void (*qk_runs)(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, const int32_t *runs, int nq,
-                  int br, float *st, int64_t lds);
+                  int rl, int br, float *st, int64_t lds);
   void (*pv_runs)(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, const int32_t *runs, int nq,
-                  int br, float *o, int64_t ldo, const float *alpha);
+                  int rl, int br, float *o, int64_t ldo, const float *alpha, const uint64_t *skip);
   void (*vpack)(const uint16_t *v, int64_t ldv, int64_t d, int bc, uint32_t *vp, int64_t ldvp);
   void (*softmax_pairs)(float *st, int64_t lds, int bc, int br, const uint16_t *mask, float c, float *m,
                         float *l, float *alpha, uint32_t *pp);

@@ -59,21 +59,21 @@ static inline __m256i lane_mask(int64_t count) { /* first min(count, 8) lanes on
 QK_BLOCK(qk_2x4, 2, 4)
 QK_BLOCK(qk_1x8, 1, 8)
 
-/* Row of key j: j (runs NULL: contiguous keys) or the j%4-th key of run j/4. */
-static inline int64_t key_row(const int32_t *runs, int j) {
-  return runs ? (int64_t)runs[j / TS__ATTN_RUN] + j % TS__ATTN_RUN : j;
+/* Row of key j: j (runs NULL: contiguous keys) or the j%rl-th key of run j/rl. */
+static inline int64_t key_row(const int32_t *runs, int rl, int j) {
+  return runs ? (int64_t)runs[j / rl] + j % rl : j;
 }
 
 /* Passes of 2 (or 1) lane vectors, each over the keys in blocks of 4 (8); keys past bc repeat the
  * last key (their st rows are scratch). */
-static void qk_keys(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, const int32_t *runs, int bc,
-                    int br, float *st, int64_t lds) {
+static void qk_keys(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, const int32_t *runs, int rl,
+                    int bc, int br, float *st, int64_t lds) {
   int nv = (br + 7) / 8;
   for (int v0 = 0; v0 < nv;) {
     int iv = nv - v0 >= 2 ? 2 : 1, J = iv == 2 ? 4 : 8;
     for (int j0 = 0; j0 < bc; j0 += J) {
       const float *kr[8];
-      for (int j = 0; j < J; j++) kr[j] = k + key_row(runs, j0 + j < bc ? j0 + j : bc - 1) * ldk;
+      for (int j = 0; j < J; j++) kr[j] = k + key_row(runs, rl, j0 + j < bc ? j0 + j : bc - 1) * ldk;
       if (iv == 2) qk_2x4(qt + 8 * v0, ldq, kr, d, st + (int64_t)j0 * lds + 8 * v0, lds);
       else qk_1x8(qt + 8 * v0, ldq, kr, d, st + (int64_t)j0 * lds + 8 * v0, lds);
     }
@@ -83,12 +83,12 @@ static void qk_keys(const float *qt, int64_t ldq, const float *k, int64_t ldk, i
 
 static void qk_f32(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, int bc, int br, float *st,
                    int64_t lds) {
-  qk_keys(qt, ldq, k, ldk, d, NULL, bc, br, st, lds);
+  qk_keys(qt, ldq, k, ldk, d, NULL, 1, bc, br, st, lds);
 }
 
-static void qk_runs(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, const int32_t *runs, int nq,
+static void qk_runs(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, const int32_t *runs, int nq, int rl,
                     int br, float *st, int64_t lds) {
-  qk_keys(qt, ldq, k, ldk, d, runs, nq * TS__ATTN_RUN, br, st, lds);
+  qk_keys(qt, ldq, k, ldk, d, runs, rl, nq * rl, br, st, lds);
 }
 
 /* ---- online softmax --------------------------------------------------------------------------- */
@@ -189,9 +189,11 @@ static void pv(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_
   pv_keys(pt, lds, v, ldv, d, &zero, 1, bc, br, o, ldo, alpha);
 }
 
-static void pv_runs(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, const int32_t *runs, int nq, int br,
-                    float *o, int64_t ldo, const float *alpha) {
-  pv_keys(pt, lds, v, ldv, d, runs, nq, TS__ATTN_RUN, br, o, ldo, alpha);
+/* skip is ignored: the keys it leaves out have P = 0 in the rows that skip them */
+static void pv_runs(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, const int32_t *runs, int nq, int rl,
+                    int br, float *o, int64_t ldo, const float *alpha, const uint64_t *skip) {
+  (void)skip;
+  pv_keys(pt, lds, v, ldv, d, runs, nq, rl, br, o, ldo, alpha);
 }
 
 static void finish(const float *o, int64_t ldo, const float *l, int64_t nr, int64_t d, float *dst) {

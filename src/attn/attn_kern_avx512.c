@@ -47,17 +47,17 @@
     QK_BODY(__m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps, _mm256_setzero_ps, 1, J, \
             kr[j][x])                                                                                        \
   }
-/* Keys in 4-key runs: run g = J/4 consecutive-row groups at kq[g] (LDK apart), so J = 16 keys take
- * 4 pointers, not 16. */
-#define QK_RUNS(NAME, IV, J, LDK)                                                                              \
+/* Keys in runs of RL consecutive rows: run g = K rows kq[g] + r*LDK, r < RL, so J = 16 keys take
+ * 16 / RL pointers (4 for 4-key runs; single keys, RL = 1, one pointer each). */
+#define QK_RUNS(NAME, IV, J, LDK, RL)                                                                          \
   static void NAME(const float *qt, int64_t ldq, const float *const *kq, int64_t ldk, int64_t d, float *st, int64_t lds) { \
     QK_BODY(__m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps, _mm512_setzero_ps, IV, J, \
-            kq[j / 4][(j % 4) * (LDK) + x])                                                                  \
+            kq[j / (RL)][(j % (RL)) * (LDK) + x])                                                            \
   }
-#define QH_RUNS(NAME, J, LDK)                                                                                  \
+#define QH_RUNS(NAME, J, LDK, RL)                                                                              \
   static void NAME(const float *qt, int64_t ldq, const float *const *kq, int64_t ldk, int64_t d, float *st, int64_t lds) { \
     QK_BODY(__m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps, _mm256_setzero_ps, 1, J, \
-            kq[j / 4][(j % 4) * (LDK) + x])                                                                  \
+            kq[j / (RL)][(j % (RL)) * (LDK) + x])                                                            \
   }
 QK_FULL(qk_4x4_64, 4, 4, 64)
 QK_FULL(qk_4x4_g, 4, 4, ldk)
@@ -72,18 +72,24 @@ QK_TAIL(qk_2x8_t, 2, 8)
 QK_TAIL(qk_1x8_t, 1, 8)
 QH_TAIL(qh_8_t, 8)
 
-QK_RUNS(qr_4x4_64, 4, 4, 64)
-QK_RUNS(qr_4x4_g, 4, 4, ldk)
-QK_RUNS(qr_2x8_64, 2, 8, 64)
-QK_RUNS(qr_2x8_g, 2, 8, ldk)
-QK_RUNS(qr_1x16_64, 1, 16, 64)
-QK_RUNS(qr_1x16_g, 1, 16, ldk)
-QK_RUNS(qr_1x8_64, 1, 8, 64)
-QK_RUNS(qr_1x8_g, 1, 8, ldk)
-QH_RUNS(qhr_16_64, 16, 64)
-QH_RUNS(qhr_16_g, 16, ldk)
-QH_RUNS(qhr_8_64, 8, 64)
-QH_RUNS(qhr_8_g, 8, ldk)
+QK_RUNS(qr_4x4_64, 4, 4, 64, 4)
+QK_RUNS(qr_4x4_g, 4, 4, ldk, 4)
+QK_RUNS(qr_2x8_64, 2, 8, 64, 4)
+QK_RUNS(qr_2x8_g, 2, 8, ldk, 4)
+QK_RUNS(qr_1x16_64, 1, 16, 64, 4)
+QK_RUNS(qr_1x16_g, 1, 16, ldk, 4)
+QK_RUNS(qr_1x8_64, 1, 8, 64, 4)
+QK_RUNS(qr_1x8_g, 1, 8, ldk, 4)
+QH_RUNS(qhr_16_64, 16, 64, 4)
+QH_RUNS(qhr_16_g, 16, ldk, 4)
+QH_RUNS(qhr_8_64, 8, 64, 4)
+QH_RUNS(qhr_8_g, 8, ldk, 4)
+QK_RUNS(qs_4x4, 4, 4, 0, 1)
+QK_RUNS(qs_2x8, 2, 8, 0, 1)
+QK_RUNS(qs_1x16, 1, 16, 0, 1)
+QK_RUNS(qs_1x8, 1, 8, 0, 1)
+QH_RUNS(qhs_16, 16, 0, 1)
+QH_RUNS(qhs_8, 8, 0, 1)
 
 typedef void (*qk_full_fn)(const float *, int64_t, const float *, int64_t, int64_t, float *, int64_t);
 typedef void (*qk_runs_fn)(const float *, int64_t, const float *const *, int64_t, int64_t, float *, int64_t);
@@ -115,26 +121,28 @@ static void qk_f32(const float *qt, int64_t ldq, const float *k, int64_t ldk, in
   }
 }
 
-/* qk_f32 over nq 4-key runs: the same passes over the lane vectors, keys in blocks of 16 (4 runs)
- * for one lane vector, 8 (2 runs) for two, 4 (1 run) for four; a last block of 1-2 runs takes the
- * 8-key kernel, one of 3 the 16-key kernel; missing runs repeat the last one (scratch st rows). */
-static void qk_runs(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, const int32_t *runs, int nq,
+/* qk_f32 over nq runs of rl keys (4, or 1: single keys): the same passes over the lane vectors,
+ * keys in blocks of 16 for one lane vector, 8 for two, 4 for four; a last block of fewer than 12
+ * keys takes the 8-key kernel for one lane vector; missing keys repeat the last run (scratch st
+ * rows). */
+static void qk_runs(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, const int32_t *runs, int nq, int rl,
                     int br, float *st, int64_t lds) {
-  const int nv = br <= 8 ? 1 : (br + 15) / 16, k64 = ldk == 64;
+  const int nv = br <= 8 ? 1 : (br + 15) / 16, k64 = ldk == 64, nk = nq * rl;
   for (int v0 = 0; v0 < nv;) {
     int iv = nv - v0 >= 4 ? 4 : nv - v0 >= 2 ? 2 : 1;
     const float *q = qt + 16 * v0;
-    for (int g0 = 0; g0 < nq;) {
-      int rem = nq - g0, G;
+    for (int j0 = 0; j0 < nk;) {
+      int J;
       qk_runs_fn f;
-      if (iv == 4) G = 1, f = k64 ? qr_4x4_64 : qr_4x4_g;
-      else if (iv == 2) G = 2, f = k64 ? qr_2x8_64 : qr_2x8_g;
-      else if (rem >= 3) G = 4, f = br <= 8 ? (k64 ? qhr_16_64 : qhr_16_g) : (k64 ? qr_1x16_64 : qr_1x16_g);
-      else G = 2, f = br <= 8 ? (k64 ? qhr_8_64 : qhr_8_g) : (k64 ? qr_1x8_64 : qr_1x8_g);
-      const float *kq[4];
-      for (int g = 0; g < G; g++) kq[g] = k + (int64_t)runs[g0 + g < nq ? g0 + g : nq - 1] * ldk;
-      f(q, ldq, kq, ldk, d, st + (int64_t)g0 * TS__ATTN_RUN * lds + 16 * v0, lds);
-      g0 += G;
+      if (iv == 4) J = 4, f = rl == 1 ? qs_4x4 : k64 ? qr_4x4_64 : qr_4x4_g;
+      else if (iv == 2) J = 8, f = rl == 1 ? qs_2x8 : k64 ? qr_2x8_64 : qr_2x8_g;
+      else if (nk - j0 >= 12) J = 16, f = br <= 8 ? (rl == 1 ? qhs_16 : k64 ? qhr_16_64 : qhr_16_g)
+                                                    : (rl == 1 ? qs_1x16 : k64 ? qr_1x16_64 : qr_1x16_g);
+      else J = 8, f = br <= 8 ? (rl == 1 ? qhs_8 : k64 ? qhr_8_64 : qhr_8_g) : (rl == 1 ? qs_1x8 : k64 ? qr_1x8_64 : qr_1x8_g);
+      const float *kq[16];
+      for (int g = 0, g0 = j0 / rl; g < J / rl; g++) kq[g] = k + (int64_t)runs[g0 + g < nq ? g0 + g : nq - 1] * ldk;
+      f(q, ldq, kq, ldk, d, st + (int64_t)j0 * lds + 16 * v0, lds);
+      j0 += J;
     }
     v0 += iv;
   }
@@ -183,6 +191,7 @@ static void softmax(float *st, int64_t lds, int bc, int br, const uint16_t *mask
 #define PV_ALL(P, RL) PV_ROWS(P, 4, RL) PV_ROWS(P, 3, RL) PV_ROWS(P, 2, RL) PV_ROWS(P, 1, RL)
 PV_ALL(pv, runlen)
 PV_ALL(pvr, TS__ATTN_RUN)
+PV_ALL(pvs, 1)
 
 typedef void (*pv_fn)(const float *, int64_t, const float *, int64_t, const int32_t *, int, int, float *, int64_t,
                       const float *, __mmask16);
@@ -191,10 +200,10 @@ typedef void (*pv_fn)(const float *, int64_t, const float *, int64_t, const int3
    {P##_2x1, P##_2x2, P##_2x3, P##_2x4},                                                                      \
    {P##_3x1, P##_3x2, P##_3x3, P##_3x4},                                                                      \
    {P##_4x1, P##_4x2, P##_4x3, P##_4x4}}
-static const pv_fn pv_table[2][4][4] = {PV_TABLE(pv), PV_TABLE(pvr)};
+static const pv_fn pv_table[3][4][4] = {PV_TABLE(pv), PV_TABLE(pvr), PV_TABLE(pvs)};
 
 /* Head dimension in chunks of up to 4 vectors (64 floats), rows in blocks of 4; keys in nruns runs
- * (table 0: one run of runlen, table 1: 4-key runs). */
+ * (table 0: one run of runlen, table 1: 4-key runs, table 2: single keys). */
 static void pv_keys(int table, const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, const int32_t *starts,
                     int nruns, int runlen, int br, float *o, int64_t ldo, const float *alpha) {
   const int64_t nvec = (d + 15) / 16;
@@ -215,9 +224,58 @@ static void pv(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_
   pv_keys(0, pt, lds, v, ldv, d, &zero, 1, bc, br, o, ldo, alpha);
 }
 
-static void pv_runs(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, const int32_t *runs, int nq, int br,
-                    float *o, int64_t ldo, const float *alpha) {
-  pv_keys(1, pt, lds, v, ldv, d, runs, nq, TS__ATTN_RUN, br, o, ldo, alpha);
+/* P V of I rows x 16 DV columns over the keys listed in bits[0 .. nw) (bit j: key j, row
+ * runs[j / RL] + j % RL of v0; P^T row j of pt). */
+#define PVS_BLOCK(NAME, I, DV, RL)                                                                             \
+  static void NAME(const float *pt, int64_t lds, const float *v0, int64_t ldv, const int32_t *runs, const uint64_t *bits, \
+                   int nw, float *o, int64_t ldo, const float *alpha, __mmask16 tm) {                          \
+    __m512 acc[I][DV];                                                                                       \
+    UNROLL for (int i = 0; i < I; i++) {                                                                     \
+      __m512 a = _mm512_set1_ps(alpha[i]);                                                                   \
+      UNROLL for (int e = 0; e < DV; e++) acc[i][e] = _mm512_mul_ps(_mm512_loadu_ps(o + i * ldo + 16 * e), a); \
+    }                                                                                                        \
+    for (int w = 0; w < nw; w++)                                                                             \
+      for (uint64_t m = bits[w]; m; m &= m - 1) {                                                            \
+        const int j = 64 * w + __builtin_ctzll(m);                                                           \
+        const float *v = v0 + ((int64_t)runs[j / (RL)] + j % (RL)) * ldv, *p = pt + (int64_t)j * lds;        \
+        __m512 vv[DV];                                                                                       \
+        UNROLL for (int e = 0; e < DV; e++) vv[e] = _mm512_maskz_loadu_ps(e == DV - 1 ? tm : 0xFFFF, v + 16 * e); \
+        UNROLL for (int i = 0; i < I; i++) {                                                                 \
+          __m512 pb = _mm512_set1_ps(p[i]);                                                                  \
+          UNROLL for (int e = 0; e < DV; e++) acc[i][e] = _mm512_fmadd_ps(pb, vv[e], acc[i][e]);            \
+        }                                                                                                    \
+      }                                                                                                      \
+    UNROLL for (int i = 0; i < I; i++) UNROLL for (int e = 0; e < DV; e++)                                   \
+        _mm512_storeu_ps(o + i * ldo + 16 * e, acc[i][e]);                                                   \
+  }
+#define PVS_ROWS(P, DV, RL)                                                                                    \
+  PVS_BLOCK(P##_4x##DV, 4, DV, RL) PVS_BLOCK(P##_3x##DV, 3, DV, RL) PVS_BLOCK(P##_2x##DV, 2, DV, RL)         \
+  PVS_BLOCK(P##_1x##DV, 1, DV, RL)
+#define PVS_ALL(P, RL) PVS_ROWS(P, 4, RL) PVS_ROWS(P, 3, RL) PVS_ROWS(P, 2, RL) PVS_ROWS(P, 1, RL)
+PVS_ALL(pvsr, TS__ATTN_RUN)
+PVS_ALL(pvss, 1)
+typedef void (*pvs_fn)(const float *, int64_t, const float *, int64_t, const int32_t *, const uint64_t *, int, float *,
+                       int64_t, const float *, __mmask16);
+static const pvs_fn pvs_table[2][4][4] = {PV_TABLE(pvsr), PV_TABLE(pvss)};
+
+static void pv_runs(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, const int32_t *runs, int nq, int rl,
+                    int br, float *o, int64_t ldo, const float *alpha, const uint64_t *skip) {
+  if (!skip) {
+    pv_keys(rl == 1 ? 2 : 1, pt, lds, v, ldv, d, runs, nq, rl, br, o, ldo, alpha);
+    return;
+  }
+  /* every 4-row block over its own keys (skip lists [ceil(br/4)][nw]) */
+  const int64_t nvec = (d + 15) / 16;
+  const int nw = (nq * rl + 63) / 64;
+  for (int64_t e0 = 0; e0 < nvec; e0 += 4) {
+    int dv = nvec - e0 >= 4 ? 4 : (int)(nvec - e0);
+    __mmask16 tm = e0 + dv == nvec ? lanes(d - 16 * (nvec - 1)) : (__mmask16)0xFFFF;
+    for (int i0 = 0; i0 < br; i0 += 4) {
+      int rows = br - i0 >= 4 ? 4 : br - i0;
+      pvs_table[rl == 1][rows - 1][dv - 1](pt + i0, lds, v + 16 * e0, ldv, runs, skip + (int64_t)(i0 / 4) * nw, nw,
+                                           o + (int64_t)i0 * ldo + 16 * e0, ldo, alpha + i0, tm);
+    }
+  }
 }
 
 /* ---- Q^T packing and the final normalization ------------------------------------------------ */

@@ -8,16 +8,16 @@ static inline int allowed(const uint16_t *mask, int64_t nv, int64_t j, int64_t r
   return !mask || ((mask[j * nv + r / 16] >> (r % 16)) & 1);
 }
 
-/* Row of key j: j itself (runs NULL: contiguous keys) or the j%4-th key of run j/4. */
-static inline int64_t key_row(const int32_t *runs, int64_t j) {
-  return runs ? (int64_t)runs[j / TS__ATTN_RUN] + j % TS__ATTN_RUN : j;
+/* Row of key j: j itself (runs NULL: contiguous keys) or the j%rl-th key of run j/rl. */
+static inline int64_t key_row(const int32_t *runs, int rl, int64_t j) {
+  return runs ? (int64_t)runs[j / rl] + j % rl : j;
 }
 
-static void qk_keys(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, const int32_t *runs, int bc,
-                    int br, float *st, int64_t lds) {
+static void qk_keys(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, const int32_t *runs, int rl,
+                    int bc, int br, float *st, int64_t lds) {
   for (int64_t j = 0; j < bc; j++) {
     float *s = st + j * lds;
-    const float *kj = k + key_row(runs, j) * ldk;
+    const float *kj = k + key_row(runs, rl, j) * ldk;
     for (int64_t i = 0; i < br; i++) s[i] = 0.0f;
     for (int64_t x = 0; x < d; x++) {
       float kv = kj[x];
@@ -29,12 +29,12 @@ static void qk_keys(const float *qt, int64_t ldq, const float *k, int64_t ldk, i
 
 static void qk_ref(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, int bc, int br, float *st,
                    int64_t lds) {
-  qk_keys(qt, ldq, k, ldk, d, NULL, bc, br, st, lds);
+  qk_keys(qt, ldq, k, ldk, d, NULL, 1, bc, br, st, lds);
 }
 
 static void qk_runs_ref(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, const int32_t *runs, int nq,
-                        int br, float *st, int64_t lds) {
-  qk_keys(qt, ldq, k, ldk, d, runs, nq * TS__ATTN_RUN, br, st, lds);
+                        int rl, int br, float *st, int64_t lds) {
+  qk_keys(qt, ldq, k, ldk, d, runs, rl, nq * rl, br, st, lds);
 }
 
 static void softmax_ref(float *st, int64_t lds, int bc, int br, const uint16_t *mask, float c, float *m, float *l,
@@ -57,14 +57,14 @@ static void softmax_ref(float *st, int64_t lds, int bc, int br, const uint16_t *
   }
 }
 
-static void pv_keys(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, const int32_t *runs, int bc,
-                    int br, float *o, int64_t ldo, const float *alpha) {
+static void pv_keys(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, const int32_t *runs, int rl,
+                    int bc, int br, float *o, int64_t ldo, const float *alpha) {
   for (int64_t r = 0; r < br; r++) {
     float *orow = o + r * ldo;
     for (int64_t e = 0; e < d; e++) orow[e] *= alpha[r];
     for (int64_t j = 0; j < bc; j++) {
       float p = pt[j * lds + r];
-      const float *vr = v + key_row(runs, j) * ldv;
+      const float *vr = v + key_row(runs, rl, j) * ldv;
       for (int64_t e = 0; e < d; e++) orow[e] += p * vr[e];
     }
   }
@@ -72,12 +72,14 @@ static void pv_keys(const float *pt, int64_t lds, const float *v, int64_t ldv, i
 
 static void pv_ref(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, int bc, int br, float *o,
                    int64_t ldo, const float *alpha) {
-  pv_keys(pt, lds, v, ldv, d, NULL, bc, br, o, ldo, alpha);
+  pv_keys(pt, lds, v, ldv, d, NULL, 1, bc, br, o, ldo, alpha);
 }
 
+/* skip is ignored: the keys it leaves out have P = 0 in the rows that skip them */
 static void pv_runs_ref(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, const int32_t *runs, int nq,
-                        int br, float *o, int64_t ldo, const float *alpha) {
-  pv_keys(pt, lds, v, ldv, d, runs, nq * TS__ATTN_RUN, br, o, ldo, alpha);
+                        int rl, int br, float *o, int64_t ldo, const float *alpha, const uint64_t *skip) {
+  (void)skip;
+  pv_keys(pt, lds, v, ldv, d, runs, rl, nq * rl, br, o, ldo, alpha);
 }
 
 void ts__attn_pack_q_ref(const float *q, int64_t nr, int64_t d, int64_t ldq, float *qt) {

@@ -45,6 +45,8 @@ typedef struct build {
   int64_t nmbits, cap_mbits;
   int32_t *runs;
   int64_t nruns, cap_runs;
+  uint64_t *skbits;
+  int64_t nskbits, cap_skbits;
   uint64_t *u; /* [W] scratch: the union of a row sub-tile's rows */
 } build;
 
@@ -64,7 +66,7 @@ static ts_status add_item(build *b, const uint64_t *R, int64_t W, int32_t i0, in
                           bool masked) {
   TS_TRY(grow((void **)&b->items, &b->cap_items, b->nitems + 1, sizeof *b->items));
   ts__attn_item *it = &b->items[b->nitems++];
-  *it = (ts__attn_item){.i0 = i0, .br = br, .j0 = j0, .bc = bc, .moff = -1, .qoff = -1};
+  *it = (ts__attn_item){.i0 = i0, .br = br, .j0 = j0, .bc = bc, .moff = -1, .qoff = -1, .skoff = -1, .rl = 0};
   if (!masked) return TS_OK;
   int64_t nv = (br + 15) / 16, words = (int64_t)bc * nv;
   TS_TRY(grow((void **)&b->mbits, &b->cap_mbits, b->nmbits + words, sizeof *b->mbits));
@@ -86,20 +88,20 @@ static ts_status add_item(build *b, const uint64_t *R, int64_t W, int32_t i0, in
   return TS_OK;
 }
 
-/* Appends a COMPACT item: rows [i0, i0+br) x the 4-key runs runs[0 .. nq) (already in b->runs at
- * qoff). Takes (copies and clears in R) the cells of those keys inside [lo, hi); unmasked when it
- * takes every cell. *taken = cells taken. */
-static ts_status add_run_item(build *b, uint64_t *R, int64_t W, int32_t i0, int32_t br, int64_t qoff, int nq, int64_t lo,
-                              int64_t hi, int64_t *taken) {
+/* Appends a COMPACT item: rows [i0, i0+br) x the nq runs of rl keys runs[0 .. nq) (already in
+ * b->runs at qoff). Takes (copies and clears in R) the cells of those keys inside [lo, hi);
+ * unmasked when it takes every cell. *taken = cells taken. */
+static ts_status add_run_item(build *b, uint64_t *R, int64_t W, int32_t i0, int32_t br, int64_t qoff, int nq, int rl,
+                              int64_t lo, int64_t hi, int64_t *taken, int64_t *pv_cells) {
   TS_TRY(grow((void **)&b->items, &b->cap_items, b->nitems + 1, sizeof *b->items));
   const int32_t *runs = b->runs + qoff;
-  const int bc = nq * TS__ATTN_RUN;
+  const int bc = nq * rl;
   int64_t nv = (br + 15) / 16, words = (int64_t)bc * nv, cnt = 0;
   TS_TRY(grow((void **)&b->mbits, &b->cap_mbits, b->nmbits + words, sizeof *b->mbits));
   uint16_t *mw = b->mbits + b->nmbits;
   memset(mw, 0, (size_t)words * sizeof *mw);
   for (int j = 0; j < bc; j++) {
-    int64_t col = (int64_t)runs[j / TS__ATTN_RUN] + j % TS__ATTN_RUN;
+    int64_t col = (int64_t)runs[j / rl] + j % rl;
     if (col < lo || col >= hi) continue;
     uint64_t bit = (uint64_t)1 << (col & 63);
     for (int32_t r = 0; r < br; r++) {
@@ -110,45 +112,80 @@ static ts_status add_run_item(build *b, uint64_t *R, int64_t W, int32_t i0, int3
       cnt++;
     }
   }
-  b->items[b->nitems++] = (ts__attn_item){.i0 = i0, .br = br, .j0 = runs[0], .bc = bc, .moff = -1, .qoff = qoff};
-  if (cnt < (int64_t)br * bc) {
-    b->items[b->nitems - 1].moff = b->nmbits;
-    b->nmbits += words;
-  }
+  b->items[b->nitems++] =
+      (ts__attn_item){.i0 = i0, .br = br, .j0 = runs[0], .bc = bc, .moff = -1, .qoff = qoff, .skoff = -1, .rl = rl};
   *taken = cnt;
+  *pv_cells = (int64_t)br * bc;
+  if (cnt == (int64_t)br * bc) return TS_OK;
+  b->items[b->nitems - 1].moff = b->nmbits;
+  b->nmbits += words;
+  /* P V skip lists: per 4-row group (inside one 16-bit word, 16 % 4 = 0) the keys it has a cell in */
+  const int64_t ng = (br + 3) / 4, nw = (bc + 63) / 64;
+  TS_TRY(grow((void **)&b->skbits, &b->cap_skbits, b->nskbits + ng * nw, sizeof *b->skbits));
+  uint64_t *sk = b->skbits + b->nskbits;
+  memset(sk, 0, (size_t)(ng * nw) * sizeof *sk);
+  int64_t listed = 0;
+  for (int64_t g = 0; g < ng; g++)
+    for (int j = 0; j < bc; j++)
+      if ((mw[j * nv + g / 4] >> (4 * (g % 4))) & 0xF) sk[g * nw + j / 64] |= (uint64_t)1 << (j % 64), listed++;
+  if (listed < ng * bc) { /* some group skips some key */
+    b->items[b->nitems - 1].skoff = b->nskbits;
+    b->nskbits += ng * nw;
+    *pv_cells = 0;
+    for (int64_t g = 0; g < ng; g++) {
+      int64_t rows = br - 4 * g < 4 ? br - 4 * g : 4, keys = 0;
+      for (int64_t w = 0; w < nw; w++) keys += __builtin_popcountll(sk[g * nw + w]);
+      *pv_cells += rows * keys;
+    }
+  }
+  return TS_OK;
+}
+
+static ts_status push_run(build *b, int64_t q) {
+  TS_TRY(grow((void **)&b->runs, &b->cap_runs, b->nruns + 1, sizeof *b->runs));
+  b->runs[b->nruns++] = (int32_t)q;
   return TS_OK;
 }
 
 /* COMPACT segment g (see attn.h): per br-high row sub-tile, the union of its rows' unowned cells
- * over [c0, chi), covered left to right by 4-key runs, cut into items of at most max(1, bc/4) runs. */
+ * over [c0, chi), covered left to right by 4-key runs or listed key by key (ts__attn_compact_rl),
+ * cut into items of at most max(1, bc/rl) runs. */
 static ts_status compile_compact(build *b, ts_attn_stats *st, uint64_t *R, int64_t W, int64_t n, const ts_attn_panel *P,
                                  const ts_attn_segment *g) {
   int64_t rlo = g->r0 - P->r0, rhi = rlo + g->nr, chi = (int64_t)g->c0 + g->nc;
-  const int nqmax = g->bc / TS__ATTN_RUN > 1 ? g->bc / TS__ATTN_RUN : 1;
   for (int64_t i0 = rlo; i0 < rhi; i0 += g->br) {
-    int64_t i1 = i0 + g->br < rhi ? i0 + g->br : rhi;
+    int64_t i1 = i0 + g->br < rhi ? i0 + g->br : rhi, nkeys = 0;
     for (int64_t w = g->c0 >> 6; w <= (chi - 1) >> 6; w++) {
       uint64_t x = 0;
       for (int64_t i = i0; i < i1; i++) x |= R[i * W + w];
       b->u[w] = x & word_mask(w, g->c0, chi);
+      nkeys += __builtin_popcountll(b->u[w]);
     }
     int64_t q0 = b->nruns;
     for (int64_t j = range_find(b->u, g->c0, chi, 1); j >= 0;) {
       int64_t q = j < n - TS__ATTN_RUN ? j : n - TS__ATTN_RUN;
-      TS_TRY(grow((void **)&b->runs, &b->cap_runs, b->nruns + 1, sizeof *b->runs));
-      b->runs[b->nruns++] = (int32_t)q;
+      TS_TRY(push_run(b, q));
       j = q + TS__ATTN_RUN < chi ? range_find(b->u, q + TS__ATTN_RUN, chi, 1) : -1;
     }
-    /* as few items as max(1, bc/4) runs allow, the runs spread evenly over them (a last item of a
+    const int rl = ts__attn_compact_rl(nkeys, b->nruns - q0);
+    if (rl == 1) { /* the keys themselves */
+      b->nruns = q0;
+      for (int64_t j = range_find(b->u, g->c0, chi, 1); j >= 0; j = j + 1 < chi ? range_find(b->u, j + 1, chi, 1) : -1)
+        TS_TRY(push_run(b, j));
+    }
+    /* as few items as max(1, bc/rl) runs allow, the runs spread evenly over them (a last item of a
      * run or two would pay a whole item's softmax and O reload for a few keys) */
+    const int nqmax = g->bc / rl > 1 ? g->bc / rl : 1;
     int64_t nit = (b->nruns - q0 + nqmax - 1) / nqmax;
     for (int64_t a = q0; a < b->nruns; nit--) {
       int nq = (int)((b->nruns - a + nit - 1) / nit);
-      int64_t taken;
-      TS_TRY(add_run_item(b, R, W, (int32_t)i0, (int32_t)(i1 - i0), a, nq, g->c0, chi, &taken));
+      int64_t taken, pvc;
+      TS_TRY(add_run_item(b, R, W, (int32_t)i0, (int32_t)(i1 - i0), a, nq, rl, g->c0, chi, &taken, &pvc));
       if (b->items[b->nitems - 1].moff >= 0) st->tiles_masked++;
       else st->tiles_full++;
-      st->cells += (i1 - i0) * (int64_t)nq * TS__ATTN_RUN;
+      st->tiles_keyed += rl == 1;
+      st->cells += (i1 - i0) * (int64_t)nq * rl;
+      st->pv_cells += pvc;
       a += nq;
     }
   }
@@ -191,6 +228,7 @@ static ts_status compile_segment(build *b, ts_attn_stats *st, uint64_t *R, int64
       if (masked) st->tiles_masked++;
       else st->tiles_full++;
       st->cells += area;
+      st->pv_cells += area;
       for (int64_t i = i0; i < i1; i++) range_clear(R + i * W, j0, j1);
     }
   }
@@ -227,6 +265,8 @@ static ts_status compile_panels(ts_attn_plan *pl, const ts_attn_schedule *s, con
   pl->nmbits = b.nmbits;
   pl->runs = b.runs;
   pl->nruns = b.nruns;
+  pl->skbits = b.skbits;
+  pl->nskbits = b.nskbits;
   return st;
 }
 
@@ -281,11 +321,13 @@ void ts_attn_plan_destroy(ts_attn_plan *pl) {
   free(pl->items);
   free(pl->mbits);
   free(pl->runs);
+  free(pl->skbits);
   ts_free(pl->panels);
   ts_free(pl->order);
   ts_free(pl->wsmem);
   ts_free(pl->spanels);
   ts_free(pl->sstart);
+  ts_free(pl->qnext);
   free(pl);
 }
 

@@ -30,6 +30,11 @@ ts_status ts__attn_time_block(ts__attn_timer *t, const ts_bitmap *cells, ts_attn
 /* Median seconds of ts_attn_execute of `plan` (made for n <= nmax tokens, any thread count; t's
  * one-thread context runs it) on batch = heads = 1. */
 ts_status ts__attn_time_plan(ts__attn_timer *t, ts_attn_plan *plan, int64_t n, double *seconds);
+/* Plans side by side: one warm-up call each, then `rounds` rounds timing every plan once in turn;
+ * seconds[i] = plan i's fastest call (all made for n <= nmax tokens, run on batch = heads = 1).
+ * Interleaved minima: on a shared machine a burst of load hits one round of every plan alike, not
+ * one plan's whole measurement, and the minimum reads the run least disturbed. */
+ts_status ts__attn_time_plans(ts__attn_timer *t, ts_attn_plan *const *plans, int np, int64_t n, int rounds, double *seconds);
 /* The same panels with no segment over an empty rows x cols mask: the call and panel overhead. */
 ts_status ts__attn_time_empty(ts__attn_timer *t, int64_t rows, int64_t cols, double *seconds);
 /* x rounded to 9 significant digits: far below timing noise, and such a double prints in cJSON's

@@ -98,6 +98,21 @@ ts_status ts__attn_time_plan(ts__attn_timer *t, ts_attn_plan *plan, int64_t n, d
   return st;
 }
 
+ts_status ts__attn_time_plans(ts__attn_timer *t, ts_attn_plan *const *plans, int np, int64_t n, int rounds, double *seconds) {
+  if (n > t->nmax)
+    return ts_error(TS_ERR_INVALID_ARG, "attn profile: plans for n = %lld on a timer for %lld", (long long)n, (long long)t->nmax);
+  ts_status st = TS_OK;
+  for (int i = 0; st == TS_OK && i < np; i++) st = run_once(t, plans[i], n), seconds[i] = 1e300;
+  for (int r = 0; st == TS_OK && r < rounds; r++)
+    for (int i = 0; st == TS_OK && i < np; i++) {
+      double t0 = clock_now(t->wall_clock);
+      st = run_once(t, plans[i], n);
+      double dt = clock_now(t->wall_clock) - t0;
+      if (dt < seconds[i]) seconds[i] = dt > 1e-9 ? dt : 1e-9;
+    }
+  return st;
+}
+
 /* nseg = 1: the block's segment; nseg = 0: the same panels with no segment (cells must be empty). */
 static ts_status time_schedule(ts__attn_timer *t, const ts_bitmap *cells, int nseg, ts_attn_seg_kind kind,
                                ts_attn_tile tile, double *seconds) {

@@ -207,12 +207,13 @@ ts_status ts_attn_schedule_solve(const ts_blocks *blk, const ts_bitmap *mask, co
     }
   }
   ts_attn_sched_info inf;
+  memset(&inf, 0, sizeof inf);
   ts__sched_build B = {.s = out, .mask = mask, .segof = segof, .npieces = ni, .menu = menu, .nmenu = nmenu, .o = &o};
   ts_attn_sched_problem pb = {.npanels = np, .npieces = ni, .ntiles = nmenu, .piece_panel = pp, .cost = cost_m, .base = base,
                               .nheights = nh, .merge = merge, .open = open, .must_open = must};
   double scale[5], tc = ts_now();
   memcpy(scale, o.family_scale, sizeof scale);
-  if (st == TS_OK && o.calibrate_d > 0) st = ts__sched_calibrate(&B, &pb, &o, scale);
+  if (st == TS_OK && o.calibrate_d > 0 && !o.family_given) st = ts__sched_calibrate(&B, &pb, &o, scale);
   for (int f = 0; f < 5 && st == TS_OK; f++)
     if (!(scale[f] > 0 && scale[f] < 1e300)) st = ts_error(TS_ERR_INVALID_ARG, "attn scheduler: family scale %d = %g must be > 0", f, scale[f]);
   if (st == TS_OK) {
@@ -233,9 +234,12 @@ ts_status ts_attn_schedule_solve(const ts_blocks *blk, const ts_bitmap *mask, co
     if (st == TS_OK) ts_attn_schedule_free(out), *out = fin;
   }
   if (st == TS_OK) st = ts_attn_schedule_set_threads(out, thread);
+  double tg = ts_now();
+  if (st == TS_OK && o.calibrate_d > 0 && o.guard) st = ts__sched_guard(mask, &o, menu, nmenu, out, &inf);
+  inf.guard_ms = inf.guarded ? (ts_now() - tg) * 1e3 : 0.0;
   if (st == TS_OK && info) {
     inf.nblocks = nb;
-    inf.calibrated = o.calibrate_d > 0;
+    inf.calibrated = o.calibrate_d > 0 && !o.family_given;
     memcpy(inf.calib_scale, scale, sizeof scale);
     inf.calib_ms = inf.calibrated ? tc * 1e3 : 0.0;
     inf.ms = (ts_now() - t0) * 1e3;

@@ -1,5 +1,5 @@
 /* Prices of COMPACT passes for the scheduler: per row sub-tile of height h, the union of the cells
- * it runs covered by 4-key runs (the plan's rule, attn.h), priced as one rows x (4 runs) block
+ * it runs covered by 4-key runs or single keys (the plan's rule, attn.h), priced as one rows x keys block
  * with tile h x bc by the scheduler's cost function. A panel's pass at height h is priced with ALL
  * its cells merged, and each sub-tile's price is shared among the pieces (and the residue) in
  * proportion to their cells in it: exact when everything merges (the usual answer on scattered
@@ -8,6 +8,7 @@
  * does not shrink with its keys (the last item's rounding, a call per sub-tile) is a small part of
  * a sub-tile (0 - 0.4% of a panel on window2d k=13 at h = 16, measured by splitting f(K) into a
  * fixed part and a slope per key), so averaging it loses little. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,10 +27,11 @@ static int64_t next_set(const uint64_t *u, int64_t j, int64_t c1) {
   return -1;
 }
 
-int64_t ts__attn_count_runs(const uint64_t *u, int64_t c0, int64_t c1) {
-  int64_t runs = 0;
+int64_t ts__attn_compact_keys(const uint64_t *u, int64_t c0, int64_t c1) {
+  int64_t runs = 0, keys = 0;
   for (int64_t j = next_set(u, c0, c1); j >= 0; j = next_set(u, j + TS__ATTN_RUN, c1)) runs++;
-  return runs;
+  for (int64_t w = c0 >> 6; runs > 0 && w <= (c1 - 1) >> 6; w++) keys += __builtin_popcountll(u[w]); /* u is zero outside */
+  return ts__attn_compact_rl(keys, runs) == 1 ? (int64_t)ceil(1.1 * (double)keys) : runs * TS__ATTN_RUN;
 }
 
 int64_t ts__attn_rect_count(uint64_t *bits, int64_t W, int64_t r0, int64_t nr, int64_t c0, int64_t nc, bool clear) {
@@ -56,9 +58,9 @@ static void row_union(const uint64_t *R, int64_t W, int64_t i0, int64_t i1, int6
   if (c1 & 63) u[(c1 - 1) >> 6] &= ((uint64_t)1 << (c1 & 63)) - 1;
 }
 
-/* One compact sub-tile: rows x (4 runs) keys holding nnz cells, tile h x bc. */
-static double subtile_cost(int64_t rows, int64_t runs, int64_t nnz, int32_t h, int32_t bc, ts_attn_cost_fn cost, void *user) {
-  ts_block b = {.row0 = 0, .col0 = 0, .rows = (int32_t)rows, .cols = (int32_t)(runs * TS__ATTN_RUN), .nnz = nnz};
+/* One compact sub-tile: rows x keys (key-equivalents, ts__attn_compact_keys) holding nnz cells, tile h x bc. */
+static double subtile_cost(int64_t rows, int64_t keys, int64_t nnz, int32_t h, int32_t bc, ts_attn_cost_fn cost, void *user) {
+  ts_block b = {.row0 = 0, .col0 = 0, .rows = (int32_t)rows, .cols = (int32_t)keys, .nnz = nnz};
   ts_attn_tile t = {h, bc};
   return cost(&b, t, user);
 }
@@ -70,9 +72,9 @@ double ts__attn_price_compact_segment(uint64_t *R, int64_t W, const ts_attn_pane
   for (int64_t i0 = rlo; i0 < rhi; i0 += g->br) {
     int64_t i1 = i0 + g->br < rhi ? i0 + g->br : rhi;
     row_union(R, W, i0, i1, g->c0, c1, u);
-    int64_t runs = ts__attn_count_runs(u, g->c0, c1);
+    int64_t keys = ts__attn_compact_keys(u, g->c0, c1);
     int64_t cnt = ts__attn_rect_count(R, W, i0, i1 - i0, g->c0, g->nc, true);
-    if (runs > 0) sum += subtile_cost(i1 - i0, runs, cnt, g->br, g->bc, cost, user);
+    if (keys > 0) sum += subtile_cost(i1 - i0, keys, cnt, g->br, g->bc, cost, user);
   }
   return sum;
 }
@@ -97,9 +99,9 @@ ts_status ts__attn_price_compact(const ts_bitmap *mask, const ts_attn_panel *P, 
     for (int64_t s = 0; s < ns; s++) { /* every cell of the panel merged */
       int64_t i0 = s * hh, i1 = i0 + hh < nr ? i0 + hh : nr;
       row_union(R, W, i0, i1, 0, n, u);
-      int64_t runs = ts__attn_count_runs(u, 0, n);
+      int64_t keys = ts__attn_compact_keys(u, 0, n);
       cells[s] = ts__attn_rect_count(R, W, i0, i1 - i0, 0, n, false);
-      price[s] = runs > 0 ? subtile_cost(i1 - i0, runs, cells[s], (int32_t)hh, o->compact_bc, cost, o->cost_user) : 0.0;
+      price[s] = keys > 0 ? subtile_cost(i1 - i0, keys, cells[s], (int32_t)hh, o->compact_bc, cost, o->cost_user) : 0.0;
     }
     memcpy(R2, R, (size_t)(nr * W) * sizeof *R2);
     for (int64_t k = 0; k < npieces; k++) { /* each piece's share of the sub-tiles it meets (its owned cells) */

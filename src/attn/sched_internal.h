@@ -63,11 +63,18 @@ ts_status ts__sched_build_schedule(const ts__sched_build *B, const int *choice, 
  * pure configurations of pb (costs as built for B). */
 ts_status ts__sched_calibrate(const ts__sched_build *B, const ts_attn_sched_problem *pb, const ts_attn_sched_opts *o,
                               double *scale);
+/* Times schedule s against the block-skip schedules of the menu tiles the cost model ranks
+ * cheapest on mask and replaces s by the fastest of them when it is measured faster by a margin
+ * (info: guarded, guard_schedule_s, guard_fixed_s, fallback). */
+ts_status ts__sched_guard(const ts_bitmap *mask, const ts_attn_sched_opts *o, const ts_attn_tile *menu, int nmenu,
+                          ts_attn_schedule *s, ts_attn_sched_info *info);
 
 /* ---- compact pricing (sched_compact.c) ---------------------------------------------------- */
 
-/* 4-key runs covering the set bits of the bit row u over [c0, c1) (the COMPACT rule of attn.h). */
-int64_t ts__attn_count_runs(const uint64_t *u, int64_t c0, int64_t c1);
+/* Keys a COMPACT row sub-tile computes for the set bits of the bit row u over [c0, c1) (zero
+ * outside): 4 x the 4-key runs covering them, or -- when the plan lists the keys one by one
+ * (ts__attn_compact_rl) -- the keys, priced 1.1 each. */
+int64_t ts__attn_compact_keys(const uint64_t *u, int64_t c0, int64_t c1);
 /* Set cells of rows [r0, r0+nr) x cols [c0, c0+nc) of a row-major bit array (W words per row),
  * cleared too when `clear`. */
 int64_t ts__attn_rect_count(uint64_t *bits, int64_t W, int64_t r0, int64_t nr, int64_t c0, int64_t nc, bool clear);

@@ -5,8 +5,10 @@
  * its preferred layouts (nChw16c activations and blocked weights on AVX-512); our NCHW buffers are
  * bound to "user" memories with dnnl_memory_set_data_handle at every execute and reordered to and
  * from the primitive's layouts inside execute; the weights are reordered once at create. oneDNN
- * runs on OpenMP and takes its thread count from omp_get_max_threads() of the calling thread, so
- * execute sets it to the context's count and restores it.
+ * runs on OpenMP and takes its thread count from omp_get_max_threads() of the calling thread --
+ * and several implementations (brgconv, the Winograd kernels) fix their work split for that count
+ * when the primitive is created and then run that many threads whatever the count at execute --
+ * so create and execute both set it to the context's count and restore it.
  * OpenBLAS is loaded with dlopen (the library itself never links it): its pthread server spins
  * after each call for 2^OPENBLAS_THREAD_TIMEOUT cycles, which would steal the CPU from the next
  * contender of a round-robin timing, so the timeout is set to its minimum (2^4 cycles) unless the
@@ -274,7 +276,10 @@ ts_status ts_conv_baseline_create(ts_conv_baseline **out, ts_context *ctx, const
   if (!b) return ts_error(TS_ERR_OOM, "ts_conv_baseline_create: out of memory");
   b->kind = kind, b->d = *d, b->p = p, b->q = q;
   b->threads = ctx ? ts_context_threads(ctx) : ts_default_threads();
+  const int prev = omp_get_max_threads(); /* oneDNN fixes its work split for this count (see above) */
+  omp_set_num_threads(b->threads);
   const ts_status s = kind == TS_CONV_BASE_OPENBLAS ? openblas_init(b, w, bias) : dnnl_init(b, w, bias);
+  omp_set_num_threads(prev);
   if (s != TS_OK) {
     ts_conv_baseline_destroy(b);
     return s;

@@ -13,9 +13,12 @@ typedef struct direct_state {
   float *wp;     /* [groups * kblocks_g][cg][R][S][kb], zero rows past the group's last channel */
   ts__conv_pad_geom g;
   int *soff;     /* [S] tap offsets in a padded row */
+  int *toff;     /* AVX-512: [R*S] tap offsets from an output's first input (ts__dconv_args) */
+  int flat;      /* AVX-512, R x 1 kernel at stride 1: rows of Q floats, tiles cross output rows */
 } direct_state;
 
-enum { ROWS_PER_TASK = 4 };
+/* FLAT_CHUNK: positions of the flattened output plane per task (4 full tiles of 14). */
+enum { ROWS_PER_TASK = 4, FLAT_CHUNK = 56 };
 
 static ts_status direct_init(ts_conv_plan *pl) {
   direct_state *st = calloc(1, sizeof *st);
@@ -30,8 +33,18 @@ static ts_status direct_init(ts_conv_plan *pl) {
   pl->state_bytes = wn * sizeof(float);
   if (!st->wp) return ts_error(TS_ERR_OOM, "direct: out of memory for %zu packed weights", wn);
   st->g = ts__conv_pad_geometry(d);
-  if (!(st->soff = malloc((size_t)d->s * sizeof(int)))) return ts_error(TS_ERR_OOM, "direct: out of memory");
+  st->flat = st->isa == TS_ISA_AVX512 && d->s == 1 && d->stride_h == 1 && d->stride_w == 1;
+  if (st->flat) { /* the broadcast kernel reads no slack: rows of exactly W + pads = Q floats */
+    st->g.wrow = d->w + d->pad_left + d->pad_right;
+    st->g.plane = (size_t)st->g.hp * st->g.wrow;
+  }
+  st->soff = malloc((size_t)d->s * sizeof(int));
+  st->toff = malloc((size_t)d->r * d->s * sizeof(int));
+  if (!st->soff || !st->toff) return ts_error(TS_ERR_OOM, "direct: out of memory");
   ts__conv_tap_offsets(d, &st->g, st->soff);
+  for (int r = 0; r < d->r; r++)
+    for (int s = 0; s < d->s; s++)
+      st->toff[r * d->s + s] = r * d->dilation_h * st->g.sw * st->g.wrow + st->soff[s];
   pl->workspace = ts__conv_align((size_t)d->n * d->c * st->g.plane * sizeof(float));
   return TS_OK;
 }
@@ -86,17 +99,18 @@ static ts_status direct_execute(const ts_conv_plan *pl, const float *in, float *
   ts__conv_pad_input(d, &st->g, in, xp, pl->threads);
   const int nb = d->groups * st->kblocks_g, pt = (pl->p + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
   const int tasks = d->n * nb * pt;
-  if (st->isa == TS_ISA_AVX512) { /* output channels in the lanes, one row per task */
+  if (st->isa == TS_ISA_AVX512) { /* output channels in the lanes; a task is one output row or a flat chunk */
     const size_t pq = (size_t)pl->p * pl->q;
-    const int rows_all = d->n * nb * pl->p;
+    const int per = st->flat ? (int)((pq + FLAT_CHUNK - 1) / FLAT_CHUNK) : pl->p, all = d->n * nb * per;
 #pragma omp parallel for num_threads(pl->threads) schedule(static)
-    for (int t = 0; t < rows_all; t++) {
-      const int n = t / (nb * pl->p), b = (t / pl->p) % nb, p = t % pl->p;
+    for (int t = 0; t < all; t++) {
+      const int n = t / (nb * per), b = (t / per) % nb, i = t % per;
       const int grp = b / st->kblocks_g, k0 = grp * pl->kg + (b % st->kblocks_g) * st->kb, kend = (grp + 1) * pl->kg;
       const ts__dconv_args a = {d, &st->g, pl->p, pl->q, pl->cg, xp + ((size_t)n * d->c + (size_t)grp * pl->cg) * st->g.plane,
                                 st->wp + (size_t)b * pl->cg * d->r * d->s * st->kb, pl->bias + k0,
-                                out + ((size_t)n * d->k + k0) * pq, kend - k0 < st->kb ? kend - k0 : st->kb, st->soff};
-      ts__dconv_rows_avx512(&a, p, p + 1);
+                                out + ((size_t)n * d->k + k0) * pq, kend - k0 < st->kb ? kend - k0 : st->kb, st->toff};
+      if (st->flat) ts__dconv_flat_avx512(&a, i * FLAT_CHUNK, (int)((size_t)(i + 1) * FLAT_CHUNK < pq ? (size_t)(i + 1) * FLAT_CHUNK : pq));
+      else ts__dconv_rows_avx512(&a, i, i + 1);
     }
     return TS_OK;
   }
@@ -123,6 +137,7 @@ static void direct_destroy(ts_conv_plan *pl) {
   if (!st) return;
   ts_free(st->wp);
   free(st->soff);
+  free(st->toff);
   free(st);
   pl->state = NULL;
 }

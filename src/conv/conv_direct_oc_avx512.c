@@ -5,8 +5,12 @@
  * row (QT <= 14): acc[OCV][QT]. Per (input channel c, r, s): OCV weight vectors are loaded once
  * and QT input values are broadcast, feeding OCV * QT FMAs (28 for 2 x 14, 2 + 14 loads). The
  * input is the padded, stride-phase-split copy of conv_internal.h, so the QT inputs of one tap
- * are consecutive floats for every stride: broadcasts at immediate offsets. Inputs channels are
- * the innermost reduction loop; the packed weights of a 32-channel block (cg * R * S * 128 bytes)
+ * are consecutive floats for every stride: broadcasts at immediate offsets. The taps (r, s) are
+ * one loop over precomputed offsets (an R x 1 or 1 x S kernel runs R or S iterations of the same
+ * body, not R loops of one). For R x 1 kernels at stride 1 the padded rows are exactly Q floats
+ * long, so the output plane is one flat row of P*Q positions cut into full 14-column tiles
+ * (Inception's 7x1 at 17x17: 289 = 20 x 14 + 9 instead of 17 = 9 + 8 per row). Input channels are
+ * the outer reduction loop; the packed weights of a 32-channel block (cg * R * S * 128 bytes)
  * stay in L2 while a thread walks the output rows, and the input rows of a tile are reused by
  * every tap that touches them.
  * Epilogue: bias and ReLU on the accumulators (lanes = channels), then each 16 x QT block is
@@ -29,18 +33,16 @@ static inline __attribute__((always_inline)) void tile(const ts__dconv_args *a, 
   for (int o = 0; o < OCV; o++)
     for (int j = 0; j < QT; j++) acc[o][j] = _mm512_setzero_ps();
   const float *w = a->w;
+  const int *toff = a->toff, taps = R * S;
   for (int c = 0; c < a->cg; c++) {
     const float *xc = a->x + (size_t)c * g->plane + (size_t)p * d->stride_h * rowlen + q0;
-    for (int r = 0; r < R; r++) {
-      const float *xr = xc + (size_t)r * d->dilation_h * rowlen;
-      for (int s = 0; s < S; s++, w += TS__CONV_KB_AVX512) {
-        const float *xs = xr + a->soff[s];
-        __m512 wv[2];
-        for (int o = 0; o < OCV; o++) wv[o] = _mm512_loadu_ps(w + 16 * o);
-        for (int j = 0; j < QT; j++) {
-          const __m512 b = _mm512_set1_ps(xs[j]);
-          for (int o = 0; o < OCV; o++) acc[o][j] = _mm512_fmadd_ps(b, wv[o], acc[o][j]);
-        }
+    for (int t = 0; t < taps; t++, w += TS__CONV_KB_AVX512) { /* taps (r, s) as one loop: R x 1 and 1 x S too */
+      const float *xs = xc + toff[t];
+      __m512 wv[2];
+      for (int o = 0; o < OCV; o++) wv[o] = _mm512_loadu_ps(w + 16 * o);
+      for (int j = 0; j < QT; j++) {
+        const __m512 b = _mm512_set1_ps(xs[j]);
+        for (int o = 0; o < OCV; o++) acc[o][j] = _mm512_fmadd_ps(b, wv[o], acc[o][j]);
       }
     }
   }
@@ -79,9 +81,15 @@ TILE_FNS(2)
    tile_##OCV##_8, tile_##OCV##_9, tile_##OCV##_10, tile_##OCV##_11, tile_##OCV##_12, tile_##OCV##_13, tile_##OCV##_14}
 static const tile_fn tiles[2][14] = {TILE_ROW(1), TILE_ROW(2)};
 
-void ts__dconv_rows_avx512(const ts__dconv_args *a, int p0, int p1) {
-  const int Q = a->q, segs = (Q + 13) / 14, per = (Q + segs - 1) / segs; /* near-equal segments <= 14 */
+/* Columns [q0, q1) of output row p (row 0 of a flat layout) in near-equal tiles of <= 14. */
+static void segments(const ts__dconv_args *a, int p, int q0, int q1) {
+  const int n = q1 - q0, segs = (n + 13) / 14, per = (n + segs - 1) / segs;
   const tile_fn *fn = tiles[a->kvalid > 16 ? 1 : 0];
-  for (int p = p0; p < p1; p++)
-    for (int q0 = 0; q0 < Q; q0 += per) fn[(Q - q0 < per ? Q - q0 : per) - 1](a, p, q0);
+  for (int q = q0; q < q1; q += per) fn[(q1 - q < per ? q1 - q : per) - 1](a, p, q);
 }
+
+void ts__dconv_rows_avx512(const ts__dconv_args *a, int p0, int p1) {
+  for (int p = p0; p < p1; p++) segments(a, p, 0, a->q);
+}
+
+void ts__dconv_flat_avx512(const ts__dconv_args *a, int j0, int j1) { segments(a, 0, j0, j1); }

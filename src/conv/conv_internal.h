@@ -95,21 +95,34 @@ typedef struct ts__wino_geom {
   int pad_top, pad_left, th, tw;
   int cg, kg, groups, threads;
   int kgp;                       /* row length of U: kg rounded up to 16 */
-  const float *U;                /* [groups][A*A][kgp / 16][cg][16] (channels past kg zero) */
+  const float *U;                /* [groups][A*A][kgp / 16][cg][16] (channels past kg zero); clane:
+                                    [groups][A*A][kgp / 64][cg][64], the last panel kgp % 64 wide */
   const float *bias;             /* [K] */
   int relu;
-  int fused;                     /* schedule: 1 fused per-thread tile chunks, 0 staged blocks */
-  int rpb, ld;                   /* staged: tile rows per block, V/M row length (>= rpb * tw, 16 | ld) */
+  int sched;                     /* TS__WINO_STAGED, _FUSED or _CLANE (ts__wino_setup_avx512) */
+  int rpb, ld;                   /* staged, clane: tile rows per block; staged: V/M row length (>= rpb * tw, 16 | ld) */
   int nck, ldb, kb;              /* fused: chunks per tile row, chunk row length (16 | ldb), k block */
+  int cgp, wp, wpv, obl;         /* clane: cg rounded up to 16, padded input row (wp = tw*m + A - m columns,
+                                    wpv rounded up to 16), output row buffer length (tw*m rounded up to 16) */
+  int clpriv;                    /* clane: 1 blocks private to a thread (no barriers), 0 shared blocks
+                                    (-1 on entry to ts__wino_cl_setup: choose) */
   size_t workspace;              /* bytes */
 } ts__wino_geom;
+enum { TS__WINO_STAGED = 0, TS__WINO_FUSED, TS__WINO_CLANE };
 /* Chooses the schedule and its blocking; sets the workspace size. */
 void ts__wino_setup_avx512(ts__wino_geom *g);
 ts_status ts__wino_execute_avx512(const ts__wino_geom *g, const float *in, float *out, unsigned char *ws);
+/* The channel-lane schedule (conv_winograd_cl_avx512.c): blocking and workspace, then one group. */
+void ts__wino_cl_setup(ts__wino_geom *g);
+void ts__wino_cl_group(const ts__wino_geom *g, int grp, const float *in, float *out, unsigned char *ws);
 
 /* AVX-512 direct kernel with output channels in the lanes (conv_direct_oc_avx512.c): output rows
  * [p0, p1) of one block of TS__CONV_KB_AVX512 (32) packed output channels of image n and one
- * group, the weights packed as for the other direct kernels ([cg][R][S][32]). */
+ * group, the weights packed as for the other direct kernels ([cg][R][S][32]).
+ * Flat layouts (kernels one column wide at stride 1: R x 1, including 1 x 1): the padded input is
+ * made with rows of exactly Q floats (no slack), so output position j = p Q + q reads input j +
+ * toff[t] for every tap and a tile of consecutive positions may cross output rows:
+ * ts__dconv_flat_avx512 runs positions [j0, j1) of the flattened P x Q plane in full tiles. */
 typedef struct ts__dconv_args {
   const ts_conv_desc *d;
   const ts__conv_pad_geom *g;
@@ -119,9 +132,11 @@ typedef struct ts__dconv_args {
   const float *bias; /* bias of the block's first channel */
   float *out;        /* output of image n, first channel of the block, [kvalid][P][Q] */
   int kvalid;        /* channels of the block that exist (<= 32; <= 16 uses one vector) */
-  const int *soff;   /* [S] tap offsets in a padded row */
+  const int *toff;   /* [R*S] offset of tap (r, s) from output (p, q)'s first input:
+                        r * dilation_h * sw * wrow + soff[s] */
 } ts__dconv_args;
 void ts__dconv_rows_avx512(const ts__dconv_args *a, int p0, int p1);
+void ts__dconv_flat_avx512(const ts__dconv_args *a, int j0, int j1);
 
 #define TS__CONV_KB_AVX512 32
 #define TS__CONV_KB_AVX2 4

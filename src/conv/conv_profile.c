@@ -6,7 +6,7 @@
  *    "provenance": {"cpu_model", "kernels", "threads", "onednn", "tessera_version", "updated"},
  *    "entries": {"<key>": {"date", "load_avg", "ms": {"<algorithm>": median ms, ...},
  *                          "pruned": ["<algorithm>", ...]}, ...}}
- * Only measured algorithms appear under "ms"; a pruned one's time is a single warm-up call. */
+ * Only measured algorithms appear under "ms"; a pruned one's time is its fastest warm-up call. */
 #include <cjson/cJSON.h>
 #include <dnnl.h>
 #include <math.h>

@@ -24,7 +24,8 @@ typedef struct wino_state {
   int m, a, th, tw, rows, rpb, tb; /* tiles th x tw per image; rows = N * th tile rows, rpb per block */
   float BT[AMAX][AMAX], G[AMAX][3], AT[4][AMAX];
   int kgp;      /* AVX-512: kg rounded up to 16 */
-  float *U;     /* [groups][a*a][kg][cg]; AVX-512: [groups][a*a][kgp / 16][cg][16] (conv_winograd_avx512.c) */
+  float *U;     /* [groups][a*a][kg][cg]; AVX-512: [groups][a*a][kgp / 16][cg][16], clane schedule
+                   [groups][a*a][kgp / 64][cg][64] (last panel narrower; conv_winograd_*avx512.c) */
   ts__wino_geom geom; /* AVX-512 schedule */
 } wino_state;
 
@@ -87,9 +88,11 @@ static ts_status wino_init(ts_conv_plan *pl, int m) {
   pl->workspace = ts__conv_align(aa * pl->cg * st->tb * sizeof(float)) + ts__conv_align(aa * pl->kg * st->tb * sizeof(float));
   if (st->isa == TS_ISA_AVX512) {
     ts__wino_geom *g = &st->geom;
-    *g = (ts__wino_geom){&st->BT[0][0], &st->AT[0][0], st->a, m, d->n, d->c, d->h, d->w, pl->p, pl->q, d->k,
-                         d->pad_top, d->pad_left, st->th, st->tw, pl->cg, pl->kg, d->groups, pl->threads, st->kgp,
-                         st->U, pl->bias, d->relu, 0, 0, 0, 0, 0, 0, 0};
+    *g = (ts__wino_geom){.BT = &st->BT[0][0], .AT = &st->AT[0][0], .A = st->a, .M = m, .N = d->n, .C = d->c,
+                         .H = d->h, .W = d->w, .P = pl->p, .Q = pl->q, .K = d->k, .pad_top = d->pad_top,
+                         .pad_left = d->pad_left, .th = st->th, .tw = st->tw, .cg = pl->cg, .kg = pl->kg,
+                         .groups = d->groups, .threads = pl->threads, .kgp = st->kgp, .U = st->U, .bias = pl->bias,
+                         .relu = d->relu};
     ts__wino_setup_avx512(g);
     pl->workspace = g->workspace;
   }
@@ -113,9 +116,11 @@ static ts_status wino_weights(ts_conv_plan *pl) {
       for (int i = 0; i < a; i++)
         for (int j = 0; j < a; j++) {
           const size_t xi = (size_t)grp * aa + i * a + j;
-          const size_t at = st->isa == TS_ISA_AVX512
-                                ? (xi * st->kgp + kl / 16 * 16) * pl->cg + (size_t)c * 16 + kl % 16
-                                : (xi * pl->kg + kl) * pl->cg + c;
+          const int kp = kl / 64 * 64, pw = st->kgp - kp < 64 ? st->kgp - kp : 64; /* clane panel */
+          const size_t at = st->isa != TS_ISA_AVX512 ? (xi * pl->kg + kl) * pl->cg + c
+                            : st->geom.sched == TS__WINO_CLANE
+                                ? (xi * st->kgp + kp) * pl->cg + (size_t)c * pw + kl - kp
+                                : (xi * st->kgp + kl / 16 * 16) * pl->cg + (size_t)c * 16 + kl % 16;
           st->U[at] = (float)(tmp[i][0] * st->G[j][0] + tmp[i][1] * st->G[j][1] + tmp[i][2] * st->G[j][2]);
         }
     }

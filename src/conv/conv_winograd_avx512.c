@@ -16,7 +16,8 @@
  * channels (broadcast U entries; U packed in blocks of 16 channels [k / 16][c][16], so a tile
  * streams it contiguously) x NV vectors of 16 tiles (V loads):
  * (Mr, NV) = (8, 3), (8, 2) or (16, 1): 24, 16 or 16 accumulators, at most 17 loads per 16 FMAs.
- * Schedules (ts__wino_setup_avx512):
+ * Schedules (ts__wino_setup_avx512), besides the channel-lane one of conv_winograd_cl_avx512.c
+ * (the default but for F(2,3) on rows of 96+ tiles):
  *   staged  blocks of whole tile rows over the batch (about 512 tiles): every thread transforms a
  *           share of the block's inputs into V [A*A][cg][ld], then the A*A GEMMs run split over
  *           (xi, 64-channel slices), then the output transforms; U is read once per block. For
@@ -33,10 +34,9 @@
 
 #include "conv/conv_avx512_inl.h"
 #include "conv/conv_internal.h"
+#include "conv/conv_wino_avx512_inl.h"
 
-enum { AM = 6, NVMAX = 5 };
-
-static inline __mmask16 lanes_below(int n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u); }
+enum { NVMAX = 5 };
 
 /* 16 floats of row xr starting at column col (zero outside [0, W)). */
 static inline __m512 load_cols(const float *xr, int col, int W) {
@@ -46,30 +46,6 @@ static inline __m512 load_cols(const float *xr, int col, int W) {
   float buf[16] __attribute__((aligned(64))) = {0};
   memcpy(buf + lo, xr + col + lo, (size_t)(hi - lo) * sizeof(float));
   return _mm512_load_ps(buf);
-}
-
-/* The transform matrices of conv_winograd.c's points (F(2,3): 0, 1, -1; F(4,3): 0, 1, -1, 1/2,
- * -2) as compile-time constants, so that the unrolled transforms below fold every coefficient:
- * zero terms vanish and +-1 become adds. ts__wino_setup_avx512 checks they equal the plan's. */
-static const float BT2[AM][AM] = {{-1, 0, 1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, -1, 0, 1}};
-static const float AT2[4][AM] = {{1, 1, 1, 0}, {0, 1, -1, 1}};
-static const float BT4[AM][AM] = {{1, -1.5f, -2, 1.5f, 1, 0},  {0, -1, 0.5f, 2.5f, 1, 0},
-                                  {0, 1, -2.5f, 0.5f, 1, 0},   {0, -2, -1, 2, 1, 0},
-                                  {0, 0.5f, -1, -0.5f, 1, 0},  {0, 1, -1.5f, -2, 1.5f, 1}};
-static const float AT4[4][AM] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 0.5f, -2, 0}, {0, 1, 1, 0.25f, 4, 0}, {0, 1, -1, 0.125f, -8, 1}};
-
-/* s = sum_l c[l] * v[l] (c a row of the constant matrices: folded at compile time). */
-static inline __attribute__((always_inline)) __m512 comb(const float *c, const __m512 *v, const int n) {
-  __m512 s = _mm512_setzero_ps();
-  int first = 1;
-#pragma GCC unroll 6
-  for (int l = 0; l < n; l++) {
-    if (c[l] == 0.0f) continue;
-    if (first) s = c[l] == 1.0f ? v[l] : c[l] == -1.0f ? _mm512_sub_ps(_mm512_setzero_ps(), v[l]) : _mm512_mul_ps(_mm512_set1_ps(c[l]), v[l]);
-    else s = c[l] == 1.0f ? _mm512_add_ps(s, v[l]) : c[l] == -1.0f ? _mm512_sub_ps(s, v[l]) : _mm512_fmadd_ps(_mm512_set1_ps(c[l]), v[l], s);
-    first = 0;
-  }
-  return s;
 }
 
 /* Phase j of m-strided columns: ph[j] lane l = element m l + j of the concatenation v[0..m]. */
@@ -214,7 +190,8 @@ static void gemm(const float *U, const float *V, int ldv, float *M, int ldm, int
   for (int k = k0; k < k1; k += rest == 1 && !full ? 16 : 8) {
     float *mk = M + (size_t)(k - k0) * ldm;
     for (int t = 0; t < full; t += 48) gemm_tile(U, V, ldv, mk, ldm, cg, k1, k, t, 8, 3);
-    if (rest == 2) gemm_tile(U, V, ldv, mk, ldm, cg, k1, k, full, 8, 2);
+    if (rest == 3) gemm_tile(U, V, ldv, mk, ldm, cg, k1, k, full, 8, 3);
+    else if (rest == 2) gemm_tile(U, V, ldv, mk, ldm, cg, k1, k, full, 8, 2);
     else if (rest == 1 && full) gemm_tile(U, V, ldv, mk, ldm, cg, k1, k, full, 8, 1);
     else if (rest == 1) gemm_tile(U, V, ldv, mk, ldm, cg, k1, k, full, 16, 1);
   }
@@ -248,7 +225,11 @@ static void gemm_klanes(const float *U, const float *V, int ldv, float *M, int l
 
 /* ---- schedules ------------------------------------------------------------------------------ */
 
-enum { STAGED_TILES = 512, FUSED_CHUNK = 48, FUSED_M_BYTES = 160 << 10, KSLICE = 64 };
+/* The channel-lane schedule (conv_winograd_cl_avx512.c) is the default: measured on every 3x3
+ * layer of VGG16, ResNet-101 and Inception-v4 it was faster than these two tile-lane schedules
+ * (1.2-3x where the tile rows are short, 1.1-1.25x on 56-224 wide F(4,3) layers), except F(2,3)
+ * on the widest rows (224: fused 12.7 vs 13.8 ms), hence CLANE_TW_F2 (docs/BENCHMARKS.md, issue 6). */
+enum { STAGED_TILES = 512, FUSED_CHUNK = 48, FUSED_M_BYTES = 160 << 10, KSLICE = 64, CLANE_TW_F2 = 96 };
 
 static size_t al64(size_t b) { return (b + 63) / 64 * 64; }
 
@@ -259,9 +240,16 @@ void ts__wino_setup_avx512(ts__wino_geom *g) {
       assert(i >= g->M || g->AT[i * AM + j] == (g->A == 6 ? AT4 : AT2)[i][j]);
     }
   const size_t aa = (size_t)g->A * g->A, ubytes = aa * g->cg * g->kgp * sizeof(float);
-  const char *force = getenv("TESSERA_WINO_SCHEDULE"); /* "fused" / "staged": experiments */
-  g->fused = force ? !strcmp(force, "fused") : g->tw >= 12 && ubytes <= ((size_t)4 << 20);
-  if (g->fused) {
+  /* TESSERA_WINO_SCHEDULE = fused, staged, clane, clane-private or clane-shared: experiments, tests */
+  const char *force = getenv("TESSERA_WINO_SCHEDULE");
+  g->clpriv = force && !strcmp(force, "clane-private") ? 1 : force && !strcmp(force, "clane-shared") ? 0 : -1;
+  if (force && (!strcmp(force, "fused") || !strcmp(force, "staged") || !strncmp(force, "clane", 5)))
+    g->sched = !strcmp(force, "fused") ? TS__WINO_FUSED : !strcmp(force, "staged") ? TS__WINO_STAGED : TS__WINO_CLANE;
+  else
+    g->sched = g->A == 6 || g->tw < CLANE_TW_F2 ? TS__WINO_CLANE : ubytes <= ((size_t)4 << 20) ? TS__WINO_FUSED : TS__WINO_STAGED;
+  if (g->sched == TS__WINO_CLANE) {
+    ts__wino_cl_setup(g);
+  } else if (g->sched == TS__WINO_FUSED) {
     g->nck = (g->tw + FUSED_CHUNK - 1) / FUSED_CHUNK;
     const int per = (g->tw + g->nck - 1) / g->nck;
     g->ldb = (per + 15) / 16 * 16;
@@ -371,7 +359,8 @@ static void fused(const ts__wino_geom *a, int grp, const float *in, float *out, 
 
 ts_status ts__wino_execute_avx512(const ts__wino_geom *g, const float *in, float *out, unsigned char *ws) {
   for (int grp = 0; grp < g->groups; grp++) {
-    if (g->fused) fused(g, grp, in, out, ws);
+    if (g->sched == TS__WINO_CLANE) ts__wino_cl_group(g, grp, in, out, ws);
+    else if (g->sched == TS__WINO_FUSED) fused(g, grp, in, out, ws);
     else staged(g, grp, in, out, ws);
   }
   return TS_OK;

@@ -56,12 +56,36 @@ static int panel_class(const ts__attn_item *it, int64_t nit) {
 
 /* Chunks of the items of one row group [g0, g1) (panel-relative). Runs of consecutive items over
  * the same key columns with rows going down (the row sub-tiles of one column tile) walk their
- * column chunks in the outer loop, so a block loads each K/V chunk once for the whole run. */
-static ts_status group_chunks(vec *chunks, const ts__attn_item *items, int64_t nit, int32_t g0, int32_t g1, int32_t rb,
-                              int32_t cb) {
+ * column chunks in the outer loop, so a block loads each K/V chunk once for the whole run.
+ * COMPACT items (compact_chunks) go one by one. */
+/* A COMPACT item (keys in runs, plan->runs + qoff): per row slice of its rows inside [g0, g1),
+ * chunks over maximal stretches of consecutive keys (adjacent runs merged, at most cb columns). */
+static ts_status compact_chunks(vec *chunks, const ts__attn_item *it, const int32_t *runs, int32_t g0, int32_t g1, int32_t rb,
+                                int32_t cb) {
+  const int32_t lo = it->i0 > g0 ? it->i0 : g0, hi = it->i0 + it->br < g1 ? it->i0 + it->br : g1, nv = (it->br + 15) / 16;
+  const int32_t nq = it->bc / it->rl;
+  for (int32_t ii = lo; ii < hi; ii += rb)
+    for (int32_t q = 0; q < nq;) {
+      int32_t e = q + 1; /* runs q .. e-1 are consecutive keys, at most cb of them */
+      while (e < nq && runs[e] == runs[e - 1] + it->rl && (e + 1 - q) * it->rl <= cb) e++;
+      ts__cuda_chunk c = {.i0 = ii - g0, .nr = hi - ii < rb ? hi - ii : rb, .j0 = runs[q], .nc = (e - q) * it->rl, .nv = nv,
+                          .ro = ii - it->i0, .moff = it->moff < 0 ? -1 : it->moff + (int64_t)q * it->rl * nv};
+      TS_TRY(vec_push(chunks, &c, sizeof c));
+      q = e;
+    }
+  return TS_OK;
+}
+
+static ts_status group_chunks(vec *chunks, const ts_attn_plan *pl, const ts__attn_item *items, int64_t nit, int32_t g0,
+                              int32_t g1, int32_t rb, int32_t cb) {
   for (int64_t a = 0; a < nit;) {
+    if (items[a].qoff >= 0) {
+      TS_TRY(compact_chunks(chunks, &items[a], pl->runs + items[a].qoff, g0, g1, rb, cb));
+      a++;
+      continue;
+    }
     int64_t e = a + 1;
-    while (e < nit && items[e].j0 == items[a].j0 && items[e].bc == items[a].bc &&
+    while (e < nit && items[e].qoff < 0 && items[e].j0 == items[a].j0 && items[e].bc == items[a].bc &&
            items[e].i0 >= items[e - 1].i0 + items[e - 1].br)
       e++;
     for (int32_t jj = 0; jj < items[a].bc; jj += cb) {
@@ -104,7 +128,7 @@ ts_status ts__cuda_flatten_vartile(const ts_attn_plan *pl, size_t smem_limit, ts
     for (int32_t g0 = 0; g0 < P->nr && st == TS_OK; g0 += g[c]) {
       int32_t g1 = g0 + g[c] < P->nr ? g0 + g[c] : P->nr;
       int64_t c0 = chunks.n;
-      st = group_chunks(&chunks, items, P->nit, g0, g1, ts__cuda_class_rb[c], ts__cuda_class_cb[c]);
+      st = group_chunks(&chunks, pl, items, P->nit, g0, g1, ts__cuda_class_rb[c], ts__cuda_class_cb[c]);
       if (st == TS_OK && chunks.n - c0 > INT32_MAX)
         st = ts_error(TS_ERR_OVERFLOW, "cuda attn plan: panel at row %d has %lld chunks", P->r0, (long long)(chunks.n - c0));
       ts__cuda_unit u = {.c0 = c0, .nchunks = (int32_t)(chunks.n - c0), .r0 = P->r0 + g0, .rows = g1 - g0};

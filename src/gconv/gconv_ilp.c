@@ -9,8 +9,10 @@
  *   minimize sum_g slope_g * sum_c y[g][c]
  *
  * slope_g = the cost model's marginal time of one more union input for a partition of size_g
- * (a partition's time is close to linear in its union at fixed size). The aggregated linking rows
- * keep the model small (G x inputs rows instead of G x connections); CBC starts from the current
+ * (a partition's time is close to linear in its union at fixed size). Channels read by the same
+ * members form one class (one y per class and partition); the linking rows are per member
+ * (x[i][g] <= y[g][k], the tight form) unless that exceeds LINK_ROWS_MAX rows, then per class
+ * (the aggregated form above, G x classes rows); CBC starts from the current
  * assignment (warm start) and keeps it when it finds nothing better, and every result is accepted
  * only when the exact predicted cost (the full model, not the slopes) goes down.
  * Neighbourhoods: first windows of G consecutive partitions in the greedy order (neighbours in
@@ -26,6 +28,7 @@
 
 #define MAX_GROUP 4
 #define MAX_MEMBERS (MAX_GROUP * TS_GCONV_PROFILE_MAX)
+#define LINK_ROWS_MAX 8000
 
 typedef struct state {
   const ts_gconv_layer *l;
@@ -169,13 +172,30 @@ static ts_status solve_group(state *S, const int32_t *ps, int G, double time_lim
     for (int i = 0; i < nm; i++) vars[i] = i * G + g, coef[i] = 1;
     s = ts_ilp_add_row(ilp, NULL, nm, vars, coef, TS_ILP_EQ, S->a->size[ps[g]], NULL);
   }
-  coef[0] = 1, coef[1] = -1;
-  for (int k = 0; s == TS_OK && k < ncl; k++)
-    for (int i = 0; yidx[k] >= 0 && s == TS_OK && i < nm; i++)
-      for (int g = 0; in_set(&cls[k], i) && s == TS_OK && g < G; g++) {
-        vars[0] = i * G + g, vars[1] = yidx[k] + g;
-        s = ts_ilp_add_row(ilp, NULL, 2, vars, coef, TS_ILP_LE, 0, NULL);
+  /* linking rows: one per (member, class, partition) when that stays small (the tight form);
+   * past LINK_ROWS_MAX (e.g. random connectivity at 50%: ~1000 classes x 50 members x 2 = 50k
+   * rows, whose root LP alone runs for seconds, past any time limit CBC can enforce) one
+   * aggregated row per (class, partition): sum_{i in k} x[i][g] <= nmem_k y[g][k] */
+  int64_t link_rows = 0;
+  for (int k = 0; k < ncl; k++) link_rows += yidx[k] >= 0 ? (int64_t)cls[k].nmem * G : 0;
+  if (link_rows <= LINK_ROWS_MAX) {
+    coef[0] = 1, coef[1] = -1;
+    for (int k = 0; s == TS_OK && k < ncl; k++)
+      for (int i = 0; yidx[k] >= 0 && s == TS_OK && i < nm; i++)
+        for (int g = 0; in_set(&cls[k], i) && s == TS_OK && g < G; g++) {
+          vars[0] = i * G + g, vars[1] = yidx[k] + g;
+          s = ts_ilp_add_row(ilp, NULL, 2, vars, coef, TS_ILP_LE, 0, NULL);
+        }
+  } else {
+    for (int k = 0; s == TS_OK && k < ncl; k++)
+      for (int g = 0; yidx[k] >= 0 && s == TS_OK && g < G; g++) {
+        int n = 0;
+        for (int i = 0; i < nm; i++)
+          if (in_set(&cls[k], i)) vars[n] = i * G + g, coef[n] = 1, n++;
+        vars[n] = yidx[k] + g, coef[n] = -cls[k].nmem;
+        s = ts_ilp_add_row(ilp, NULL, n + 1, vars, coef, TS_ILP_LE, 0, NULL);
       }
+  }
   if (s == TS_OK && equal_sizes) { /* interchangeable partitions: member 0 goes to the first */
     vars[0] = 0, coef[0] = 1;
     s = ts_ilp_add_row(ilp, NULL, 1, vars, coef, TS_ILP_EQ, 1, NULL);
@@ -281,6 +301,7 @@ ts_status ts__gconv_ilp_improve(const ts_gconv_layer *l, const ts_csr *conn, con
   for (int64_t c = 0; s == TS_OK && c < conn->cols; c++) S.cidx[c] = -1;
   for (int32_t p = 0; s == TS_OK && p < a->nparts; p++) recompute(&S, p);
   bool any = true;
+  double last_solve = 0;
   for (int pass = 0; s == TS_OK && any && !st->timeout; pass++) {
     any = false;
     /* windows of consecutive partitions, then best-overlap partners */
@@ -300,13 +321,19 @@ ts_status ts__gconv_ilp_improve(const ts_gconv_layer *l, const ts_csr *conn, con
         uint64_t key = TS__GCONV_FNV_INIT;
         for (int g = 0; g < G; g++) key = ts__gconv_fnv(ts__gconv_fnv(key, &ps[g], 4), &S.stamp[ps[g]], 4);
         if (S.memo[2 * p + kind] == key) continue;
+        /* CBC checks its limit only between root passes and nodes, so a solve can overrun it
+         * (a large neighbourhood's root LP); stop when the time left is below what the last
+         * solve took, instead of starting one that would overrun the planner's limit */
         double left = time_limit - (ts_now() - t0);
-        if (left <= 0.005) {
+        if (left <= 0.005 || left < last_solve) {
           st->timeout = true;
           break;
         }
         bool better;
+        const double ts0 = ts_now();
         s = solve_group(&S, ps, G, left < 0.5 ? left : 0.5, &better);
+        last_solve = ts_now() - ts0;
+        if (last_solve > st->max_solve_s) st->max_solve_s = last_solve;
         st->solves++;
         if (better) st->improved++, any = true;
         else S.memo[2 * p + kind] = key;

@@ -105,6 +105,7 @@ typedef struct ts__gconv_ilp_stats {
   int solves, improved;
   bool timeout;
   double ms;
+  double max_solve_s; /* the longest single neighbourhood solve (CBC can overrun its limit) */
 } ts__gconv_ilp_stats;
 ts_status ts__gconv_ilp_improve(const ts_gconv_layer *l, const ts_csr *conn, const ts__gconv_rowbits *rb,
                                 const ts_gconv_cost *m, int group, double time_limit, ts__gconv_assign *a,
@@ -121,5 +122,8 @@ ts_status ts__gconv_parts_check(const ts_gconv_part *parts, int32_t nparts, cons
 /* FNV-1a step over bytes. */
 uint64_t ts__gconv_fnv(uint64_t h, const void *data, size_t len);
 #define TS__GCONV_FNV_INIT 1469598103934665603ull
+/* Part of the plan key: bumped when the planner's decisions change for the same inputs, so a
+ * plan cached by an older planner is planned again (2: ILP size guard and aggregated rows). */
+#define TS__GCONV_PLANNER_VERSION 2
 
 #endif

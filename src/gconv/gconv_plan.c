@@ -85,7 +85,8 @@ uint64_t ts_gconv_plan_key(const ts_gconv_layer *l, const ts_csr *conn, const ts
   const char *src = ts_gconv_cost_source(m), *cpu = ts_cpu()->model;
   h = ts__gconv_fnv(h, src, strlen(src));
   h = ts__gconv_fnv(h, cpu, strlen(cpu));
-  int32_t ints[] = {o->nmethods, (int32_t)o->solver, o->ilp_candidates, o->max_rows, o->ilp_group, o->keep_none};
+  int32_t ints[] = {o->nmethods, (int32_t)o->solver, o->ilp_candidates, o->max_rows, o->ilp_group, o->keep_none,
+                    TS__GCONV_PLANNER_VERSION};
   h = ts__gconv_fnv(h, ints, sizeof ints);
   for (int i = 0; i < o->nmethods; i++) h = ts__gconv_fnv(h, &o->methods[i], sizeof o->methods[i]);
   h = ts__gconv_fnv(h, &o->time_limit, sizeof o->time_limit);
@@ -184,8 +185,9 @@ ts_status ts_gconv_plan_make(const ts_gconv_layer *l, const ts_csr *conn, const 
       const double ti = ts_now();
       s = ts__gconv_ilp_improve(l, conn, &rb, m, o->ilp_group, o->time_limit, &W[i].ka, &st);
       if (s == TS_OK) W[i].ka_cost = ts__gconv_assign_cost(l, &rb, m, &W[i].ka);
+      /* the segment cut's turn only when a solve as long as the longest so far still fits */
       const double left = o->time_limit - (ts_now() - ti);
-      if (s == TS_OK && W[i].seg_cost < W[i].ka_cost && left > 0.01) {
+      if (s == TS_OK && W[i].seg_cost < W[i].ka_cost && left > 0.01 && left > st.max_solve_s) {
         s = ts__gconv_ilp_improve(l, conn, &rb, m, o->ilp_group, left, &W[i].seg, &st2);
         if (s == TS_OK) W[i].seg_cost = ts__gconv_assign_cost(l, &rb, m, &W[i].seg);
         st.solves += st2.solves, st.improved += st2.improved, st.timeout |= st2.timeout;

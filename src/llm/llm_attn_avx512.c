@@ -1,96 +1,102 @@
-/* AVX-512 attention work item (see llm_attn.c for the definition): scores 16 keys per vector from
- * K^T rows (one 32-byte fp16 load per head dimension, shared by the item's query rows), the
- * dispatched row softmax, probabilities rounded to fp16, then O += p_j V[j] with one position's 64
- * values in four vectors shared by up to 4 query rows. */
+/* AVX-512 attention work item (llm_attn.c has the definition and the reference; the two agree bit
+ * for bit). One query row at a time:
+ *   scores, 16 keys per vector (lanes = keys) from K^T rows: llama.cpp's per-key dot order is over
+ *     16 lanes of dimensions, so there are 16 accumulators, one per dimension lane l, each taking
+ *     dimensions l, l+16, .. in its order (dot_f16_many: one fma chain; dot_f16_one: four chains
+ *     per 64 dimensions, then (a0+a2)+(a1+a3)), and the 16 are summed with sum16's tree;
+ *   softmax: vector exp per 16 keys, a double sum of sum16 per group;
+ *   output, 16 dimensions per vector (lanes = dimensions): the dot over keys has 16 key lanes, so
+ *     again 16 accumulators (one per key lane) with keys l, l+16, ... (many) or four chains per
+ *     64 keys (one), summed with sum16's tree. */
 #include <immintrin.h>
 
+#include "llm/llm_avx512.h"
 #include "llm/llm_internal.h"
-#include "tessera/kernels.h"
 
-#define AI static inline __attribute__((always_inline))
 #define HD_MAX 256
 
-AI __mmask16 mask16(int n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u); }
-AI __m512 round16(__m512 v) { return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
+static inline __m512 ld16h(const uint16_t *p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+static inline __mmask16 mask16(int n) { return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u); }
 
-/* S[r][j0..j0+16) for R rows */
-AI void scores(const int R, int hd, float (*qs)[HD_MAX], const uint16_t *KT, int64_t ldk, int j0, int nk, float scale,
-               float *S) {
+/* s[j0..j0+16) (masked to nk keys) = dot(q, K[j]) * scale */
+static void scores16(int hd, const float *q, const uint16_t *KT, int64_t ldk, int j0, int nk, int one, float scale,
+                     float *s) {
   const __mmask16 mk = mask16(nk - j0);
-  __m512 acc[TS__ATT_ROWS];
-  for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-  for (int i = 0; i < hd; i++) {
-    const __m512 kv = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, KT + (size_t)i * (size_t)ldk + (size_t)j0));
-    for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(qs[r][i]), kv, acc[r]);
-  }
-  const __m512 vs = _mm512_set1_ps(scale);
-  for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(S + (size_t)r * (size_t)ldk + j0, mk, _mm512_mul_ps(acc[r], vs));
-}
-
-/* out[r][i0..i0+64) = sum_j S[r][j] V[j][i0..] for R <= 4 rows */
-AI void pv(const int R, int nk, const float *S, int64_t ldk, const uint16_t *V, int hd, int i0, float *out, int64_t ldo) {
-  __m512 o[4][4];
-  for (int r = 0; r < R; r++)
-    for (int v = 0; v < 4; v++) o[r][v] = _mm512_setzero_ps();
-  for (int j = 0; j < nk; j++) {
-    const uint16_t *vr = V + (size_t)j * (size_t)hd + i0;
-    __m512 vv[4];
-    for (int v = 0; v < 4; v++) vv[v] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vr + 16 * v)));
-    for (int r = 0; r < R; r++) {
-      const __m512 p = _mm512_set1_ps(S[(size_t)r * (size_t)ldk + j]);
-      for (int v = 0; v < 4; v++) o[r][v] = _mm512_fmadd_ps(p, vv[v], o[r][v]);
+  __m512 a[16];
+  if (!one) {
+    for (int l = 0; l < 16; l++) a[l] = _mm512_setzero_ps();
+    for (int c = 0; c < hd; c += 16)
+      for (int l = 0; l < 16; l++)
+        a[l] = _mm512_fmadd_ps(_mm512_set1_ps(q[c + l]), ld16h(KT + (size_t)(c + l) * (size_t)ldk + j0, mk), a[l]);
+  } else {
+    for (int l = 0; l < 16; l++) {
+      __m512 p[4];
+      for (int j = 0; j < 4; j++) p[j] = _mm512_setzero_ps();
+      for (int c = 0; c < hd; c += 64)
+        for (int j = 0; j < 4; j++) {
+          const int i = c + 16 * j + l;
+          p[j] = _mm512_fmadd_ps(_mm512_set1_ps(q[i]), ld16h(KT + (size_t)i * (size_t)ldk + j0, mk), p[j]);
+        }
+      a[l] = _mm512_add_ps(_mm512_add_ps(p[0], p[2]), _mm512_add_ps(p[1], p[3]));
     }
   }
-  for (int r = 0; r < R; r++)
-    for (int v = 0; v < 4; v++) _mm512_storeu_ps(out + (size_t)r * (size_t)ldo + i0 + 16 * v, o[r][v]);
+  _mm512_mask_storeu_ps(s + j0, mk, _mm512_mul_ps(ts__sum16x(a), _mm512_set1_ps(scale)));
 }
 
-void ts__att_item_avx512(int m, int hd, int p0, float scale, const float *q, int64_t ldq, const uint16_t *KT,
+static void softmax_row(float *s, int valid) {
+  __m512 mx = _mm512_set1_ps(-INFINITY);
+  for (int j = 0; j < valid; j += 16) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(mx, mask16(valid - j), s + j));
+  const __m512 vm = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+  double sum = 0;
+  for (int j = 0; j < valid; j += 16) {
+    const __mmask16 mk = mask16(valid - j);
+    const __m512 e = _mm512_maskz_mov_ps(mk, ts__vexpf16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + j), vm)));
+    _mm512_storeu_ps(s + j, e); /* zeros past valid (the scratch is padded) */
+    sum += (double)ts__sum16v(e);
+  }
+  const __m512 inv = _mm512_set1_ps((float)(1.0 / sum));
+  for (int j = 0; j < valid; j += 16)
+    _mm512_storeu_ps(s + j, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(_mm512_loadu_ps(s + j), inv),
+                                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+}
+
+/* out[i0..i0+16) = sum over keys j < valid of P[j] V[j][i] (P zero-padded to a multiple of 16) */
+static void pv16(int valid, int one, const float *P, const uint16_t *V, int hd, int i0, float *out) {
+  __m512 a[16];
+  if (!one) {
+    for (int l = 0; l < 16; l++) a[l] = _mm512_setzero_ps();
+    for (int c = 0; c < valid; c += 16)
+      for (int l = 0; l < 16 && c + l < valid; l++)
+        a[l] = _mm512_fmadd_ps(_mm512_set1_ps(P[c + l]), ld16h(V + (size_t)(c + l) * (size_t)hd + i0, 0xFFFF), a[l]);
+  } else {
+    for (int l = 0; l < 16; l++) {
+      __m512 p[4];
+      for (int j = 0; j < 4; j++) p[j] = _mm512_setzero_ps();
+      for (int c = 0; c < valid; c += 64)
+        for (int j = 0; j < 4; j++) {
+          const int k = c + 16 * j + l;
+          if (k < valid) p[j] = _mm512_fmadd_ps(_mm512_set1_ps(P[k]), ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF), p[j]);
+        }
+      a[l] = _mm512_add_ps(_mm512_add_ps(p[0], p[2]), _mm512_add_ps(p[1], p[3]));
+    }
+  }
+  _mm512_storeu_ps(out + i0, ts__sum16x(a));
+}
+
+void ts__att_item_avx512(int m, int hd, int p0, float scale, int one, const float *q, int64_t ldq, const uint16_t *KT,
                          int64_t ldk, const uint16_t *V, float *S, float *out, int64_t ldo) {
   if (hd % 64 || hd > HD_MAX || m < 1 || m > TS__ATT_ROWS) {
-    ts__att_item_ref(m, hd, p0, scale, q, ldq, KT, ldk, V, S, out, ldo);
+    ts__att_item_ref(m, hd, p0, scale, one, q, ldq, KT, ldk, V, S, out, ldo);
     return;
   }
-  const int nk = p0 + m;
-  _Alignas(64) float qs[TS__ATT_ROWS][HD_MAX];
-  for (int r = 0; r < m; r++)
-    for (int i = 0; i < hd; i += 16) _mm512_store_ps(&qs[r][i], round16(_mm512_loadu_ps(q + (size_t)r * (size_t)ldq + i)));
-  for (int j0 = 0; j0 < nk; j0 += 16) {
-    switch (m) {
-      case 1: scores(1, hd, qs, KT, ldk, j0, nk, scale, S); break;
-      case 2: scores(2, hd, qs, KT, ldk, j0, nk, scale, S); break;
-      case 3: scores(3, hd, qs, KT, ldk, j0, nk, scale, S); break;
-      case 4: scores(4, hd, qs, KT, ldk, j0, nk, scale, S); break;
-      case 5: scores(5, hd, qs, KT, ldk, j0, nk, scale, S); break;
-      case 6: scores(6, hd, qs, KT, ldk, j0, nk, scale, S); break;
-      case 7: scores(7, hd, qs, KT, ldk, j0, nk, scale, S); break;
-      default: scores(8, hd, qs, KT, ldk, j0, nk, scale, S); break;
-    }
-  }
+  _Alignas(64) float qs[HD_MAX];
   for (int r = 0; r < m; r++) {
-    float *s = S + (size_t)r * (size_t)ldk;
     const int valid = p0 + r + 1;
-    ts_softmax_rows(1, valid, s, ldk, s, ldk);
-    for (int j = 0; j < nk; j += 16) {
-      const __mmask16 mk = mask16(nk - j);
-      /* lanes at or past `valid` become 0: the row's causal mask */
-      const __mmask16 keep = mk & mask16(valid - j > 0 ? valid - j : 0);
-      _mm512_mask_storeu_ps(s + j, mk, round16(_mm512_maskz_loadu_ps(keep, s + j)));
-    }
-  }
-  for (int r0 = 0; r0 < m; r0 += 4) {
-    const int R = m - r0 < 4 ? m - r0 : 4;
-    /* keys past the group's last row have P = 0: stop there */
-    const int nkr = p0 + r0 + R;
-    for (int i0 = 0; i0 < hd; i0 += 64) {
-      const float *Sr = S + (size_t)r0 * (size_t)ldk;
-      float *o = out + (size_t)r0 * (size_t)ldo;
-      switch (R) {
-        case 1: pv(1, nkr, Sr, ldk, V, hd, i0, o, ldo); break;
-        case 2: pv(2, nkr, Sr, ldk, V, hd, i0, o, ldo); break;
-        case 3: pv(3, nkr, Sr, ldk, V, hd, i0, o, ldo); break;
-        default: pv(4, nkr, Sr, ldk, V, hd, i0, o, ldo); break;
-      }
-    }
+    for (int i = 0; i < hd; i += 16)
+      _mm512_store_ps(qs + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(q + (size_t)r * (size_t)ldq + i),
+                                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    for (int j0 = 0; j0 < valid; j0 += 16) scores16(hd, qs, KT, ldk, j0, valid, one, scale, S);
+    softmax_row(S, valid);
+    for (int i0 = 0; i0 < hd; i0 += 16) pv16(valid, one, S, V, hd, i0, out + (size_t)r * (size_t)ldo);
   }
 }

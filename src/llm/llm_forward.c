@@ -81,18 +81,18 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
     s->att = alloc(s, B * (size_t)nq, sizeof(float), &ok);
     s->ffg = alloc(s, B * (size_t)ff, sizeof(float), &ok);
     s->ffu = alloc(s, B * (size_t)ff, sizeof(float), &ok);
-    s->scores = alloc(s, (size_t)s->nt * TS__ATT_ROWS * (size_t)n_ctx, sizeof(float), &ok);
+    s->scores_ld = 2 * (((int64_t)n_ctx + 63) & ~(int64_t)63) + 128;
+    s->scores = alloc(s, (size_t)s->nt * (size_t)s->scores_ld, sizeof(float), &ok);
     s->rope = alloc(s, (size_t)n_ctx * (size_t)(c->n_rot / 2) * 2, sizeof(float), &ok);
     for (int t = 0; t < s->nt && ok; t++) {
       ts__tbuf *b = &s->tb[t];
       const size_t nv = B * (size_t)s->wmax, nb = nv / TS_QK + 1;
       b->xn = alloc(s, nv, sizeof(float), &ok);
       b->act.q = alloc(s, nv, 1, &ok);
-      b->act.quad = alloc(s, nv + B * 128, 1, &ok); /* each token's groups padded to 4 blocks */
       b->act.d = alloc(s, nb, sizeof(float), &ok);
       b->act.s = alloc(s, nb, sizeof(float), &ok);
-      b->act.ds = alloc(s, nb, sizeof(float), &ok);
       b->act.sum = alloc(s, nb, sizeof(int32_t), &ok);
+      b->act.gsum = alloc(s, nb * 8, sizeof(int32_t), &ok);
     }
   }
   if (!ok) {
@@ -101,7 +101,7 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
                     2 * cache * sizeof(uint16_t) >> 20);
   }
   rope_table(s);
-  s->att_fn = ts__att_kernel();
+  s->ops = ts__llm_ops_active();
   s->nrun = s->nt;
   ts__barrier_init(&s->bar, s->nt);
   *out = s;

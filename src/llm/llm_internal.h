@@ -63,13 +63,12 @@ void ts__split(int64_t n, int t, int nt, int64_t align, int64_t *lo, int64_t *hi
 /* ---- state ------------------------------------------------------------------------------- */
 
 /* Batched activations for the block kernels: T vectors of n values in the ts__qbatch arrays
- * (q[T][n], d/sum/s/ds[T][n/32], quad[T][ceil(n/128) 128]); sized for n_batch x wmax, re-cut per
- * use. */
+ * (q[T][n], d/sum/s[T][n/32], gsum[T][n/32][8]); sized for n_batch x wmax, re-cut per use. */
 typedef struct ts__actb {
   int64_t n;
-  int8_t *q, *quad;
-  float *d, *s, *ds;
-  int32_t *sum;
+  int8_t *q;
+  float *d, *s;
+  int32_t *sum, *gsum;
 } ts__actb;
 
 /* Per-thread buffers: every thread normalizes and quantizes the whole batch's input itself (a
@@ -85,16 +84,37 @@ typedef struct ts__tbuf {
 
 /* One attention work item (llm_attn.c): m <= TS__ATT_ROWS query rows q[r * ldq + i] (fp32; rounded
  * to fp16 inside) at positions p0 + r, against keys 0..p0+m-1 of one KV head: KT[i * ldk + j]
- * (ldk = n_ctx) and V[j * hd + i], fp16. S: scratch [m][ldk]. out[r * ldo + i] = the head's output. */
-typedef void (*ts__att_fn)(int m, int hd, int p0, float scale, const float *q, int64_t ldq, const uint16_t *KT,
-                           int64_t ldk, const uint16_t *V, float *S, float *out, int64_t ldo);
-void ts__att_item_ref(int m, int hd, int p0, float scale, const float *q, int64_t ldq, const uint16_t *KT,
+ * (ldk = n_ctx) and V[j * hd + i], fp16. S: scratch [m][ldk] (plus 64 floats of slack).
+ * out[r * ldo + i] = the head's output. `one`: the eval batch is a single token, which llama.cpp
+ * evaluates with other dot orders (cpu_order.h: dot_f16_one instead of dot_f16_many). */
+typedef void (*ts__att_fn)(int m, int hd, int p0, float scale, int one, const float *q, int64_t ldq,
+                           const uint16_t *KT, int64_t ldk, const uint16_t *V, float *S, float *out, int64_t ldo);
+void ts__att_item_ref(int m, int hd, int p0, float scale, int one, const float *q, int64_t ldq, const uint16_t *KT,
                       int64_t ldk, const uint16_t *V, float *S, float *out, int64_t ldo);
 /* AVX-512 form (hd a multiple of 64 up to 256; other sizes run the reference). */
-void ts__att_item_avx512(int m, int hd, int p0, float scale, const float *q, int64_t ldq, const uint16_t *KT,
+void ts__att_item_avx512(int m, int hd, int p0, float scale, int one, const float *q, int64_t ldq, const uint16_t *KT,
                          int64_t ldk, const uint16_t *V, float *S, float *out, int64_t ldo);
-/* The item kernel of the active ISA level (the reference under TESSERA_REF=1). */
-ts__att_fn ts__att_kernel(void);
+
+/* RoPE of one head in place: pairs (2i, 2i+1) (neox: (i, i + n_rot/2)) for i < n_rot/2 rotated by
+ * cs[2i] = cos, cs[2i+1] = sin: (x0 c - x1 s, x0 s + x1 c), each formed as fma(x0, c, -(x1 s)) and
+ * fma(x0, s, x1 c) (llama.cpp's contraction of its rotation). */
+typedef void (*ts__rope_fn)(float *v, const float *cs, int n_rot, int neox);
+void ts__rope_ref(float *v, const float *cs, int n_rot, int neox);
+void ts__rope_avx512(float *v, const float *cs, int n_rot, int neox);
+/* g[i] = silu(g[i]) * u[i] for i < n, llama.cpp's swiglu: the vector exp (cpu_order.h) in groups
+ * of 16, the C library's expf for the last n % 16. */
+typedef void (*ts__swiglu_fn)(int64_t n, float *g, const float *u);
+void ts__swiglu_ref(int64_t n, float *g, const float *u);
+void ts__swiglu_avx512(int64_t n, float *g, const float *u);
+
+/* The forward pass's kernels besides the matmuls, one set per ISA level (the references under
+ * TESSERA_REF=1 or below AVX-512). */
+typedef struct ts__llm_ops {
+  ts__att_fn att;
+  ts__rope_fn rope;
+  ts__swiglu_fn swiglu;
+} ts__llm_ops;
+const ts__llm_ops *ts__llm_ops_active(void);
 
 struct ts_llm_state {
   const ts_llm_model *m;
@@ -109,13 +129,14 @@ struct ts_llm_state {
   float *qkv;    /* [n_batch][ldq] */
   float *att;    /* [n_batch][n_head hd] */
   float *ffg, *ffu; /* [n_batch][n_ff] gate (then silu(gate) * up), up */
-  float *scores; /* [nt][TS__ATT_ROWS][n_ctx] attention probabilities of one work item */
+  float *scores; /* [nt][scores_ld] one attention row's scratch (llm_attn.c) */
+  int64_t scores_ld;
   float *rope;   /* [n_ctx][n_rot / 2][2] cos, sin */
   ts__tbuf *tb;  /* [nt] */
   void **mem;    /* every allocation, for destroy */
   int nmem;
   ts__barrier bar;
-  ts__att_fn att_fn;
+  const ts__llm_ops *ops;
   ts_llm_timing tm;
 };
 
@@ -131,17 +152,6 @@ void ts__step_wo(ts_llm_state *s, int tid, int l, int T);
 void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T);
 void ts__step_down(ts_llm_state *s, int tid, int l, int T);
 void ts__step_output(ts_llm_state *s, int tid, int T, int from, float *logits);
-
-/* Decode attention of G query rows (Q[g][i] at Q + g * ldq + i) against nk keys of one KV head:
- * K^T, V^T [hd][ldk]; scores scratch S[G][nk]; O[g][i] at O + g * ldo + i. */
-typedef void (*ts__attn_decode_fn)(int G, int hd, int nk, float scale, const float *Q, int64_t ldq, const float *KT,
-                                   const float *VT, int64_t ldk, float *S, float *O, int64_t ldo);
-void ts__attn_decode_ref(int G, int hd, int nk, float scale, const float *Q, int64_t ldq, const float *KT,
-                         const float *VT, int64_t ldk, float *S, float *O, int64_t ldo);
-void ts__attn_decode_avx512(int G, int hd, int nk, float scale, const float *Q, int64_t ldq, const float *KT,
-                            const float *VT, int64_t ldk, float *S, float *O, int64_t ldo);
-ts__attn_decode_fn ts__attn_decode(void); /* resolved once from ts_isa_active() */
-
 
 /* Thread tid's part of causal attention for tokens [0, T) at positions pos.. of layer l:
  * q from s->qkv, K/V from the cache (already holding these tokens), output into s->att. */

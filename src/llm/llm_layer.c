@@ -4,6 +4,7 @@
  *
  * Shapes for T tokens: x[T][d]; qkv[T][(n_head + 2 n_kv) hd] (q heads, then k, then v);
  * att[T][n_head hd]; ffg/ffu[T][n_ff]; tmp[T][d]. */
+#include <math.h>
 #include <string.h>
 
 #include "llm/llm_internal.h"
@@ -12,7 +13,7 @@
 void ts__wmat_gemm(const ts__wmat *w, int64_t r0, int64_t r1, const float *xf, int64_t ldx, const ts__actb *xb,
                    int T, float *y, int64_t ldy) {
   if (r1 <= r0) return;
-  ts__qbatch qb = {xb->n, T, xb->q, xb->d, xb->sum, xb->s, xb->quad, xb->ds};
+  ts__qbatch qb = {xb->n, T, xb->q, xb->d, xb->sum, xb->s, xb->gsum};
   if (w->packed) {
     w->pgemm(w->packed + (size_t)r0 * w->row_bytes, w->row_bytes, r1 - r0, &qb, y + r0, ldy);
     return;
@@ -23,10 +24,34 @@ void ts__wmat_gemm(const ts__wmat *w, int64_t r0, int64_t r1, const float *xf, i
 
 /* The activations of tokens from.. of a batch (b cut for width n). */
 static ts__actb actb_from(const ts__actb *b, int64_t n, int from) {
-  const size_t nb = (size_t)(n / TS_QK), ng = (nb + 3) / 4, f = (size_t)from;
-  ts__actb a = {n, b->q + f * (size_t)n, b->quad + f * ng * 128, b->d + f * nb, b->s + f * nb, b->ds + f * nb,
-                b->sum + f * nb};
+  const size_t nb = (size_t)(n / TS_QK), f = (size_t)from;
+  ts__actb a = {n, b->q + f * (size_t)n, b->d + f * nb, b->s + f * nb, b->sum + f * nb, b->gsum + f * nb * 8};
   return a;
+}
+
+/* RMSNorm with the arithmetic of llama.cpp's CPU backend, so that the int8 activation quantization
+ * downstream sees the same floats (a 1-ulp change of one input flips a rounding now and then, and
+ * greedy generations drift apart from there): the sum of the fp32 squares in double, mean =
+ * fp32(sum / n), scale = 1 / sqrtf(mean + eps) in fp32, y = fp32(fp32(x scale) w). The sum uses 4
+ * double accumulators (a different double order than a sequential sum: the fp32 mean changes only
+ * if the exact value lies within ~1e-13 relative of an fp32 rounding boundary). */
+static void rmsnorm_rows(int64_t rows, int64_t n, const float *x, int64_t ldx, const float *w, float eps, float *y,
+                         int64_t ldy) {
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * ldx;
+    float *yr = y + r * ldy;
+    double a[4] = {0, 0, 0, 0};
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4)
+      for (int k = 0; k < 4; k++) a[k] += (double)(xr[j + k] * xr[j + k]);
+    for (; j < n; j++) a[0] += (double)(xr[j] * xr[j]);
+    const float mean = (float)((a[0] + a[1] + (a[2] + a[3])) / (double)n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (j = 0; j < n; j++) {
+      const float t = xr[j] * scale;
+      yr[j] = t * w[j];
+    }
+  }
 }
 
 /* act (and xn when norm != NULL) <- rms(src[t]) * norm (or src itself) for t in [t0, t1), width n. */
@@ -39,8 +64,8 @@ static void prep(ts_llm_state *s, int tid, const float *src, int64_t lds, const 
   const float *xs = src;
   int64_t ld = lds;
   if (norm) {
-    ts_rmsnorm_rows(t1 - t0, n, src + (size_t)t0 * (size_t)lds, lds, norm, s->m->cfg.rms_eps,
-                    b->xn + (size_t)t0 * (size_t)s->wmax, s->wmax);
+    rmsnorm_rows(t1 - t0, n, src + (size_t)t0 * (size_t)lds, lds, norm, s->m->cfg.rms_eps,
+                 b->xn + (size_t)t0 * (size_t)s->wmax, s->wmax);
     xs = b->xn;
     ld = s->wmax;
   }
@@ -50,7 +75,7 @@ static void prep(ts_llm_state *s, int tid, const float *src, int64_t lds, const 
                        b->act.sum + (size_t)t * (size_t)nb, b->act.s + (size_t)t * (size_t)nb);
     if (qt->prep_packed && t1 > t0) {
       const ts__actb a = actb_from(&b->act, n, t0);
-      qt->prep_packed(n, t1 - t0, a.q, a.d, a.sum, a.quad, a.ds);
+      qt->prep_packed(n, t1 - t0, a.q, a.gsum);
     }
   }
   *xf = xs;
@@ -67,15 +92,7 @@ void ts__step_embed(ts_llm_state *s, int tid, const int32_t *tokens, int T) {
 
 static void rope_row(const ts_llm_state *s, float *v, int p) {
   const ts_llm_config *c = &s->m->cfg;
-  const int half = c->n_rot / 2;
-  const float *cs = s->rope + (size_t)p * (size_t)half * 2;
-  const int stride = c->rope == TS_LLM_ROPE_NORM ? 1 : half, step = c->rope == TS_LLM_ROPE_NORM ? 2 : 1;
-  for (int i = 0; i < half; i++) {
-    float *a = v + i * step, *b = a + stride;
-    float x0 = *a, x1 = *b, co = cs[2 * i], si = cs[2 * i + 1];
-    *a = x0 * co - x1 * si;
-    *b = x0 * si + x1 * co;
-  }
+  s->ops->rope(v, s->rope + (size_t)p * (size_t)(c->n_rot / 2) * 2, c->n_rot, c->rope == TS_LLM_ROPE_NEOX);
 }
 
 /* Norm, Q/K/V for this thread's heads (units of hd rows: n_head q, n_kv k, n_kv v), RoPE on its q
@@ -147,8 +164,7 @@ void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T) {
   ts__wmat_gemm(&L->up, n0, n1, xf, ldx, &s->tb[tid].act, T, s->ffu, ff);
   for (int t = 0; t < T; t++) {
     float *g = s->ffg + (size_t)t * (size_t)ff, *u = s->ffu + (size_t)t * (size_t)ff;
-    ts_activation(TS_ACT_SILU, 1, n1 - n0, g + n0, ff, g + n0, ff);
-    for (int64_t i = n0; i < n1; i++) g[i] *= u[i];
+    s->ops->swiglu(n1 - n0, g + n0, u + n0);
   }
 }
 

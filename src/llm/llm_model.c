@@ -162,6 +162,7 @@ static ts_status bind_all(ts_llm_model *m) {
     for (int i = 0; i < 7; i++) m->weight_bytes += (uint64_t)ws[i]->row_bytes * (uint64_t)ws[i]->rows;
     m->weight_bytes += (uint64_t)2 * (uint64_t)d * 4;
   }
+  m->weight_bytes += m->tok_embd.row_bytes; /* the token's embedding row */
   c->wtype = m->layers[0].gate.type;
   return TS_OK;
 }
@@ -277,3 +278,6 @@ const ts_llm_config *ts_llm_model_config(const ts_llm_model *m) { return &m->cfg
 const ts_llm_vocab *ts_llm_model_vocab(const ts_llm_model *m) { return m->vocab; }
 const ts_gguf *ts_llm_model_gguf(const ts_llm_model *m) { return m->g; }
 uint64_t ts_llm_model_weight_bytes(const ts_llm_model *m) { return m->weight_bytes; }
+uint64_t ts_llm_model_kv_bytes_per_pos(const ts_llm_model *m) {
+  return 2ull * (uint64_t)m->cfg.n_layer * (uint64_t)m->cfg.n_head_kv * (uint64_t)m->cfg.head_dim * sizeof(uint16_t);
+}

@@ -1,7 +1,8 @@
-/* AVX2 quant kernels: one 32-element block per 256-bit vector. Integer block sums use
- * maddubs (u8 x s8 -> s16 pairs) + madd (-> s32), which cannot saturate here: Q4 nibbles are
- * <= 15 (2 * 15 * 127 < 32767), and Q8_0 uses |w| x sign(x, w) (2 * 128 * 127 = 32512 < 32767;
- * activations are never -128). Sums equal the reference's exactly. */
+/* AVX2 quant kernels: one 32-element block per 256-bit vector, in llama.cpp's order (the 8 lanes
+ * of cpu_order.h; equal to the reference bit for bit). Integer lane sums use maddubs (u8 x s8 ->
+ * s16 pairs) + madd (-> s32), which cannot saturate here: Q4 nibbles are <= 15 (2 * 15 * 127 <
+ * 32767), and Q8_0 uses |w| x sign(x, w) (2 * 128 * 127 = 32512 < 32767; activations are never
+ * -128). */
 #include <immintrin.h>
 #include <string.h>
 
@@ -16,73 +17,55 @@ static inline float hsum256(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-static inline __m256 dot_u8s8(__m256i u, __m256i s) {
-  __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-  return _mm256_cvtepi32_ps(p);
+/* The 8 int32 lanes of one block: lane g = exact sum of elements 4g..4g+3 of u x s (maddubs pairs,
+ * madd pairs of pairs). */
+static inline __m256 lanes(__m256i u, __m256i s) {
+  return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 }
 
-static inline __m256 dot_q4(__m256i u, __m256i s, int bias) {
-  __m256i p16 = _mm256_maddubs_epi16(u, s);
-  if (bias) p16 = _mm256_sub_epi16(p16, _mm256_maddubs_epi16(_mm256_set1_epi8((char)bias), s));
+/* Q4_0's (q - 8) x: maddubs(8, x) is taken off in int16 (|pair sums| <= 2032): still exact. */
+static inline __m256 lanes_q4_0(__m256i u, __m256i s) {
+  __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(u, s), _mm256_maddubs_epi16(_mm256_set1_epi8(8), s));
   return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
 }
 
+/* [lo nibbles | hi nibbles] = elements 0..31 of a 4-bit block in order */
 static inline __m256i nib_one(const uint8_t *qa) {
   __m128i a = _mm_loadu_si128((const __m128i *)qa);
   return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(a, 4), a), _mm256_set1_epi8(0x0F));
 }
 
+static inline __m256i ld_act(const ts_quant_act *xq, int64_t k) { return _mm256_loadu_si256((const __m256i *)(xq->q + 32 * k)); }
+
+/* llama.cpp's order (cpu_order.h): one accumulator, one fma per block, hsum8 (= hsum256's tree). */
 float ts__dot_q8_0_avx2(int64_t n, const void *row, const float *x, const ts_quant_act *xq) {
   const ts__blk_q8_0 *b = row;
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t k = 0, nb = n / 32;
-  for (; k + 2 <= nb; k += 2) {
-    __m256i w0 = _mm256_loadu_si256((const __m256i *)b[k].q), w1 = _mm256_loadu_si256((const __m256i *)b[k + 1].q);
-    __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq->q + 32 * k));
-    __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq->q + 32 * k + 32));
-    acc0 = _mm256_fmadd_ps(dot_u8s8(_mm256_abs_epi8(w0), _mm256_sign_epi8(x0, w0)),
-                           _mm256_set1_ps(h2f(b[k].d) * xq->d[k]), acc0);
-    acc1 = _mm256_fmadd_ps(dot_u8s8(_mm256_abs_epi8(w1), _mm256_sign_epi8(x1, w1)),
-                           _mm256_set1_ps(h2f(b[k + 1].d) * xq->d[k + 1]), acc1);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t k = 0; k < n / 32; k++) {
+    __m256i w = _mm256_loadu_si256((const __m256i *)b[k].q);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(b[k].d) * xq->d[k]), lanes(_mm256_abs_epi8(w), _mm256_sign_epi8(ld_act(xq, k), w)), acc);
   }
-  for (; k < nb; k++) {
-    __m256i w0 = _mm256_loadu_si256((const __m256i *)b[k].q);
-    __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq->q + 32 * k));
-    acc0 = _mm256_fmadd_ps(dot_u8s8(_mm256_abs_epi8(w0), _mm256_sign_epi8(x0, w0)),
-                           _mm256_set1_ps(h2f(b[k].d) * xq->d[k]), acc0);
-  }
-  return hsum256(_mm256_add_ps(acc0, acc1));
+  return hsum256(acc);
 }
 
-/* Q4_0 subtracts maddubs(8, x) in int16 (|(q - 8) x| pair sums <= 2032), so the lanes hold exact
- * sums of (q - 8) x; Q4_1's m_w d_x sum(x) term goes to a scalar (OFFSET). */
-#define Q4_DOT(NAME, BT, BIAS, OFFSET)                                                                \
-  float NAME(int64_t n, const void *row, const float *x, const ts_quant_act *xq) {              \
-    const BT *b = row;                                                                         \
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                             \
-    float off = 0;                                                                             \
-    int64_t k = 0, nb = n / 32;                                                                \
-    for (; k + 2 <= nb; k += 2) {                                                              \
-      float s0 = h2f(b[k].d) * xq->d[k], s1 = h2f(b[k + 1].d) * xq->d[k + 1];                  \
-      __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq->q + 32 * k));                      \
-      __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq->q + 32 * k + 32));                 \
-      acc0 = _mm256_fmadd_ps(dot_q4(nib_one(b[k].qs), x0, BIAS), _mm256_set1_ps(s0), acc0);        \
-      acc1 = _mm256_fmadd_ps(dot_q4(nib_one(b[k + 1].qs), x1, BIAS), _mm256_set1_ps(s1), acc1);    \
-      off += OFFSET(k, s0) + OFFSET(k + 1, s1);                                                \
-    }                                                                                          \
-    for (; k < nb; k++) {                                                                      \
-      float s0 = h2f(b[k].d) * xq->d[k];                                                       \
-      __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq->q + 32 * k));                      \
-      acc0 = _mm256_fmadd_ps(dot_q4(nib_one(b[k].qs), x0, BIAS), _mm256_set1_ps(s0), acc0);        \
-      off += OFFSET(k, s0);                                                                    \
-    }                                                                                          \
-    return hsum256(_mm256_add_ps(acc0, acc1)) + off;                                           \
-  }
+float ts__dot_q4_0_avx2(int64_t n, const void *row, const float *x, const ts_quant_act *xq) {
+  const ts__blk_q4_0 *b = row;
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t k = 0; k < n / 32; k++)
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(b[k].d) * xq->d[k]), lanes_q4_0(nib_one(b[k].qs), ld_act(xq, k)), acc);
+  return hsum256(acc);
+}
 
-#define OFF_NONE(k, sc) 0.0f
-#define OFF_Q4_1(k, sc) (h2f(b[k].m) * xq->s[k])
-Q4_DOT(ts__dot_q4_0_avx2, ts__blk_q4_0, 8, OFF_NONE)
-Q4_DOT(ts__dot_q4_1_avx2, ts__blk_q4_1, 0, OFF_Q4_1)
+float ts__dot_q4_1_avx2(int64_t n, const void *row, const float *x, const ts_quant_act *xq) {
+  const ts__blk_q4_1 *b = row;
+  __m256 acc = _mm256_setzero_ps();
+  float summs = 0; /* m_w s_x is exact in fp32: added block after block */
+  for (int64_t k = 0; k < n / 32; k++) {
+    summs += h2f(b[k].m) * xq->s[k];
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(b[k].d) * xq->d[k]), lanes(nib_one(b[k].qs), ld_act(xq, k)), acc);
+  }
+  return hsum256(acc) + summs;
+}
 
 /* ---- float dots (8 lanes, 4 accumulators, scalar tail) ---------------------------------- */
 

@@ -23,12 +23,9 @@ typedef float (*ts__dot_fn)(int64_t n, const void *row, const float *x, const ts
 typedef void (*ts__actq_fn)(int64_t n, const float *x, int8_t *q, float *d, int32_t *sum, float *s);
 
 /* T quantized activations of n values each, the ts_quant_act arrays per token back to back:
- * q[T][n], d, sum, s [T][nb] (nb = n / 32). For the packed kernels also
- *   quad[T][ng][128] (ng = ceil(nb / 4)): group g holds blocks 4g..4g+3, bytes 0..63 their
- *     elements 0..15 (16 per block, in block order), bytes 64..127 their elements 16..31, zeros
- *     past the last block: the order the packed Q4 nibbles unpack to (ts__pack_rows);
- *   ds[T][nb] = d * sum (the Q4_0 / Q8_0 offset terms).
- * quad and ds are NULL when the table has no packed kernels. */
+ * q[T][n], d, sum, s [T][nb] (nb = n / 32); for the packed kernels also gsum[T][nb][8], the sums
+ * of elements 4g..4g+3 of each block (Q4_0's and Q8_0's per-lane offsets). gsum is NULL when the
+ * table has no packed kernels. */
 typedef struct ts__qbatch {
   int64_t n;
   int T;
@@ -36,24 +33,23 @@ typedef struct ts__qbatch {
   const float *d;
   const int32_t *sum;
   const float *s;
-  const int8_t *quad;
-  const float *ds;
+  const int32_t *gsum;
 } ts__qbatch;
 
 /* Packed block-type rows (ts__pack_rows): the same bytes per row as the file's blocks, regrouped so
- * that one 512-bit load needs no shuffles and a row stays one contiguous range (a skipped row =
+ * that 64-byte loads cover whole blocks and a row stays one contiguous range (a skipped row =
  * skipped bytes):
  *   Q4_0: d[nb] fp16, qs[nb][16] (the blocks' nibble arrays back to back)
  *   Q4_1: d[nb] fp16, m[nb] fp16, qs[nb][16]
  *   Q8_0: d[nb] fp16, u[nb][32] = q ^ 0x80 (the int8 values + 128, unsigned for vpdpbusd)
  * (scales first: a row is then read front to back, which the prefetchers stream measurably better
  * than a row whose scales sit behind its quants)
- * Batched GEMM on packed rows: y[t * ldy + r] = dot(row r, activation t), r < rows, t < x->T. */
+ * Batched GEMM on packed rows: y[t * ldy + r] = dot(row r, activation t), r < rows, t < x->T,
+ * equal bit for bit to the reference dot of the file's row (llama.cpp's order, cpu_order.h). */
 typedef void (*ts__pgemm_fn)(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y,
                              int64_t ldy);
-/* Fills x->quad and x->ds of T tokens from q, d, sum (the packed kernels' extra inputs). */
-typedef void (*ts__prep_fn)(int64_t n, int T, const int8_t *q, const float *d, const int32_t *sum, int8_t *quad,
-                            float *ds);
+/* Fills gsum of T tokens from q (the packed kernels' extra input). */
+typedef void (*ts__prep_fn)(int64_t n, int T, const int8_t *q, int32_t *gsum);
 
 typedef struct ts__quant_table {
   ts_isa isa;
@@ -103,8 +99,7 @@ void ts__quant_gemm_with(const ts__quant_table *t, uint32_t type, const void *W,
 /* The dot function of a type in table t (NULL for types without kernels). */
 ts__dot_fn ts__quant_dot_fn(const ts__quant_table *t, uint32_t type);
 
-void ts__prep_packed_avx512(int64_t n, int T, const int8_t *q, const float *d, const int32_t *sum, int8_t *quad,
-                            float *ds);
+void ts__prep_packed_avx512(int64_t n, int T, const int8_t *q, int32_t *gsum);
 void ts__pgemm_q8_0_avx512(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);
 void ts__pgemm_q4_0_avx512(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);
 void ts__pgemm_q4_1_avx512(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);

@@ -1,21 +1,21 @@
-/* AVX-512 VNNI GEMM on packed block rows (layout in quant_internal.h) against Q8 activations:
- * y[t][r] = dot(row r, token t) over tiles of NR <= 4 rows x NT <= 4 tokens. Decode is NT = 1.
+/* AVX-512 VNNI GEMM on packed block rows (layout in quant_internal.h) against Q8 activations, in
+ * llama.cpp's order (cpu_order.h), so every output equals the scalar reference dot bit for bit:
+ * y[t][r] = hsum8 over blocks of fma(d_w d_x, lane) (+ Q4_1's sum of m_w s_x).
  *
- * Q4_0 / Q4_1: one 64-byte load holds the nibbles of 4 blocks (16 bytes each, one per 128-bit
- * lane); lo = q & 15 are elements 0..15 and hi = q >> 4 elements 16..31 of each lane's block,
- * matched by the token's `quad` arrangement (the same 4 blocks' elements 0..15, then 16..31), so
- * p = dpbusd(dpbusd(0, lo, xlo), hi, xhi) has in int32 lane i the exact integer sum of 8 products of
- * block i / 4 (nibbles are unsigned 0..15, activations signed: no saturation). Q8_0: one load is 2
- * blocks of unsigned u = q + 128 against the natural activation order, lane i in block i / 8.
- * Per 16 blocks (a "superblock") the fp16 weight scales are converted at once and multiplied by the
- * token's 16 activation scales; each group takes its lanes' scales with one permute and one FMA.
- * The offsets are a second, short pass per (row, token) over the superblocks:
- *   Q4_1: + sum_b m_w[b] s_x[b]      Q4_0: - 8 sum_b d_w[b] d_x[b] sum_x[b]
- *   Q8_0: - 128 sum_b d_w[b] d_x[b] sum_x[b]   (the +128 of u; ds = d_x sum_x)
- * The integer block sums equal the reference's; only the fp32 order differs. A partial last group
- * or superblock is read with masked loads (zeros); the activation arrays are zero past the end.
- * Rows are walked in chunks of ~32 KiB of weights with every token tile inside, so a chunk stays in
- * L1/L2 while the tokens' activations stream from L2. */
+ * A tile is 4 rows x 1 token; its vectors hold the 8 lanes of each of the 4 rows:
+ *   Q4_0 / Q4_1: 16 nibble bytes of one block from each row fill the four 128-bit lanes;
+ *     lo = q & 15 are elements 0..15 and hi = q >> 4 elements 16..31, so vpdpbusd against the
+ *     token's elements 0..15 (resp. 16..31) broadcast to every 128-bit lane gives in int32 lane
+ *     4k + g the exact sum of elements 4g..4g+3 (resp. 16+4g..) of row k: ggml's lanes g and 4+g.
+ *     The rows are read 64 bytes (4 blocks) at a time and regrouped with a 4x4 transpose of
+ *     128-bit lanes. Q4_0's -8 is taken off per lane in int32 (8 x the activation's group sums).
+ *   Q8_0: a block of a row is 32 bytes, so a vector holds rows k, k+1 (lanes 8i + g); the stored
+ *     bytes are q + 128 (unsigned for vpdpbusd) and 128 x the group sums come off per lane.
+ * Scales: per 16 blocks the four rows' fp16 scales are converted, multiplied by the token's d_x
+ * (exact: two fp16 values), transposed to [block][row], and each block's vector of per-lane
+ * scales is one permute. Q4_1's m_w s_x (exact) is added per row block after block in fp32.
+ * Decode (T = 1) streams all rows; prefill walks ~32 KiB chunks of rows with every token inside,
+ * so a chunk is read from memory once and from L1/L2 by the other tokens. */
 #include <immintrin.h>
 
 #include "llm/quant_internal.h"
@@ -24,132 +24,160 @@
 
 enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q4_1 = 2 };
 
-/* Software prefetch distance in bytes of weights (the tile's rows this far ahead, a line at a
- * time): streaming from memory, the hardware prefetchers alone left the 4-row Q8_0 tiles at
- * 6 GB/s on one Zen 4 core where ~8 KB ahead gives 18-32 GB/s (49152 x 576, measured noisy). */
+/* Software prefetch distance in bytes of weights ahead of the tile being read: streaming from
+ * memory, the hardware prefetchers alone left the Q8_0 vocabulary projection far below the
+ * bandwidth (measured on Zen 4; ~8-16 KB ahead gave the best rates). */
 #ifndef PF_BYTES
 #define PF_BYTES 16384
 #endif
 
 AI __mmask16 mask16(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u); }
-AI __mmask64 mask64(int64_t n) { return n >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1); }
+AI __mmask64 mask64(int64_t n) { return n >= 64 ? ~(__mmask64)0 : n <= 0 ? 0 : (((__mmask64)1 << n) - 1); }
 
-/* a 64-byte load, masked only when the row ends inside it (a masked load of full rows measured far
- * slower on Zen 4 when streaming from memory) */
+/* a 64-byte load, masked only when the row ends inside it */
 AI __m512i ld64(const void *p, int64_t bytes) {
   return bytes >= 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(mask64(bytes), p);
 }
 
-AI __m512 ld_h16(const uint16_t *p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+AI __m512 ld_h16(const uint8_t *p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
 
-/* where the weights start in a packed row (after the scales) */
+/* where the quants start in a packed row (after the scales) */
 AI size_t qoff(int kind, int64_t nb) { return (size_t)(kind == K_Q4_1 ? 4 : 2) * (size_t)nb; }
 
-AI void tile(int kind, const uint8_t *w, size_t rb, int64_t n, const ts__qbatch *x, int t0, float *y, int64_t ldy,
-             const int NR, const int NT) {
-  const int64_t nb = n / 32, ng = (nb + 3) / 4;
+/* [a0 b0 c0 d0], [a1 b1 c1 d1], ... (128-bit lanes) of four vectors [a0 a1 a2 a3], ... */
+AI void transpose128(__m512i r0, __m512i r1, __m512i r2, __m512i r3, __m512i out[4]) {
+  const __m512i a0 = _mm512_shuffle_i64x2(r0, r1, 0x44), a1 = _mm512_shuffle_i64x2(r0, r1, 0xEE);
+  const __m512i a2 = _mm512_shuffle_i64x2(r2, r3, 0x44), a3 = _mm512_shuffle_i64x2(r2, r3, 0xEE);
+  out[0] = _mm512_shuffle_i64x2(a0, a2, 0x88);
+  out[1] = _mm512_shuffle_i64x2(a0, a2, 0xDD);
+  out[2] = _mm512_shuffle_i64x2(a1, a3, 0x88);
+  out[3] = _mm512_shuffle_i64x2(a1, a3, 0xDD);
+}
+
+/* 16 values of 4 rows -> u[j % 4] lane group j / 4 = [row0, row1, row2, row3] of value j */
+AI void transpose4x16(__m512 v0, __m512 v1, __m512 v2, __m512 v3, __m512 u[4]) {
+  const __m512 t0 = _mm512_unpacklo_ps(v0, v1), t1 = _mm512_unpackhi_ps(v0, v1);
+  const __m512 t2 = _mm512_unpacklo_ps(v2, v3), t3 = _mm512_unpackhi_ps(v2, v3);
+  u[0] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+  u[1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+  u[2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+  u[3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+}
+
+/* y[k] (k < nr) = row k . token, rows w + k rb (rows past nr repeat row 0: computed, not stored) */
+AI void tile(int kind, const uint8_t *w, size_t rb, int nr, int64_t n, const int8_t *q, const float *dx,
+             const float *sx, const int32_t *gs, float *y, int64_t ldy, int pf) {
+  const int64_t nb = n / 32;
   const size_t qo = qoff(kind, nb);
-  for (size_t o = 0; o < (size_t)NR * rb; o += 64) _mm_prefetch((const char *)w + PF_BYTES + o, _MM_HINT_T1);
-  __m512 acc[4][4];
-  for (int r = 0; r < NR; r++)
-    for (int t = 0; t < NT; t++) acc[r][t] = _mm512_setzero_ps();
-  const __m512i z = _mm512_setzero_si512(), lomask = _mm512_set1_epi8(0x0F);
+  if (pf)
+    for (size_t o = 0; o < 4 * rb; o += 64) _mm_prefetch((const char *)w + PF_BYTES + o, _MM_HINT_T0);
+  const uint8_t *row[4];
+  for (int k = 0; k < 4; k++) row[k] = w + (size_t)(k < nr ? k : 0) * rb;
+  const __m512i z = _mm512_setzero_si512(), lom = _mm512_set1_epi8(0x0F);
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  __m128 summ = _mm_setzero_ps();
   for (int64_t sb = 0; sb < nb; sb += 16) {
     const __mmask16 mk = mask16(nb - sb);
-    __m512 sc[4][4];
-    for (int r = 0; r < NR; r++) {
-      const __m512 dw = ld_h16((const uint16_t *)(w + (size_t)r * rb) + sb, mk);
-      for (int t = 0; t < NT; t++)
-        sc[r][t] = _mm512_mul_ps(dw, _mm512_maskz_loadu_ps(mk, x->d + (size_t)(t0 + t) * (size_t)nb + sb));
+    const int64_t nbs = nb - sb < 16 ? nb - sb : 16;
+    const __m512 xd = _mm512_maskz_loadu_ps(mk, dx + sb);
+    __m512 dd[4], mm[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    transpose4x16(_mm512_mul_ps(ld_h16(row[0] + 2 * sb, mk), xd), _mm512_mul_ps(ld_h16(row[1] + 2 * sb, mk), xd),
+                  _mm512_mul_ps(ld_h16(row[2] + 2 * sb, mk), xd), _mm512_mul_ps(ld_h16(row[3] + 2 * sb, mk), xd), dd);
+    if (kind == K_Q4_1) {
+      const __m512 xs = _mm512_maskz_loadu_ps(mk, sx + sb);
+      const size_t mo = 2 * (size_t)nb + 2 * (size_t)sb;
+      transpose4x16(_mm512_mul_ps(ld_h16(row[0] + mo, mk), xs), _mm512_mul_ps(ld_h16(row[1] + mo, mk), xs),
+                    _mm512_mul_ps(ld_h16(row[2] + mo, mk), xs), _mm512_mul_ps(ld_h16(row[3] + mo, mk), xs), mm);
     }
     if (kind == K_Q8_0) {
-      const int64_t nbs = nb - sb < 16 ? nb - sb : 16, npair = (nbs + 1) / 2; /* the last pair may be half */
-      for (int64_t j = 0; j < npair; j++) {
-        const int64_t kb = sb + 2 * j;
-        const int64_t nbytes = (nb - kb) * 32;
-        const __m512i idx = _mm512_add_epi32(_mm512_srli_epi32(lane, 3), _mm512_set1_epi32((int)(2 * j)));
-        __m512i wv[4];
-        for (int r = 0; r < NR; r++) wv[r] = ld64(w + (size_t)r * rb + qo + (size_t)kb * 32, nbytes);
-        for (int t = 0; t < NT; t++) {
-          const __m512i xv = ld64(x->q + (size_t)(t0 + t) * (size_t)n + (size_t)kb * 32, nbytes);
-          for (int r = 0; r < NR; r++) {
-            const __m512i p = _mm512_dpbusd_epi32(z, wv[r], xv);
-            acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, sc[r][t]), acc[r][t]);
-          }
+      for (int64_t j = 0; j < nbs; j += 2) { /* two blocks per step: 64 bytes of each row */
+        const int64_t b = sb + j, bytes = (nb - b) * 32;
+        const __m512i r0 = ld64(row[0] + qo + 32 * b, bytes), r1 = ld64(row[1] + qo + 32 * b, bytes);
+        const __m512i r2 = ld64(row[2] + qo + 32 * b, bytes), r3 = ld64(row[3] + qo + 32 * b, bytes);
+        for (int h = 0; h < 2 && j + h < nbs; h++) {
+          const int64_t bb = b + h, jj = j + h;
+          const int sel = h ? 0xEE : 0x44; /* [row block bb | next row block bb] */
+          const __m512i v01 = _mm512_shuffle_i64x2(r0, r1, sel), v23 = _mm512_shuffle_i64x2(r2, r3, sel);
+          const __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(q + 32 * bb)));
+          const __m512i c = _mm512_slli_epi32(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(gs + 8 * bb))), 7);
+          const __m512i p01 = _mm512_sub_epi32(_mm512_dpbusd_epi32(z, v01, xv), c);
+          const __m512i p23 = _mm512_sub_epi32(_mm512_dpbusd_epi32(z, v23, xv), c);
+          /* lanes 0-7 row 2i, 8-15 row 2i+1: element (jj/4)*4 + row of dd[jj%4] */
+          const __m512i i01 = _mm512_add_epi32(_mm512_srli_epi32(lane, 3), _mm512_set1_epi32((int)(4 * (jj >> 2))));
+          const __m512 s01 = _mm512_permutexvar_ps(i01, dd[jj & 3]);
+          const __m512 s23 = _mm512_permutexvar_ps(_mm512_add_epi32(i01, _mm512_set1_epi32(2)), dd[jj & 3]);
+          acc0 = _mm512_fmadd_ps(s01, _mm512_cvtepi32_ps(p01), acc0);
+          acc1 = _mm512_fmadd_ps(s23, _mm512_cvtepi32_ps(p23), acc1);
         }
       }
     } else {
-      for (int64_t g = sb / 4; g < ng && g < sb / 4 + 4; g++) {
-        const int64_t kb = 4 * g;
-        const int64_t nbytes = (nb - kb) * 16;
-        const __m512i idx = _mm512_add_epi32(_mm512_srli_epi32(lane, 2), _mm512_set1_epi32((int)(kb - sb)));
-        __m512i lo[4], hi[4];
-        for (int r = 0; r < NR; r++) {
-          const __m512i v = ld64(w + (size_t)r * rb + qo + (size_t)kb * 16, nbytes);
-          lo[r] = _mm512_and_si512(v, lomask);
-          hi[r] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lomask);
-        }
-        for (int t = 0; t < NT; t++) {
-          const int8_t *xq = x->quad + ((size_t)(t0 + t) * (size_t)ng + (size_t)g) * 128;
-          const __m512i xl = _mm512_loadu_si512(xq), xh = _mm512_loadu_si512(xq + 64);
-          for (int r = 0; r < NR; r++) {
-            const __m512i p = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, lo[r], xl), hi[r], xh);
-            acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, sc[r][t]), acc[r][t]);
+      for (int64_t j = 0; j < nbs; j += 4) { /* four blocks per step: 64 bytes of each row */
+        const int64_t b = sb + j, bytes = (nb - b) * 16;
+        __m512i v[4];
+        transpose128(ld64(row[0] + qo + 16 * b, bytes), ld64(row[1] + qo + 16 * b, bytes),
+                     ld64(row[2] + qo + 16 * b, bytes), ld64(row[3] + qo + 16 * b, bytes), v);
+        for (int h = 0; h < 4 && j + h < nbs; h++) {
+          const int64_t bb = b + h, jj = j + h;
+          const __m512i lo = _mm512_and_si512(v[h], lom), hi = _mm512_and_si512(_mm512_srli_epi16(v[h], 4), lom);
+          const __m512i xl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(q + 32 * bb)));
+          const __m512i xh = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(q + 32 * bb + 16)));
+          __m512i pl = _mm512_dpbusd_epi32(z, lo, xl), ph = _mm512_dpbusd_epi32(z, hi, xh);
+          if (kind == K_Q4_0) {
+            pl = _mm512_sub_epi32(pl, _mm512_slli_epi32(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(gs + 8 * bb))), 3));
+            ph = _mm512_sub_epi32(ph, _mm512_slli_epi32(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(gs + 8 * bb + 4))), 3));
+          }
+          /* lane 4k + g: row k */
+          const __m512i ik = _mm512_add_epi32(_mm512_srli_epi32(lane, 2), _mm512_set1_epi32((int)(4 * (jj >> 2))));
+          const __m512 s = _mm512_permutexvar_ps(ik, dd[jj & 3]);
+          acc0 = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(pl), acc0);
+          acc1 = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(ph), acc1);
+          if (kind == K_Q4_1) { /* lane group jj/4 of mm[jj%4] = [row0..row3] of block bb */
+            const __m512 m4 = _mm512_permutexvar_ps(_mm512_add_epi32(_mm512_and_si512(lane, _mm512_set1_epi32(3)),
+                                                                      _mm512_set1_epi32((int)(4 * (jj >> 2)))),
+                                                     mm[jj & 3]);
+            summ = _mm_add_ps(summ, _mm512_castps512_ps128(m4));
           }
         }
       }
     }
   }
-  /* offsets: Q4_1 m_w . s_x; Q4_0 / Q8_0 -c d_w . (d_x sum_x) */
-  const float c = kind == K_Q4_1 ? 1.0f : kind == K_Q4_0 ? -8.0f : -128.0f;
-  const size_t moff = kind == K_Q4_1 ? 2 * (size_t)nb : 0;
-  const float *xs = kind == K_Q4_1 ? x->s : x->ds;
-  for (int r = 0; r < NR; r++)
-    for (int t = 0; t < NT; t++) {
-      __m512 m = _mm512_setzero_ps();
-      const uint16_t *mw = (const uint16_t *)(w + (size_t)r * rb + moff);
-      const float *xt = xs + (size_t)(t0 + t) * (size_t)nb;
-      for (int64_t sb = 0; sb < nb; sb += 16) {
-        const __mmask16 mk = mask16(nb - sb);
-        m = _mm512_fmadd_ps(ld_h16(mw + sb, mk), _mm512_maskz_loadu_ps(mk, xt + sb), m);
-      }
-      y[(size_t)(t0 + t) * (size_t)ldy + (size_t)r] = _mm512_reduce_add_ps(acc[r][t]) + c * _mm512_reduce_add_ps(m);
-    }
-}
-
-#define TILE_CASE(nr, ntk) \
-  case (nr) * 8 + (ntk): tile(kind, w, rb, n, x, t0, y, ldy, nr, ntk); break;
-
-AI void tile_any(int kind, const uint8_t *w, size_t rb, int64_t n, const ts__qbatch *x, int t0, float *y, int64_t ldy,
-                 int nr, int ntk) {
-  switch (nr * 8 + ntk) {
-    TILE_CASE(4, 1) TILE_CASE(3, 1)
-    TILE_CASE(2, 4) TILE_CASE(2, 3) TILE_CASE(2, 2) TILE_CASE(2, 1)
-    TILE_CASE(1, 4) TILE_CASE(1, 3) TILE_CASE(1, 2) TILE_CASE(1, 1)
-    default: break;
+  /* hsum8 per row: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)) */
+  __m512 t;
+  if (kind == K_Q8_0) {
+    /* acc0 = [row0 a0..a7 | row1 a0..a7], acc1 = rows 2, 3: a_i + a_(i+4) into lanes 0-3 / 8-11 */
+    const __m512 t0 = _mm512_add_ps(acc0, _mm512_shuffle_f32x4(acc0, acc0, 0xB1));
+    const __m512 t1 = _mm512_add_ps(acc1, _mm512_shuffle_f32x4(acc1, acc1, 0xB1));
+    t = _mm512_shuffle_f32x4(t0, t1, 0x88); /* row k's a_g + a_(g+4) in lanes 4k + g */
+  } else {
+    t = _mm512_add_ps(acc0, acc1); /* lane 4k + g: a_g + a_(g+4) of row k */
   }
+  t = _mm512_add_ps(t, _mm512_permute_ps(t, 0x4E)); /* lane 4k: (a0+a4) + (a2+a6), 4k+1: (a1+a5) + (a3+a7) */
+  t = _mm512_add_ps(t, _mm512_permute_ps(t, 0xB1));
+  _Alignas(64) float o[16];
+  _mm512_store_ps(o, t);
+  float sm[4];
+  _mm_storeu_ps(sm, summ);
+  for (int k = 0; k < nr; k++) y[(size_t)k * (size_t)ldy] = kind == K_Q4_1 ? o[4 * k] + sm[k] : o[4 * k];
 }
 
-
-
-#define NRDEC 4
 #define CHUNK_BYTES (32 * 1024)
 
 AI void pgemm(int kind, const void *P, size_t rb, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy) {
   const uint8_t *base = P;
-  /* tokens in tiles of 4 when there are many; decode (T = 1) streams rows 4 at a time */
+  const int64_t n = x->n, nb = n / 32;
   int64_t chunk = (int64_t)(CHUNK_BYTES / rb) & ~(int64_t)3;
   if (chunk < 4) chunk = 4;
   if (x->T == 1) chunk = rows;
-  const int nr_max = x->T >= 2 ? 2 : NRDEC; /* 4 rows x 1 token in decode, else 2 rows x up to 4 tokens */
   for (int64_t c0 = 0; c0 < rows; c0 += chunk) {
     const int64_t c1 = c0 + chunk < rows ? c0 + chunk : rows;
-    for (int t0 = 0; t0 < x->T; t0 += 4) {
-      const int ntk = x->T - t0 < 4 ? x->T - t0 : 4;
-      for (int64_t r = c0; r < c1; r += nr_max) {
-        const int nr = c1 - r < nr_max ? (int)(c1 - r) : nr_max;
-        tile_any(kind, base + (size_t)r * rb, rb, x->n, x, t0, y + r, ldy, nr, ntk);
+    for (int t = 0; t < x->T; t++) {
+      const int8_t *q = x->q + (size_t)t * (size_t)n;
+      const float *dx = x->d + (size_t)t * (size_t)nb, *sx = x->s + (size_t)t * (size_t)nb;
+      const int32_t *gs = x->gsum + (size_t)t * (size_t)nb * 8;
+      for (int64_t r = c0; r < c1; r += 4) {
+        const int nr = c1 - r < 4 ? (int)(c1 - r) : 4;
+        tile(kind, base + (size_t)r * rb, rb, nr, n, q, dx, sx, gs, y + (size_t)t * (size_t)ldy + r, 1, t == 0);
       }
     }
   }
@@ -165,29 +193,17 @@ void ts__pgemm_q4_1_avx512(const void *P, size_t rb, int64_t rows, const ts__qba
   pgemm(K_Q4_1, P, rb, rows, x, y, ldy);
 }
 
-/* quad: per group of 4 blocks, [elements 0..15 of each block | elements 16..31 of each], from the
- * natural order (a 64-byte load = 2 blocks = 128-bit lanes lo0 hi0 lo1 hi1); ds = d * sum. */
-void ts__prep_packed_avx512(int64_t n, int T, const int8_t *q, const float *d, const int32_t *sum, int8_t *quad,
-                            float *ds) {
-  const int64_t nb = n / 32, ng = (nb + 3) / 4;
+/* gsum[t][b][g] = sum of elements 4g..4g+3 of block b (vpdpbusd of ones against two blocks). */
+void ts__prep_packed_avx512(int64_t n, int T, const int8_t *q, int32_t *gsum) {
+  const __m512i ones = _mm512_set1_epi8(1), z = _mm512_setzero_si512();
+  const int64_t nb = n / 32;
   for (int t = 0; t < T; t++) {
     const int8_t *qt = q + (size_t)t * (size_t)n;
-    int8_t *o = quad + (size_t)t * (size_t)ng * 128;
-    for (int64_t g = 0; g < ng; g++) {
-      const int64_t left = n - 128 * g; /* bytes of this group present */
-      const __m512i a = _mm512_maskz_loadu_epi8(mask64(left), qt + 128 * g);
-      const __m512i b = _mm512_maskz_loadu_epi8(mask64(left - 64 > 0 ? left - 64 : 0), qt + 128 * g + 64);
-      _mm512_storeu_si512(o + 128 * g, _mm512_shuffle_i64x2(a, b, 0x88));
-      _mm512_storeu_si512(o + 128 * g + 64, _mm512_shuffle_i64x2(a, b, 0xDD));
-    }
-    const float *dt = d + (size_t)t * (size_t)nb;
-    const int32_t *st = sum + (size_t)t * (size_t)nb;
-    float *ot = ds + (size_t)t * (size_t)nb;
-    for (int64_t k = 0; k < nb; k += 16) {
-      const __mmask16 mk = mask16(nb - k);
-      _mm512_mask_storeu_ps(ot + k, mk,
-                            _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, dt + k),
-                                          _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(mk, st + k))));
+    int32_t *g = gsum + (size_t)t * (size_t)nb * 8;
+    for (int64_t b = 0; b < nb; b += 2) {
+      const int64_t bytes = (nb - b) * 32;
+      const __m512i s = _mm512_dpbusd_epi32(z, ones, ld64(qt + 32 * b, bytes));
+      _mm512_mask_storeu_epi32(g + 8 * b, mask16((nb - b) * 8), s);
     }
   }
 }

@@ -1,9 +1,12 @@
-/* Scalar reference kernels: the definition of every format in quant.h. Dots use exact integer
- * block sums and accumulate the per-block terms in double; float-type dots accumulate in double.
+/* Scalar reference kernels: the definition of every format in quant.h. Block-type dots follow
+ * llama.cpp's CPU order exactly (cpu_order.h: exact integer lane sums, fp32 fma per block, a fixed
+ * reduction tree), so every SIMD variant must reproduce them bit for bit; float-type dots
+ * accumulate in double.
  * Float-to-int conversions clamp first, so NaN/Inf input gives unspecified values but no UB. */
 #include <math.h>
 #include <string.h>
 
+#include "llm/cpu_order.h"
 #include "llm/quant_internal.h"
 
 static inline int clampi(float v, float lo, float hi) { return (int)fminf(fmaxf(v, lo), hi); }
@@ -193,37 +196,58 @@ float ts__dot_bf16_ref(int64_t n, const void *row, const float *x, const ts_quan
   return (float)acc;
 }
 
-float ts__dot_q8_0_ref(int64_t n, const void *row, const float *x, const ts_quant_act *xq) {
-  const ts__blk_q8_0 *b = row;
-  double acc = 0;
+/* Block-type dots in llama.cpp's order (cpu_order.h): lane g of block k holds the exact integer
+ * sum of elements 4g..4g+3, acc[g] = fma(d_w d_x, lane, acc[g]) block after block, then hsum8. The
+ * product d_w d_x of two fp16 values is exact in fp32, as is the Q4_1 offset term m_w s_x. */
+typedef int32_t (*lane_fn)(const void *blk, const int8_t *a, int g); /* one lane's integer sum */
+
+static int32_t lane_q8_0(const void *blk, const int8_t *a, int g) {
+  const ts__blk_q8_0 *b = blk;
+  int32_t s = 0;
+  for (int e = 4 * g; e < 4 * g + 4; e++) s += (int32_t)b->q[e] * a[e];
+  return s;
+}
+
+/* element e of a 4-bit block: the low nibbles are elements 0..15, the high nibbles 16..31 */
+static inline int nib(const uint8_t *qs, int e) { return e < 16 ? qs[e] & 0xF : qs[e - 16] >> 4; }
+
+static int32_t lane_q4_0(const void *blk, const int8_t *a, int g) {
+  const ts__blk_q4_0 *b = blk;
+  int32_t s = 0;
+  for (int e = 4 * g; e < 4 * g + 4; e++) s += (nib(b->qs, e) - 8) * a[e];
+  return s;
+}
+
+static int32_t lane_q4_1(const void *blk, const int8_t *a, int g) {
+  const ts__blk_q4_1 *b = blk;
+  int32_t s = 0;
+  for (int e = 4 * g; e < 4 * g + 4; e++) s += nib(b->qs, e) * a[e];
+  return s;
+}
+
+static float dot_blocks(int64_t n, const uint8_t *row, size_t bsize, lane_fn lane, const ts_quant_act *xq) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int64_t k = 0; k < n / 32; k++) {
-    int32_t s = 0;
-    for (int i = 0; i < 32; i++) s += (int32_t)b[k].q[i] * xq->q[32 * k + i];
-    acc += (double)(ts_f16_to_f32(b[k].d) * xq->d[k]) * s;
+    const uint8_t *blk = row + (size_t)k * bsize;
+    uint16_t dh;
+    memcpy(&dh, blk, 2); /* every block starts with its fp16 scale */
+    const float dd = ts_f16_to_f32(dh) * xq->d[k];
+    for (int g = 0; g < 8; g++) acc[g] = fmaf(dd, (float)lane(blk, xq->q + 32 * k, g), acc[g]);
   }
-  return (float)acc;
+  return ts__hsum8(acc);
+}
+
+float ts__dot_q8_0_ref(int64_t n, const void *row, const float *x, const ts_quant_act *xq) {
+  return dot_blocks(n, row, sizeof(ts__blk_q8_0), lane_q8_0, xq);
 }
 
 float ts__dot_q4_0_ref(int64_t n, const void *row, const float *x, const ts_quant_act *xq) {
-  const ts__blk_q4_0 *b = row;
-  double acc = 0;
-  for (int64_t k = 0; k < n / 32; k++) {
-    const int8_t *a = xq->q + 32 * k;
-    int32_t s = 0;
-    for (int j = 0; j < 16; j++) s += (b[k].qs[j] & 0xF) * a[j] + (b[k].qs[j] >> 4) * a[j + 16];
-    acc += (double)(ts_f16_to_f32(b[k].d) * xq->d[k]) * (s - 8 * xq->sum[k]);
-  }
-  return (float)acc;
+  return dot_blocks(n, row, sizeof(ts__blk_q4_0), lane_q4_0, xq);
 }
 
 float ts__dot_q4_1_ref(int64_t n, const void *row, const float *x, const ts_quant_act *xq) {
   const ts__blk_q4_1 *b = row;
-  double acc = 0;
-  for (int64_t k = 0; k < n / 32; k++) {
-    const int8_t *a = xq->q + 32 * k;
-    int32_t s = 0;
-    for (int j = 0; j < 16; j++) s += (b[k].qs[j] & 0xF) * a[j] + (b[k].qs[j] >> 4) * a[j + 16];
-    acc += (double)(ts_f16_to_f32(b[k].d) * xq->d[k]) * s + (double)ts_f16_to_f32(b[k].m) * xq->s[k];
-  }
-  return (float)acc;
+  float summs = 0;
+  for (int64_t k = 0; k < n / 32; k++) summs += ts_f16_to_f32(b[k].m) * xq->s[k];
+  return dot_blocks(n, row, sizeof(ts__blk_q4_1), lane_q4_1, xq) + summs;
 }

@@ -124,6 +124,7 @@ static ts_status tile_schedule(ts_nn_attn *a, const ts_context *ctx, const ts_bl
     so.menu = menu;
     so.nmenu = nmenu;
     so.cost_user = &dd;
+    if (o->cost) so.cost = o->cost, so.cost_user = o->cost_user;
     so.blocks = o->sched;
     so.time_limit = o->solve_time_limit;
     so.nheights = o->nheights < 0 ? 0 : o->nheights > 4 ? 4 : o->nheights;
@@ -173,7 +174,7 @@ static ts_status build_scheduled(ts_nn_attn *a, const ts_context *ctx, const ts_
   if (!p) return TS_ERR_OOM;
   ts_reorder_stats rst;
   memset(&rst, 0, sizeof rst);
-  ts_status st = ts_reorder(&mask->csr, &ro, p, NULL, &rst);
+  ts_status st = ts_attn_reorder(&mask->csr, &ro, p, &rst); /* auto: the order compact passes run best in */
   bool identity = true;
   for (int64_t i = 0; st == TS_OK && i < n && identity; i++) identity = p[i] == i;
   if (st != TS_OK || identity) {
@@ -212,12 +213,14 @@ static ts_status cache_request(const ts_nn_attn *b, const ts_context *ctx, const
   char txt[1024];
   int len = snprintf(txt, sizeof txt,
                      "nn-attn grid=%lldx%lld mode=%d cs=%d dist=%d tau=%.17g q=%d rw=%d ps=%d df=%.17g tile=%d seed=%llu "
-                     "ex=%d rho=%.17g mn=%lld mr=%d mc=%d mg=%d bcst=%.17g pr=%d res=%dx%d solver=%d tl=%.17g cal=%d h=",
+                     "ex=%d rho=%.17g mn=%lld mr=%d mc=%d mg=%d bcst=%.17g pr=%d res=%dx%d solver=%d tl=%.17g cal=%d v2 h=",
                      (long long)mask->h, (long long)mask->w, (int)r->mode, r->cluster_size, (int)r->distance, r->tau,
                      r->quotient, r->refine_window, r->part_size, r->dense_frac, r->tile, (unsigned long long)r->seed,
                      (int)bo->method, bo->rho, (long long)bo->min_nnz, bo->max_rows, bo->max_cols, bo->max_group,
                      bo->block_cost, o->sched.panel_rows, o->sched.residue.br, o->sched.residue.bc, o->solver,
                      o->solver == TS_ATTN_SOLVER_ILP ? o->solve_time_limit : 0.0, o->calibrate);
+  if (len > 0 && (size_t)len < sizeof txt)
+    len += snprintf(txt + len, sizeof txt - (size_t)len, "cost=%s ", o->cost ? (o->cost_tag ? o->cost_tag : "?") : "analytic");
   for (int h = 0; h < o->nheights && h < 4 && len > 0 && (size_t)len < sizeof txt; h++)
     len += snprintf(txt + len, sizeof txt - (size_t)len, "%d,", o->heights[h]);
   for (int t = 0; o->menu && t < o->nmenu && len > 0 && (size_t)len < sizeof txt; t++)
@@ -271,7 +274,7 @@ ts_status ts_nn_attn_create(ts_nn_attn **a, const ts_context *ctx, const ts_nn_t
     b->info.tile = o->tile;
     break;
   case TS_NN_ATTN_SCHEDULED:
-    if (o->cache && !mask->dense) {
+    if (o->cache && !mask->dense && (!o->cost || o->cost_tag)) {
       char key[17];
       st = cache_request(b, ctx, mask, o, &desc, src);
       if (st == TS_OK && ts_attn_plan_cache_find(src, key, NULL, &perm, &s) == TS_OK) {

@@ -260,6 +260,14 @@ static int vt_schedules(const ts_bitmap *m, int64_t d, ts_attn_schedule *out, co
   CHECK_OK(ts_attn_schedule_blockskip(&out[k++], m->rows, 32, 32));
   names[k] = "blockskip 24x48"; /* the 32x64 chunk shape */
   CHECK_OK(ts_attn_schedule_blockskip(&out[k++], m->rows, 24, 48));
+  /* compact passes: 4-key runs and single keys (items' keys listed in plan->runs) */
+  const int32_t compact[2][2] = {{16, 64}, {8, 16}};
+  for (int c = 0; c < 2; c++) {
+    names[k] = c ? "compact 8x16" : "compact 16x64";
+    CHECK_OK(ts_attn_schedule_blockskip(&out[k], m->rows, compact[c][0], m->rows));
+    for (int64_t g = 0; g < out[k].nsegs; g++) out[k].segs[g].kind = TS_ATTN_SEG_COMPACT, out[k].segs[g].bc = compact[c][1];
+    k++;
+  }
   return k;
 }
 
@@ -282,8 +290,8 @@ static void test_emulation(mcase *ms, int nm) {
     for (int di = 0; di < 2; di++) {
       data D;
       data_make(&D, 1, 2, &ms[mi].m, dims[di], 500 + 7 * mi + di);
-      ts_attn_schedule s[8];
-      const char *names[8];
+      ts_attn_schedule s[10];
+      const char *names[10];
       int ns = vt_schedules(&ms[mi].m, D.d, s, names);
       for (int k = 0; k < ns; k++) {
         snprintf(what, sizeof what, "emulated vartile %s %s d=%lld", ms[mi].name, names[k], (long long)D.d);
@@ -365,8 +373,8 @@ static void test_gpu(mcase *ms, int nm) {
     for (int di = 0; di < 3; di++) {
       data D;
       data_make(&D, 2, 3, &ms[mi].m, dims[di], 900 + 11 * mi + di);
-      ts_attn_schedule s[8];
-      const char *names[8];
+      ts_attn_schedule s[10];
+      const char *names[10];
       int ns = vt_schedules(&ms[mi].m, D.d, s, names);
       for (int k = 0; k < ns; k++) {
         ts_attn_cuda_plan *p = NULL;

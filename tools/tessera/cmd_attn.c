@@ -20,10 +20,11 @@ static void usage(void) {
          "                          [--reorder M] [--batch B] [--threads N] [--repeats R] [--rounds R] [--solver ...]\n"
          "                          [--cost analytic|profile] [--profile-level L] [--compact H,..|none]\n"
          "                          [--calibrate on|off] [--json]\n\n"
-         "plan: reorders the mask (--reorder, default auto: the candidate with the fewest non-empty 64 x 64\n"
-         "tiles), covers it with dense blocks, and schedules them: a tile per block piece from the menu\n"
-         "(8..128 x 16..128) and a thread per row panel, minimizing the predicted thread makespan (greedy:\n"
-         "cheapest tiles + LPT; ilp: CBC from the greedy start under --time-limit, default 2 s). The plan\n"
+         "plan: reorders the mask (--reorder, default auto: the candidate whose 16-row compact passes compute\n"
+         "the fewest cells), covers it with dense blocks, and schedules them: per block piece a tile from the\n"
+         "menu (8..128 x 16..128) or the panel's compact pass, and a thread per row panel, minimizing the\n"
+         "predicted thread makespan (greedy: per piece + LPT; ilp: CBC from the greedy start under\n"
+         "--time-limit, default 2 s). The plan\n"
          "(schedule + permutation perm[new] = old) goes to <cache>/plans/<key>.json and to --out.\n"
          "bench: times dense flash (64 x 64), fixed-tile block skip at every menu tile on the original and\n"
          "on the reordered mask, and the greedy and ILP schedules (median of --repeats after warm-up, the\n"
@@ -37,16 +38,18 @@ static void usage(void) {
          "  --dtype T          f32|bf16 (f32)           --batch B      batch (1)\n"
          "  --repeats R        timed runs (5)           --threads N    threads (and the P the schedule balances)\n"
          "  --rounds R         bench: rounds over all methods, each keeping its fastest round (3)\n"
-         "  --cost C           the scheduler's block cost: analytic (the formula ts_attn_cost_default, default)\n"
-         "                     or profile (this machine's measured tile timings for the head dim and dtype:\n"
-         "                     measured once, with progress on stderr, then read from\n"
-         "                     <cache>/attn_profile_<level>_d<D>_<dtype>.json)\n"
+         "  --cost C           the scheduler's block cost: profile (default: this machine's measured tile\n"
+         "                     timings for the head dim and dtype, measured once with progress on stderr,\n"
+         "                     then read from <cache>/attn_profile_<level>_d<D>_<dtype>.json) or analytic\n"
+         "                     (the formula ts_attn_cost_default: no measurement)\n"
          "  --profile-level L  quick|standard|full (standard): the profile's grid; quick < 1 s, standard 20-60 s,\n"
          "                     full several minutes (measured once per level, head dim and dtype)\n"
          "  --out FILE         plan: also write the plan JSON here\n"
          "  --calibrate on|off time the pure configurations of this mask (all blocks standalone, everything\n"
          "                     in compact passes of each height; 1 thread, 1 head) and scale each family's\n"
-         "                     costs to the measured time before solving (on)\n"
+         "                     costs to the measured time before solving, then time the schedule against\n"
+         "                     the 3 fixed tiles the model ranks first and keep a fixed tile that is more\n"
+         "                     than 3%% faster (on)\n"
          "  --compact H,..     row heights the compact passes may use (8,16,32), or none: every block runs\n"
          "                     as its own segment and the residue with a 16 x 32 block-skip tile\n"
          "  --no-cache         plan: neither read nor write the plan cache\n"
@@ -74,6 +77,7 @@ static int parse(int argc, char **argv, args *A) {
   rcli_defaults(&A->r, TS_REORDER_AUTO, 64);
   A->batch = 1, A->repeats = 5, A->rounds = 3, A->time_limit = 2.0, A->solver = TS_ATTN_SOLVER_ILP;
   A->level = TS_ATTN_PROFILE_STANDARD;
+  A->profile = true; /* the measured model by default (docs/ARCHITECTURE.md, "attention cost model") */
   A->heights[0] = 8, A->heights[1] = 16, A->heights[2] = 32, A->nheights = 3;
   A->calibrate = true;
   int i = 1;
@@ -211,15 +215,15 @@ int attn_cli_load_mask(args *A, planned *P) {
 
 /* Reorder, permute, extract blocks (the mask is loaded). */
 int attn_cli_prepare(args *A, planned *P) {
-  int rc;
-  int32_t *cp = NULL;
-  double t0 = ts_now();
-  rc = rcli_reorder(CMD, &A->r, &P->in, &P->perm, &cp, &P->rst);
-  free(cp);
-  P->reorder_ms = (ts_now() - t0) * 1e3;
-  if (rc != CLI_OK) return rc;
-  if (!P->rst.symmetric) return cli_usage_error(CMD, "the reordering must be symmetric (one permutation for queries and keys)");
   ts_status s;
+  double t0 = ts_now();
+  if (!(P->perm = malloc(((size_t)P->in.m.rows + 1) * sizeof *P->perm)))
+    return cli_fail(CMD, ts_error(TS_ERR_OOM, "a permutation of %lld", (long long)P->in.m.rows));
+  /* attention's own auto: the order whose compact passes compute least (ts_attn_reorder) */
+  s = ts_attn_reorder(&P->in.m, &A->r.ro, P->perm, &P->rst);
+  P->reorder_ms = (ts_now() - t0) * 1e3;
+  if (s == TS_ERR_INVALID_ARG) return cli_usage_error(CMD, "%s", ts_last_error()); /* e.g. morton without a grid */
+  if (s != TS_OK) return cli_fail(CMD, s);
   t0 = ts_now();
   if ((s = ts_csr_permute(&P->in.m, P->perm, P->perm, &P->pm)) != TS_OK || (s = ts_csr_to_bitmap(&P->in.m, &P->bo)) != TS_OK ||
       (s = ts_csr_to_bitmap(&P->pm, &P->bp)) != TS_OK || (s = ts_blocks_extract(&P->pm, &A->r.bo, &P->blk)) != TS_OK)
@@ -263,6 +267,19 @@ void attn_cli_info_json(cJSON *j, const ts_attn_sched_info *g, const ts_attn_sch
     for (int h = 0; cs && h < 5; h++) cJSON_AddItemToArray(cs, cJSON_CreateNumber(x->calib_scale[h]));
     cJSON_AddNumberToObject(j, "calib_ms", x->calib_ms);
   }
+  cJSON_AddBoolToObject(j, "guarded", x->guarded);
+  if (x->guarded) {
+    cJSON_AddNumberToObject(j, "guard_schedule_ms", x->guard_schedule_s * 1e3);
+    cJSON_AddNumberToObject(j, "guard_fixed_ms", x->guard_fixed_s * 1e3);
+    cJSON_AddNumberToObject(j, "guard_ms", x->guard_ms);
+    if (x->fallback.br > 0) {
+      char tb[32];
+      snprintf(tb, sizeof tb, "%dx%d", x->fallback.br, x->fallback.bc);
+      cJSON_AddStringToObject(j, "fallback_tile", tb);
+    } else {
+      cJSON_AddNullToObject(j, "fallback_tile");
+    }
+  }
   cJSON_AddNumberToObject(j, "merged_pieces", (double)x->merged);
   cJSON_AddNumberToObject(j, "compact_panels", (double)x->compact_panels);
   cJSON_AddNumberToObject(j, "greedy_merged_pieces", (double)g->merged);
@@ -299,7 +316,7 @@ static void options_text(const args *A, const planned *P, char *buf, size_t cap)
            (unsigned long long)r->seed, (int)b->method, b->rho, (long long)b->min_nnz, b->max_rows, b->max_cols,
            b->max_group, b->block_cost, ts_attn_solver_name(A->solver), A->solver == TS_ATTN_SOLVER_ILP ? A->time_limit : 0.0);
   size_t len = strlen(buf);
-  len += (size_t)snprintf(buf + len, cap - len, " calibrate=%d compact=", A->calibrate);
+  len += (size_t)snprintf(buf + len, cap - len, " calibrate=%d guard=1 order=attn compact=", A->calibrate);
   for (int h = 0; h < A->nheights && len < cap; h++) len += (size_t)snprintf(buf + len, cap - len, "%s%d", h ? "," : "", A->heights[h]);
   if (A->profile)
     snprintf(buf + len, cap - len, " cost=profile level=%s date=%s", ts_attn_profile_level_name(A->level), P->profile_date);

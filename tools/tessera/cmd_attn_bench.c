@@ -137,7 +137,7 @@ int attn_cli_bench(args *A, planned *P, const ts_context *ctx) {
   P->solve_ms = (ts_now() - t0) * 1e3;
   /* greedy under the very same costs: the calibration's scales, not a second measurement */
   o = attn_cli_sched_opts(A, P, TS_ATTN_SOLVER_GREEDY);
-  o.calibrate_d = 0;
+  o.family_given = true;
   memcpy(o.family_scale, P->ii.calib_scale, sizeof o.family_scale);
   t0 = ts_now();
   if ((s = ts_attn_schedule_solve(&P->blk, &P->bp, &o, &P->greedy, &P->gi)) != TS_OK) return cli_fail(CMD, s);

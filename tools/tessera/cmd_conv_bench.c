@@ -39,6 +39,11 @@ typedef struct report {
   double total[NCOL], total_auto, total_chosen, onednn_best, onednn_layer_best;
   int covered[NCOL], onednn_best_col;
   double e2e_ms, e2e_min_ms, e2e_conv_ms;
+  /* The target "Winograd's 3x3 layers show effective GFLOP/s above the direct algorithm's measured
+   * best": over the shapes the selection gave a Winograd variant, the lowest effective GFLOP/s,
+   * and the highest GFLOP/s the direct algorithm reached on any shape of the network. */
+  int wino_shapes;
+  double wino_min_gflops, direct_best_gflops;
   char torch_version[64];
   double peak, load0, load1;
   ts_machine_profile mp;
@@ -169,6 +174,20 @@ static void totals(report *R) {
       R->onednn_best = R->total[c], R->onednn_best_col = c;
 }
 
+static void winograd_check(report *R) {
+  R->wino_shapes = 0, R->wino_min_gflops = NAN, R->direct_best_gflops = NAN;
+  for (int k = 0; k < R->nsh; k++) {
+    const shape *s = &R->sh[k];
+    const double f = ts_conv_flops(&s->d) * 1e-6; /* GFLOP/s = MFLOP / ms */
+    const double dg = f / s->ms[TS_CONV_DIRECT];
+    if (!isnan(dg) && (isnan(R->direct_best_gflops) || dg > R->direct_best_gflops)) R->direct_best_gflops = dg;
+    const ts_conv_algo ch = R->chosen[s->first];
+    if (ch != TS_CONV_WINOGRAD_F2 && ch != TS_CONV_WINOGRAD_F4) continue;
+    R->wino_shapes++;
+    if (isnan(R->wino_min_gflops) || f / s->ms[ch] < R->wino_min_gflops) R->wino_min_gflops = f / s->ms[ch];
+  }
+}
+
 static int cmp_double(const void *x, const void *y) {
   const double a = *(const double *)x, b = *(const double *)y;
   return (a > b) - (a < b);
@@ -218,11 +237,13 @@ static void print_text(const report *R, const conv_args *a, int threads) {
   if (R->have_mp)
     printf("peak %.1f GFLOP/s (%s, measured %s); load average %.2f at start, %.2f at end\n", R->peak, R->mp.cpu_model,
            R->mp.date, R->load0, R->load1);
-  printf("median ms per call ('~': one warm-up call, pruned as > 3x the fastest; '-': does not apply)\n");
+  printf("median ms per call ('~': its fastest warm-up call, pruned as > 3x the fastest; '-': does not apply);\n"
+         "eff GF/s = 2*N*K*P*Q*(C/g)*R*S / time for every algorithm: Winograd and FFT do fewer multiplications,\n"
+         "so their effective rate can pass 100%% of the FMA peak\n");
   printf("%-34s %-20s", "layer (x count)", "C>K HxW RxS/stride");
   for (int c = 0; c < NCOL; c++)
     if (col_shown(R, c)) printf(" %9s", col_short(c));
-  printf(" %-11s %8s %6s\n", "chosen", "GFLOP/s", "%peak");
+  printf(" %-11s %8s %6s\n", "chosen", "eff GF/s", "%peak");
   for (int k = 0; k < R->nsh; k++) {
     const shape *s = &R->sh[k];
     const ts_conv_desc *d = &s->d;
@@ -251,6 +272,11 @@ static void print_text(const report *R, const conv_args *a, int threads) {
   printf("  OpenBLAS im2col + sgemm %.2f ms -> %.2fx;  PyTorch %s %.2f ms -> %.2fx\n", R->total[NA + TS_CONV_BASE_OPENBLAS],
          ratio(R->total[NA + TS_CONV_BASE_OPENBLAS], R->total_auto), R->torch_version[0] ? R->torch_version : "(no --torch)",
          R->total[COL_TORCH], ratio(R->total[COL_TORCH], R->total_auto));
+  if (R->wino_shapes)
+    printf("  Winograd on the %d shapes it was chosen for: at least %.1f effective GFLOP/s; direct's best on any\n"
+           "  shape %.1f GFLOP/s -> %s\n",
+           R->wino_shapes, R->wino_min_gflops, R->direct_best_gflops,
+           R->wino_min_gflops > R->direct_best_gflops ? "above" : "NOT above");
   if (R->e2e_ms > 0)
     printf("end to end forward (as configured): %.2f ms median (min %.2f), of which convolutions %.2f ms\n", R->e2e_ms,
            R->e2e_min_ms, R->e2e_conv_ms);
@@ -277,6 +303,7 @@ static cJSON *json_report(const report *R, const conv_args *a, int threads) {
   add_num(j, "peak_gflops", R->peak);
   cJSON_AddNumberToObject(j, "loadavg_start", R->load0);
   cJSON_AddNumberToObject(j, "loadavg_end", R->load1);
+  cJSON_AddStringToObject(j, "gflops_are", "effective: 2*N*K*P*Q*(C/g)*R*S / time (Winograd, FFT can pass the peak)");
   if (R->torch_version[0]) cJSON_AddStringToObject(j, "torch_version", R->torch_version);
   cJSON *layers = cJSON_AddArrayToObject(j, "layers");
   for (int i = 0; i < m->nlayers; i++) {
@@ -323,6 +350,11 @@ static cJSON *json_report(const report *R, const conv_args *a, int threads) {
   add_num(j, "speedup_vs_onednn_per_layer_min", ratio(R->onednn_layer_best, R->total_auto));
   add_num(j, "speedup_vs_torch", ratio(R->total[COL_TORCH], R->total_auto));
   add_num(j, "speedup_vs_openblas", ratio(R->total[NA + TS_CONV_BASE_OPENBLAS], R->total_auto));
+  cJSON *wc = cJSON_AddObjectToObject(j, "winograd_vs_direct");
+  cJSON_AddNumberToObject(wc, "shapes", R->wino_shapes);
+  add_num(wc, "winograd_min_gflops", R->wino_min_gflops);
+  add_num(wc, "direct_best_gflops", R->direct_best_gflops);
+  if (R->wino_shapes) cJSON_AddBoolToObject(wc, "min_above_direct_best", R->wino_min_gflops > R->direct_best_gflops);
   cJSON *e = cJSON_AddObjectToObject(j, "e2e");
   add_num(e, "forward_ms", R->e2e_ms > 0 ? R->e2e_ms : NAN);
   add_num(e, "min_ms", R->e2e_ms > 0 ? R->e2e_min_ms : NAN);
@@ -377,6 +409,7 @@ int conv_bench(const conv_args *a, ts_context *ctx) {
     rc = cli_fail(CONV_CMD, s);
   } else {
     totals(&R);
+    winograd_check(&R);
     if (a->co.json) cli_print_json(json_report(&R, a, threads));
     else print_text(&R, a, threads);
   }

@@ -19,7 +19,7 @@ static void usage(void) {
   printf("usage: tessera gconv plan   (--conn FILE | --gen SPEC) --hw H --ksize K [--stride S] [--batch B]\n"
          "                            [--out plan.json] [planner options] [--json]\n"
          "       tessera gconv bench  (--model M [--connectivity C] [--condense F] [--layers A-B]\n"
-         "                             | --conn FILE | --gen SPEC --hw H --ksize K [--groups G])\n"
+         "                             | (--conn FILE | --gen SPEC) --hw H --ksize K [--groups G] [--weights FILE])\n"
          "                            [--batch B] [--torch FILE] [--repeats R] [--min-time S] [planner options] [--json]\n"
          "       tessera gconv export --model M [--connectivity C] [--condense F] [--batch B] --out DIR\n\n"
          "A layer is a convolution whose output channels each read their own subset of the input channels,\n"
@@ -37,7 +37,8 @@ static void usage(void) {
          "  --corr X           unstructured: share of a filter's inputs from its group's preferred set (0.9)\n"
          "  --density X        random/block: density (default 1/F)\n"
          "  --seed N           connectivity seed (1)           --layers A-B  model layers A..B only\n"
-         "  --conn FILE        connectivity file (.npy or .mtx, cout x cin)\n"
+         "  --conn FILE        connectivity file: .npy (cout x cin, values 0 and 1) or .mtx\n"
+         "  --weights FILE     bench with --conn/--gen: weights .npy float32 (cout, cin, k, k) (default: random)\n"
          "  --gen SPEC         generated connectivity, e.g. unstructconv:cin=256,cout=128,keep=0.25,groups=4,corr=0.9\n"
          "  --hw H             input height and width        --ksize K   1 or 3       --stride S  1..4 (1)\n"
          "  --batch B          images (1)                     --groups G  grouped baselines' groups (4, or 1)\n"
@@ -48,6 +49,7 @@ static void usage(void) {
          "  --profile-level L  quick | standard (standard: measured once in 5-15 s, then cached)\n"
          "  --no-cache         neither read nor write the plan cache\n"
          "  --torch FILE       bench: PyTorch timings written by bench/peers/gconv_torch.py\n"
+         "  --json-out FILE    bench: also write the JSON report to FILE (the text report still prints)\n"
          "  --repeats R        bench: timed calls per method, at least (10)\n"
          "  --min-time S       bench: seconds of timed calls per method and layer, at least (0.05)\n"
          "  --no-check         bench: skip the reference comparison\n"
@@ -96,6 +98,8 @@ static int parse_opt(int argc, char **argv, int *i, gcli_args *A) {
   else if (strcmp(o, "--gen") == 0) A->gen = v;
   else if (strcmp(o, "--out") == 0 || strcmp(o, "-o") == 0) A->out = v;
   else if (strcmp(o, "--torch") == 0) A->torch = v;
+  else if (strcmp(o, "--weights") == 0) A->weights = v;
+  else if (strcmp(o, "--json-out") == 0) A->json_out = v;
   else if (strcmp(o, "--connectivity") == 0) {
     if (ts_gconv_connectivity_parse(v, &A->conn_opts.mode) != TS_OK) return cli_usage_error(CMD, "%s", ts_last_error());
   } else if (strcmp(o, "--condense") == 0) {
@@ -119,7 +123,7 @@ static int parse_opt(int argc, char **argv, int *i, gcli_args *A) {
   } else if (strcmp(o, "--solver") == 0) {
     if (ts_gconv_solver_parse(v, &A->po.solver) != TS_OK) return cli_usage_error(CMD, "--solver expects ilp or greedy, got '%s'", v);
   } else if (strcmp(o, "--time-limit") == 0 || strcmp(o, "--min-time") == 0) {
-    if (!cli_parse_double(CMD, o, v, 1e-3, 3600, &x)) return CLI_USAGE;
+    if (!cli_parse_double(CMD, o, v, o[2] == 't' ? 1e-3 : 0, 3600, &x)) return CLI_USAGE;
     *(o[2] == 't' ? &A->po.time_limit : &A->min_time) = x;
   } else if (strcmp(o, "--max-rows") == 0) {
     if (!cli_parse_int(CMD, o, v, 1, TS_GCONV_PROFILE_MAX, &n)) return CLI_USAGE;
@@ -165,19 +169,22 @@ static int parse(int argc, char **argv, gcli_args *A) {
   if (!A->model && (A->hw < 1 || A->ksize < 1)) return cli_usage_error(CMD, "--hw and --ksize are required with --conn/--gen");
   if (!A->model && A->ksize == 2) return cli_usage_error(CMD, "--ksize expects 1 or 3, got 2");
   if (A->out && A->sub == GCLI_BENCH) return cli_usage_error(CMD, "--out belongs to plan and export");
-  if (A->torch && A->sub != GCLI_BENCH) return cli_usage_error(CMD, "--torch belongs to bench");
+  if ((A->torch || A->json_out) && A->sub != GCLI_BENCH)
+    return cli_usage_error(CMD, "%s belongs to bench", A->torch ? "--torch" : "--json-out");
+  if (A->weights && (A->sub != GCLI_BENCH || A->model))
+    return cli_usage_error(CMD, "--weights belongs to bench with --conn FILE or --gen SPEC (one layer)");
   return CLI_OK;
 }
 
 /* ---- layers ------------------------------------------------------------------------------------ */
 
 void gcli_layers_free(gcli_layer *l, int count) {
-  for (int i = 0; l && i < count; i++) ts_csr_free(&l[i].conn);
+  for (int i = 0; l && i < count; i++) ts_csr_free(&l[i].conn), ts_free(l[i].w);
   free(l);
 }
 
 static int single_layer(const gcli_args *a, gcli_layer *ly) {
-  ts_status s = a->conn ? ts_pattern_load(a->conn, &ly->conn) : ts_pattern_generate(a->gen, &ly->conn, NULL);
+  ts_status s = a->conn ? ts_gconv_conn_load(a->conn, &ly->conn) : ts_pattern_generate(a->gen, &ly->conn, NULL);
   if (s != TS_OK) return cli_fail(CMD, s);
   const char *src = a->conn ? a->conn : a->gen, *base = a->conn && strrchr(a->conn, '/') ? strrchr(a->conn, '/') + 1 : src;
   snprintf(ly->name, sizeof ly->name, "%.63s", base);
@@ -188,7 +195,11 @@ static int single_layer(const gcli_args *a, gcli_layer *ly) {
   ly->groups = a->groups ? (int)a->groups : ly->l.cout % 4 == 0 ? 4 : 1;
   if (ly->l.cout % ly->groups)
     return cli_usage_error(CMD, "--groups %d does not divide the %d output channels", ly->groups, ly->l.cout);
-  if ((s = ts_gconv_conn_check(&ly->l, &ly->conn)) != TS_OK) return cli_fail(CMD, s);
+  if ((s = ts_gconv_conn_check(&ly->l, &ly->conn)) != TS_OK) {
+    ts_error_prefix("%s: ", src);
+    return cli_fail(CMD, s);
+  }
+  if (a->weights && (s = ts_gconv_weights_load(a->weights, &ly->l, &ly->w)) != TS_OK) return cli_fail(CMD, s);
   return CLI_OK;
 }
 

@@ -16,6 +16,8 @@ typedef struct gcli_args {
   const char *model, *conn, *gen; /* exactly one */
   const char *out;                /* plan: plan JSON; export: directory */
   const char *torch;              /* bench: torch timings JSON (bench/peers/gconv_torch.py) */
+  const char *weights;            /* bench with --conn/--gen: weights .npy (else seeded random) */
+  const char *json_out;           /* bench: also write the JSON report to this file */
   ts_gconv_conn_opts conn_opts;   /* --connectivity, --condense, --corr, --density, --seed */
   long batch, hw, ksize, stride, groups, repeats;
   long first, last;               /* --layers A-B (model layer indices, inclusive); last -1: all */
@@ -35,6 +37,7 @@ typedef struct gcli_layer {
   int groups;
   bool learned;         /* the connectivity option applied (else a standard grouped conv) */
   ts_csr conn;
+  float *w;             /* weights from --weights [cout][cin][k][k] (ts_malloc'd), or NULL: random */
 } gcli_layer;
 
 /* The layers of the run (generated / loaded): CLI_OK or the exit code (message printed). */

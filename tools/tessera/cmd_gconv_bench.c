@@ -150,6 +150,7 @@ static ts_status run_layer(const gcli_args *a, ts_context *ctx, const gcli_cost 
   ts_rng_seed(&g, 1000 + (uint64_t)index);
   for (size_t i = 0; s == TS_OK && i < nw; i++) d.w[i] = (float)ts_rng_uniform(&g) * 2 - 1;
   for (size_t i = 0; s == TS_OK && i < nx; i++) d.x[i] = (float)ts_rng_uniform(&g) * 2 - 1;
+  if (s == TS_OK && ly->w) memcpy(d.w, ly->w, nw * sizeof(float)); /* --weights */
   if (s == TS_OK && d.ref) s = reference(ly, &d);
   r->flops = ts_gconv_layer_flops(l, ly->conn.nnz);
   ts_gconv_plan p;
@@ -254,6 +255,13 @@ static int best_single(const double *t) {
 
 /* ---- output ------------------------------------------------------------------------------------ */
 
+/* How many layers each reorder method won (the plan's winning candidate). */
+static void reorder_wins(const report *R, int wins[TS_REORDER_METHOD_COUNT]) {
+  memset(wins, 0, sizeof(int) * TS_REORDER_METHOD_COUNT);
+  for (int i = 0; i < R->n; i++)
+    if (R->rows[i].method >= 0 && R->rows[i].method < TS_REORDER_METHOD_COUNT) wins[R->rows[i].method]++;
+}
+
 static bool shown(int m) { return m != M_BEST_BASE; }
 
 static void cell(double v) {
@@ -307,6 +315,12 @@ static void print_text(const report *R, const gcli_args *a, int threads) {
   for (int m = 0; m < NM; m++)
     if (shown(m)) cell(R->total[m]);
   printf("\n\n");
+  int wins[TS_REORDER_METHOD_COUNT];
+  reorder_wins(R, wins);
+  printf("reorder method chosen per layer:");
+  for (int m = 0; m < TS_REORDER_METHOD_COUNT; m++)
+    if (wins[m]) printf(" %s %d", ts_reorder_method_name((ts_reorder_method)m), wins[m]);
+  printf(" (of %d layers)\n", R->n);
   print_totals("all group-convolution layers", R->total);
   int nl = 0;
   for (int i = 0; i < R->n; i++) nl += R->L[i].learned;
@@ -390,6 +404,11 @@ static cJSON *report_json(const report *R, const gcli_args *a, const gcli_cost *
     else cJSON_Delete(why);
     add_num(o, "gflops", r->flops / (r->ms[M_OURS] * 1e-3) * 1e-9);
   }
+  int wins[TS_REORDER_METHOD_COUNT];
+  reorder_wins(R, wins);
+  cJSON *rw = cJSON_AddObjectToObject(j, "reorder_wins");
+  for (int m = 0; m < TS_REORDER_METHOD_COUNT; m++)
+    if (wins[m]) cJSON_AddNumberToObject(rw, ts_reorder_method_name((ts_reorder_method)m), wins[m]);
   cJSON_AddItemToObject(j, "total_ms", totals_json(R->total));
   speedups_json(j, R->total);
   cJSON *lj = cJSON_CreateObject();
@@ -430,8 +449,13 @@ int gcli_bench(const gcli_args *a) {
   if (s == TS_OK && a->torch) s = read_torch(&R, a->torch, threads, (int)a->batch);
   if (s == TS_OK) {
     totals(&R);
-    if (a->co.json) cli_print_json(report_json(&R, a, &c, threads));
-    else print_text(&R, a, threads);
+    if (a->json_out) {
+      cJSON *j = report_json(&R, a, &c, threads);
+      s = ts_json_write_file(a->json_out, j);
+      cJSON_Delete(j);
+    }
+    if (s == TS_OK && a->co.json) cli_print_json(report_json(&R, a, &c, threads));
+    else if (s == TS_OK) print_text(&R, a, threads);
   }
   bool all_ok = true;
   for (int i = 0; s == TS_OK && i < R.n; i++)

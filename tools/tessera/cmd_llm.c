@@ -50,7 +50,9 @@ static void print_help(void) {
          "(default) is greedy, --chat wraps the prompt in the model's ChatML template. perplexity follows\n"
          "llama.cpp: windows of --ctx tokens, each from an empty cache, scoring the second half of each\n"
          "window (--full: every position). bench times a --prompt-len prefill and --gen decode steps (median\n"
-         "of --repeats) and reports bytes read per token and GB/s against `tessera hwinfo`'s bandwidth.\n");
+         "of --repeats) and reports bytes read per decoded token (weights + the fp16 KV cache attended), the\n"
+         "GB/s that makes and its %% of `tessera hwinfo`'s read bandwidth (and of the same read test run\n"
+         "right after the timed decode).\n");
 }
 
 static int parse(int argc, char **argv, int *sub, opts *o) {
@@ -448,11 +450,23 @@ static int do_bench(const opts *o, run *r) {
   free(tp);
   free(td);
   const double prefill_tps = P / prefill_s, decode_tps = G / decode_s;
+  /* bytes a decode step reads: every weight (packed copies, the same size as the file's) plus the
+   * fp16 K and V of the positions it attends: step g at position P + g attends P + g + 1 of them,
+   * P + (G + 1) / 2 on average */
   const double wbytes = (double)ts_llm_model_weight_bytes(r->m);
-  /* K and V of every earlier position, fp32, at the mean decode position */
-  const double kv = 2.0 * c->n_layer * c->n_head_kv * c->head_dim * 4.0 * (P + (G - 1) / 2.0);
+  const double kv = (double)ts_llm_model_kv_bytes_per_pos(r->m) * (P + (G + 1) / 2.0);
   const double bpt = wbytes + kv, gbs = bpt * decode_tps / 1e9;
+  /* % of bandwidth = achieved GB/s / the machine profile's read bandwidth (`tessera hwinfo`: best
+   * pass over a 256 MiB buffer with all threads) = decode tok/s / the bound tok/s (that bandwidth /
+   * bytes per token). The same read test is also run here, right after the timed decode, for a
+   * figure taken under the same machine load ("_run"). */
   const double bw = have_prof ? prof.bandwidth_gbs : 0, pct = bw > 0 ? 100.0 * gbs / bw : 0;
+  double bw_run = 0;
+  if (ts_hwinfo_read_gbs(ts_context_threads(r->ctx), 0, 0.5, 3, &bw_run) != TS_OK) {
+    bw_run = 0;
+    ts_error_clear();
+  }
+  const double pct_run = bw_run > 0 ? 100.0 * gbs / bw_run : 0;
   double load = ts_hwinfo_load_now();
   const double tot = tm.total > 0 ? tm.total : 1;
   if (o->c.json) {
@@ -475,6 +489,10 @@ static int do_bench(const opts *o, run *r) {
     } else {
       cJSON_AddNullToObject(j, "pct_bandwidth");
     }
+    if (bw_run > 0) {
+      cJSON_AddNumberToObject(j, "bandwidth_gbs_run", bw_run);
+      cJSON_AddNumberToObject(j, "pct_bandwidth_run", pct_run);
+    }
     cJSON *b = cJSON_CreateObject();
     cJSON_AddNumberToObject(b, "qkv", tm.qkv / tot);
     cJSON_AddNumberToObject(b, "attention", tm.attn / tot);
@@ -492,6 +510,8 @@ static int do_bench(const opts *o, run *r) {
     printf("bytes/token %.2f MB (weights %.2f MB + KV cache %.2f MB)\n", bpt / 1e6, wbytes / 1e6, kv / 1e6);
     if (bw > 0)
       printf("bandwidth   %.2f GB/s = %.1f%% of the profile's %.2f GB/s (bound %.1f tok/s)\n", gbs, pct, bw, bw * 1e9 / bpt);
+    if (bw_run > 0)
+      printf("            %.1f%% of %.2f GB/s read in this run (bound %.1f tok/s)\n", pct_run, bw_run, bw_run * 1e9 / bpt);
     printf("decode time qkv %.1f%%, attention %.1f%%, wo %.1f%%, mlp %.1f%%, output %.1f%%, rest %.1f%%\n",
            100 * tm.qkv / tot, 100 * tm.attn / tot, 100 * tm.wo / tot, 100 * tm.mlp / tot, 100 * tm.output / tot,
            100 * (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot);

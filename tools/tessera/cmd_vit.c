@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tessera/attn_profile.h"
 #include "tessera/nn.h"
 
 #define CMD "vit"
@@ -21,8 +22,9 @@ static void usage_top(void) {
 static void usage_bench(void) {
   printf("usage: tessera vit bench --model deit-s|vit-b16 --res R --pattern SPEC [--batch B] [--depth L]\n"
          "                         [--reorder M] [--extract greedy|dp] [--density RHO] [--fixed-tile BRxBC]\n"
-         "                         [--solver ilp|greedy|none] [--solve-time S] [--repeats N] [--threads N]\n"
-         "                         [--json]\n\n"
+         "                         [--solver ilp|greedy|none] [--solve-time S] [--cost profile|analytic]\n"
+         "                         [--profile-level L] [--calibrate on|off] [--no-cache] [--repeats N]\n"
+         "                         [--threads N] [--json]\n\n"
          "Runs the model (fp32, random weights, seed 1; no class token: mean-pool head) on random images\n"
          "with three attention backends over the same mask and reports, for each, the end-to-end time,\n"
          "the time spent in attention and its share; the end-to-end and attention speedups of the\n"
@@ -43,6 +45,13 @@ static void usage_bench(void) {
          "                    scheduler, CBC, keeps greedy when not better), greedy (cheapest tiles, LPT\n"
          "                    threads), none (cheapest tile per block, panels run dynamically)\n"
          "  --solve-time S    ILP time limit in seconds (1)\n"
+         "  --cost C          scheduler's block cost: profile (default: the measured tile profile for the head\n"
+         "                    dim, as 'tessera attn plan' uses; measured once, then cached) or analytic\n"
+         "  --profile-level L quick|standard|full (standard)\n"
+         "  --calibrate on|off measure the cost families and guard the schedule against fixed tiles on this\n"
+         "                    mask while planning (on)\n"
+         "  --no-cache        plan anew: neither read nor write the attention plan cache (the scheduled\n"
+         "                    plan is cached by default; the report says whether it came from the cache)\n"
          "  --fixed-tile T    the fixed backend's tile BRxBC; default: the fastest of 16x32, 32x32, 64x64 and\n"
          "                    128x64 by attention-only timing (64x64's time is reported too)\n"
          "  --repeats N       timed forwards per backend after one warm-up (3), interleaved across the\n"
@@ -124,7 +133,32 @@ typedef struct bench_args {
   bool fixed_given;
   ts_attn_tile fixed;
   ts_nn_attn_opts sched;
+  bool profile;                 /* --cost profile */
+  ts_attn_profile_level level;
+  ts_attn_cost_model *cost_model;
+  char cost_tag[64];
+  double profile_ms;
 } bench_args;
+
+/* --cost profile: the cached tile profile for head dim hd (measured when missing) as the scheduled
+ * backend's cost, tagged with its level and date for the plan cache. */
+static ts_status cost_setup(bench_args *b, int64_t hd) {
+  if (!b->profile) return TS_OK;
+  ts_attn_profile_opts po = ts_attn_profile_opts_default();
+  po.level = b->level, po.d = hd, po.dtype = TS_F32;
+  ts_attn_profile prof;
+  memset(&prof, 0, sizeof prof);
+  double t0 = ts_now();
+  ts_status s = ts_attn_profile_get(&po, NULL, &prof, NULL);
+  if (s == TS_OK) s = ts_attn_cost_model_create(&prof, &b->cost_model);
+  if (s == TS_OK) {
+    snprintf(b->cost_tag, sizeof b->cost_tag, "profile-%s-%s", ts_attn_profile_level_name(b->level), prof.date);
+    b->sched.cost = ts_attn_cost_profiled, b->sched.cost_user = b->cost_model, b->sched.cost_tag = b->cost_tag;
+  }
+  ts_attn_profile_free(&prof);
+  b->profile_ms = (ts_now() - t0) * 1e3;
+  return s;
+}
 
 /* Picks the fixed backend: the given tile, or the fastest of the menu by attention-only time.
  * *fixed64_ms: attention-only time of 64x64 (NAN when not measured). */
@@ -209,6 +243,21 @@ static int parse_bench(int argc, char **argv, bench_args *b, cli_common_opts *co
     } else if (strcmp(a, "--solve-time") == 0) {
       if (!(v = cli_value(CMD, argc, argv, &i)) || !cli_parse_double(CMD, a, v, 1e-3, 3600, &b->sched.solve_time_limit))
         return CLI_USAGE;
+    } else if (strcmp(a, "--cost") == 0) {
+      if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
+      if (strcmp(v, "analytic") != 0 && strcmp(v, "profile") != 0)
+        return cli_usage_error(CMD, "--cost expects analytic or profile, got '%s'", v);
+      b->profile = v[0] == 'p';
+    } else if (strcmp(a, "--profile-level") == 0) {
+      if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
+      if (ts_attn_profile_level_parse(v, &b->level) != TS_OK)
+        return cli_usage_error(CMD, "--profile-level expects quick, standard or full, got '%s'", v);
+    } else if (strcmp(a, "--calibrate") == 0) {
+      if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
+      if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) return cli_usage_error(CMD, "--calibrate expects on or off, got '%s'", v);
+      b->sched.calibrate = v[1] == 'n';
+    } else if (strcmp(a, "--no-cache") == 0) {
+      b->sched.cache = false;
     } else if (strcmp(a, "--fixed-tile") == 0) {
       if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
       if (!parse_tile(v, &b->fixed))
@@ -246,8 +295,9 @@ static double max_diff(const float *a, const float *b, size_t n) {
 
 static int bench(int argc, char **argv) {
   cli_common_opts co = {0};
-  bench_args b = {.res = 0, .batch = 1, .depth = 0, .repeats = 3};
+  bench_args b = {.res = 0, .batch = 1, .depth = 0, .repeats = 3, .profile = true, .level = TS_ATTN_PROFILE_STANDARD};
   ts_nn_attn_opts_default(&b.sched, TS_NN_ATTN_SCHEDULED);
+  b.sched.calibrate = true, b.sched.cache = true; /* as `attn plan`: measured on the mask, cached */
   int rc = parse_bench(argc, argv, &b, &co);
   if (rc != CLI_OK) return rc;
   if (co.help) {
@@ -288,6 +338,7 @@ static int bench(int argc, char **argv) {
     s = ts_nn_attn_create(&be[0], ctx, &mask, hd, &o);
   }
   if (s == TS_OK) s = make_fixed(&b, ctx, &mask, cfg.heads, hd, &be[1], &fixed64_ms);
+  if (s == TS_OK) s = cost_setup(&b, hd);
   if (s == TS_OK) s = ts_nn_attn_create(&be[2], ctx, &mask, hd, &b.sched);
   run_result rr[3];
   if (s == TS_OK) s = run_models(m, be, img, logits, (int)b.repeats, rr);
@@ -323,6 +374,10 @@ static int bench(int argc, char **argv) {
     cJSON_AddNumberToObject(j, "attn_speedup_vs_fixed", rr[1].attn_ms / rr[2].attn_ms);
     cJSON_AddNumberToObject(j, "amdahl_bound", amdahl);
     cJSON_AddNumberToObject(j, "plan_ms", si.plan_ms);
+    cJSON_AddBoolToObject(j, "plan_cached", si.cached);
+    cJSON_AddStringToObject(j, "cost", b.profile ? "profile" : "analytic");
+    if (b.profile) cJSON_AddStringToObject(j, "cost_tag", b.cost_tag);
+    cJSON_AddNumberToObject(j, "profile_ms", b.profile_ms);
     cJSON_AddNumberToObject(j, "reorder_ms", si.reorder_ms);
     cJSON_AddStringToObject(j, "reorder", ts_reorder_method_name(si.reorder));
     cJSON_AddStringToObject(j, "solver", si.solver < 0 ? "none" : ts_attn_solver_name((ts_attn_solver)si.solver));
@@ -349,10 +404,10 @@ static int bench(int argc, char **argv) {
     for (int k = 0; k < 3; k++)
       printf("%-12s %12.2f %12.2f %7.1f%% %10.2f\n", names[k], rr[k].ms, rr[k].attn_ms, 100 * rr[k].attn_ms / rr[k].ms,
              inf[k] ? inf[k]->stats.work_ratio : (double)mask.n * mask.n / (double)mask.nnz);
-    printf("fixed tile %s%s; scheduled: reorder %s, %lld blocks, solver %s%s, plan %.1f ms\n", tile,
+    printf("fixed tile %s%s; scheduled: reorder %s, %lld blocks, solver %s%s, plan %.1f ms%s\n", tile,
            b.fixed_given ? " (given)" : " (fastest of 16x32, 32x32, 64x64, 128x64)", ts_reorder_method_name(si.reorder),
            (long long)si.nblocks, si.solver < 0 ? "none" : ts_attn_solver_name((ts_attn_solver)si.solver),
-           si.ilp_improved ? " (improved on greedy)" : "", si.plan_ms);
+           si.ilp_improved ? " (improved on greedy)" : "", si.plan_ms, si.cached ? " (from the plan cache)" : "");
     printf("scheduled vs dense_flash: end-to-end %.2fx (Amdahl bound %.2fx from share %.1f%% and attention %.2fx)\n",
            rr[0].ms / rr[2].ms, amdahl, 100 * share, s_attn);
     printf("scheduled vs fixed:       end-to-end %.2fx, attention %.2fx\n", rr[1].ms / rr[2].ms,
@@ -369,6 +424,7 @@ done:
   ts_nn_vit_destroy(m);
   ts_context_destroy(ctx);
   ts_nn_token_mask_free(&mask);
+  ts_attn_cost_model_destroy(b.cost_model);
   return rc;
 }
 

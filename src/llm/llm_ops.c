@@ -1,0 +1,30 @@
+/* The forward pass's element-wise kernels in llama.cpp's order (RoPE, SwiGLU: scalar references)
+ * and the per-ISA table of the non-matmul kernels (ts__llm_ops). */
+#include <math.h>
+#include <pthread.h>
+
+#include "llm/cpu_order.h"
+#include "llm/llm_internal.h"
+
+void ts__rope_ref(float *v, const float *cs, int n_rot, int neox) {
+  const int half = n_rot / 2, stride = neox ? half : 1, step = neox ? 1 : 2;
+  for (int i = 0; i < half; i++) {
+    float *a = v + i * step, *b = a + stride;
+    const float x0 = *a, x1 = *b, c = cs[2 * i], s = cs[2 * i + 1];
+    *a = fmaf(x0, c, -(x1 * s));
+    *b = fmaf(x0, s, x1 * c);
+  }
+}
+
+void ts__swiglu_ref(int64_t n, float *g, const float *u) {
+  const int64_t nv = n & ~(int64_t)15;
+  for (int64_t i = 0; i < nv; i++) g[i] = ts__vsilu(g[i]) * u[i];
+  for (int64_t i = nv; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+static const ts__llm_ops g_ref = {ts__att_item_ref, ts__rope_ref, ts__swiglu_ref};
+static const ts__llm_ops g_avx512 = {ts__att_item_avx512, ts__rope_avx512, ts__swiglu_avx512};
+
+const ts__llm_ops *ts__llm_ops_active(void) {
+  return ts__quant()->isa >= TS_ISA_AVX512 ? &g_avx512 : &g_ref;
+}
