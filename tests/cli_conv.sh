@@ -3,9 +3,9 @@
 # layer shapes into <cache>/conv_profile_<isa>_t<threads>.json (with provenance), chooses per
 # layer and says why, and a second `plan` reuses the profile without measuring; --algo and
 # --override set the choice; `bench --json` (small input, one repeat) reports layers, every
-# total, the oneDNN/torch speedups and the end-to-end forward, reading torch figures from a peer
-# file; bad usage exits 2 with one line, a failing operation (missing --torch file, an override
-# that does not apply) exits 1.
+# total, the oneDNN/torch speedups, the Winograd-vs-direct check (effective GFLOP/s) and the
+# end-to-end forward, reading torch figures from a peer file; bad usage exits 2 with one line, a
+# failing operation (missing --torch file, an override that does not apply) exits 1.
 # Usage: cli_conv.sh path/to/tessera   (TESSERA_CACHE points at a scratch directory)
 set -u
 T=${1:?usage: cli_conv.sh path/to/tessera}
@@ -110,6 +110,10 @@ assert t["onednn"] == min(t["onednn_direct"], t["onednn_winograd"], t["onednn_au
 assert abs(b["speedup_vs_onednn"] - t["onednn"] / t["auto"]) < 1e-9
 assert abs(b["speedup_vs_torch"] - t["torch"] / t["auto"]) < 1e-9
 assert b["e2e"]["forward_ms"] > 0 and b["e2e"]["conv_ms"] > 0
+w = b["winograd_vs_direct"]  # the layers the selection gave Winograd vs direct's best rate
+assert w["shapes"] == len({l["key"] for l in b["layers"] if l["chosen"].startswith("winograd")}), w
+assert w["shapes"] == 0 or (w["winograd_min_gflops"] > 0 and isinstance(w["min_above_direct_best"], bool)), w
+assert w["direct_best_gflops"] > 0 and b["gflops_are"].startswith("effective"), (w, b.get("gflops_are"))
 for l in b["layers"]:
     assert l["chosen"] in l["ms"] and l["why"] and l["gflops"] > 0 and "pct_peak" in l, l
     assert "onednn_direct" in l["ms"] and "torch" in l["ms"], l["ms"].keys()

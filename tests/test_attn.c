@@ -557,6 +557,23 @@ static void test_counters(void) {
   CHECK(S.cells == S.nnz && S.work_ratio == 1.0, "blocks: cells %lld nnz %lld", (long long)S.cells, (long long)S.nnz);
   ts_attn_plan_destroy(pl);
   ts_attn_schedule_free(&s);
+  /* blocks of 24 rows: align 1 cuts at their edges, align 32 at multiples of 32 (splitting blocks),
+   * with panel_rows rounded up to a multiple of align */
+  ts_block b24[5];
+  ts_attn_tile t24[5];
+  for (int b = 0; b < 5; b++) b24[b] = (ts_block){.row0 = 24 * b, .col0 = 24 * b, .rows = 24, .cols = 24}, t24[b] = (ts_attn_tile){16, 16};
+  for (int al = 0; al < 2; al++) {
+    bo.panel_rows = 50, bo.align = al ? 32 : 1;
+    CHECK_OK(ts_attn_schedule_from_blocks(&s, 120, b24, t24, 5, NULL, &bo));
+    for (int64_t p = 0; p < s.npanels; p++) {
+      int32_t r0 = s.panels[p].r0;
+      CHECK(al ? r0 % 32 == 0 : r0 % 24 == 0, "align %d: panel %lld starts at %d", bo.align, (long long)p, r0);
+      CHECK(s.panels[p].nr <= (al ? 64 : 50), "align %d: panel %lld has %d rows", bo.align, (long long)p, s.panels[p].nr);
+    }
+    ts_attn_schedule_free(&s);
+  }
+  bo.align = 0;
+  CHECK_ERR_CONTAINS(ts_attn_schedule_from_blocks(&s, 120, b24, t24, 5, NULL, &bo), "align");
   mk_free(&m);
 }
 

@@ -1,25 +1,29 @@
 /* LLM runtime on tiny GGUF models written by our writer (tests/test_llm_tiny.h): the forward pass
  * against an independent double-precision reference, prefill vs token-by-token decode, batching,
- * threads, sampling, perplexity, the batched GEMM kernels against the dot reference, and load /
- * eval errors. The real SmolLM2 model is not needed (tests/test_tokenizer.c checks its token ids
- * when it is present).
+ * threads, sampling, perplexity, the batched GEMM and attention kernels against their references
+ * (bit for bit), and load / eval errors. The real SmolLM2 model is not needed
+ * (tests/test_llm_model.c and tests/test_tokenizer.c check it against llama.cpp when present).
  *
- * Tolerances (logits of a 2-layer model, |logit| up to ~10):
- *  - F32 weights: fp32 everywhere (norms, matmuls of length <= 96, softmax) against double, both
+ * Tolerances (logits of a 2-layer model, |logit| up to ~25):
+ *  - F32 weights: fp32 everywhere (norms, matmuls of length <= 256, softmax) against double, both
  *    rounding Q, K, V and the attention probabilities to fp16 at the same points: a few hundred
  *    fp32 roundings of unit-size terms (2e-4 (1 + |ref|)), plus the elements whose fp32 and double
  *    values fall on two sides of an fp16 rounding boundary, each moving by 2^-11 of itself
  *    (measured up to 1e-4 max|ref|): |diff| <= 2e-4 (1 + |ref| + max|ref|).
  *  - Q4_1 / Q8_0 / Q4_0 weights against the reference over the same dequantized weights, with the
  *    reference rounding every matmul input as the int8 activation format does (tiny_qact): what
- *    is left is fp32 summation order and the rare activation that rounds the other way because
- *    of it (one step, ~0.4% of its block's range): |diff| <= 1e-2 max|ref|. Without the rounding
- *    emulation the gap is the activation quantization itself (a few % of max|ref| here).
- *  - prefill vs decode, 1 vs 2 threads, batch cut points: the same kernels on the same values,
- *    only the fp32 summation order differs (GEMM tile vs dot), which can flip an activation
- *    rounding: |diff| <= 1e-2 max|ref|; with F32 weights <= 1e-4 (1 + |ref|).
- *  - GEMM kernels vs the dot reference: both form exact integer block sums; fp32 accumulation of
- *    nb block terms: |diff| <= 4 (nb + 8) eps sum_b |term_b| (+1e-30). */
+ *    is left is the activation whose fp32 and double values fall on two sides of an int8 rounding
+ *    boundary: one step (~0.8% of its block's range), which later layers and positions carry on.
+ *    Without such a flip the gap is ~1e-7 max|ref|; with one, measured over 6 model seeds, both
+ *    model shapes and the three block types (this code and the free-order kernels before it) up
+ *    to 1.9e-2 max|ref| (the old 1e-2 bound held for seed 11 only by luck), so |diff| <= 5e-2
+ *    max|ref|. A structural error (a head, a RoPE pair, a scale, an offset) moves logits by tens of
+ *    % and fails it; the kernels themselves are checked bit for bit below.
+ *  - prefill vs token-by-token decode: llama.cpp's (and so tessera's) attention orders differ
+ *    between single-token and larger batches, so the same flips can occur: the same bounds
+ *    (F32 1e-4 (1 + max|ref|)).
+ *  - 1 vs 2 threads, and logits of a tail of the batch (eval_from): the same operations on the same
+ *    values, bit for bit. */
 #include <float.h>
 
 #include "llm/cpu_order.h"
@@ -56,9 +60,12 @@ static double err_ratio(const float *a, const double *ref, size_t n, double abs_
 
 static double max_diff_f(const float *a, const float *b, size_t n) { return tst_max_abs_diff(a, b, n); }
 
-static void check_forward(uint32_t wtype, const char *file, bool tied) {
+/* wide: head size 64 with 3 query heads on 1 KV head, so the AVX-512 attention item runs (grouped
+ * query heads in decode) and a 2-thread split of the q|k|v rows falls inside a head */
+static void check_forward(uint32_t wtype, const char *file, bool tied, bool wide) {
   tiny_cfg c = tiny_default(wtype);
   c.tied = tied;
+  if (wide) c.d = 192, c.ff = 256, c.n_head = 3, c.n_kv = 1, c.hd = 64;
   ts_llm_model *m = load_tiny(&c, file);
   if (!m) return;
   const int nv = ts_llm_model_config(m)->n_vocab;
@@ -69,6 +76,7 @@ static void check_forward(uint32_t wtype, const char *file, bool tied) {
   const double scale = max_abs(ref, (size_t)NSEQ * nv);
   const bool f32 = wtype == TS_QT_F32;
   float *all = tst_alloc_guarded((size_t)NSEQ * nv), *step = tst_alloc_guarded((size_t)NSEQ * nv);
+  float *one_thread = malloc((size_t)3 * NSEQ * nv * sizeof *one_thread);
   for (int threads = 1; threads <= 2; threads++) {
     ts_context *ctx;
     CHECK_OK(ts_context_create(&ctx, threads));
@@ -78,21 +86,24 @@ static void check_forward(uint32_t wtype, const char *file, bool tied) {
       if (!s) continue;
       tst_poison(all, (size_t)NSEQ * nv);
       CHECK_OK(ts_llm_eval(s, kSeq, NSEQ, 0, TS_LLM_LOGITS_ALL, all));
-      double w = f32 ? err_ratio(all, ref, (size_t)NSEQ * nv, 2e-4 * (1 + scale), 2e-4) : err_ratio(all, ref, (size_t)NSEQ * nv, 1e-2 * scale, 0);
+      double w = f32 ? err_ratio(all, ref, (size_t)NSEQ * nv, 2e-4 * (1 + scale), 2e-4) : err_ratio(all, ref, (size_t)NSEQ * nv, 5e-2 * scale, 0);
       CHECK(w <= 1, "%s tied=%d threads=%d batch=%d: prefill vs reference error ratio %.3g (scale %.3g)",
             ts_qtype_name(wtype), tied, threads, batch, w, scale);
+      if (threads == 1) memcpy(one_thread + (size_t)(batch == 1 ? 0 : batch == 4 ? 1 : 2) * NSEQ * nv, all, (size_t)NSEQ * nv * sizeof *all);
+      else
+        CHECK(!memcmp(one_thread + (size_t)(batch == 1 ? 0 : batch == 4 ? 1 : 2) * NSEQ * nv, all, (size_t)NSEQ * nv * sizeof *all),
+              "%s batch=%d: 1 and 2 threads give different logits", ts_qtype_name(wtype), batch);
       /* token-by-token decode over the same cache positions */
       tst_poison(step, (size_t)NSEQ * nv);
       for (int t = 0; t < NSEQ; t++) CHECK_OK(ts_llm_eval(s, &kSeq[t], 1, t, TS_LLM_LOGITS_LAST, step + (size_t)t * nv));
       double dd = max_diff_f(all, step, (size_t)NSEQ * nv);
-      CHECK(dd <= (f32 ? 1e-4 * (1 + scale) : 1e-2 * scale), "%s threads=%d batch=%d: prefill vs decode differ by %.3g",
+      CHECK(dd <= (f32 ? 1e-4 * (1 + scale) : 5e-2 * scale), "%s threads=%d batch=%d: prefill vs decode differ by %.3g",
             ts_qtype_name(wtype), threads, batch, dd);
       /* logits of the tail only: the same numbers */
       float *tail = tst_alloc_guarded((size_t)5 * nv);
       tst_poison(tail, (size_t)5 * nv);
       CHECK_OK(ts_llm_eval_from(s, kSeq, NSEQ, 0, NSEQ - 5, tail));
-      dd = max_diff_f(tail, all + (size_t)(NSEQ - 5) * nv, (size_t)5 * nv);
-      CHECK(dd <= (f32 ? 1e-5 * (1 + scale) : 1e-3 * scale), "eval_from tail differs by %.3g", dd);
+      CHECK(!memcmp(tail, all + (size_t)(NSEQ - 5) * nv, (size_t)5 * nv * sizeof *tail), "eval_from tail differs");
       CHECK(tst_guard_ok(tail, (size_t)5 * nv), "eval_from wrote past its logits");
       ts_free(tail);
       ts_llm_timing tm;
@@ -105,6 +116,7 @@ static void check_forward(uint32_t wtype, const char *file, bool tied) {
   CHECK(tst_guard_ok(all, (size_t)NSEQ * nv) && tst_guard_ok(step, (size_t)NSEQ * nv), "logits guard bytes overwritten");
   ts_free(all);
   ts_free(step);
+  free(one_thread);
   free(ref);
   ts_llm_model_free(m);
 }
@@ -169,32 +181,34 @@ static void check_attention(void) {
   ts__att_fn fast = ts__llm_ops_active()->att;
   for (int hi = 0; hi < 3; hi++)
     for (int pi = 0; pi < 8; pi++)
-      for (int one = 0; one <= 1; one++)
-        for (int m = 1; m <= (one ? 1 : TS__ATT_ROWS); m++) {
-          const int hd = hds[hi], p0 = p0s[pi], nk = p0 + m, ldk = 120, ldq = hd + 3, ldo = hd + 5;
-          const size_t sn = 2 * (size_t)((ldk + 63) & ~63) + 128;
+      for (int mode = 0; mode < 3; mode++) /* tokens of a batch; query heads of one KV head, decode or not */
+        for (int m = 1; m <= (mode ? 3 : TS__ATT_ROWS); m++) {
+          const int hd = hds[hi], p0 = p0s[pi], dp = mode == 0, one = mode == 1, ldk = 120, ldq = hd + 3, ldo = hd + 5;
+          const int64_t lds = ((ldk + 63) & ~63) + 64;
           uint16_t *KT = malloc((size_t)hd * ldk * 2), *V = malloc((size_t)ldk * hd * 2);
-          float *q = malloc((size_t)m * ldq * sizeof *q), *S = malloc(sn * sizeof *S);
+          float *q = malloc((size_t)m * ldq * sizeof *q), *S = malloc((size_t)m * lds * sizeof *S);
           float *o0 = tst_alloc_guarded((size_t)m * ldo), *o1 = tst_alloc_guarded((size_t)m * ldo);
           for (int i = 0; i < hd * ldk; i++) KT[i] = ts_f32_to_f16(ts_rng_normal(&r) * 0.3f);
           for (int i = 0; i < ldk * hd; i++) V[i] = ts_f32_to_f16(ts_rng_normal(&r));
           for (int i = 0; i < m * ldq; i++) q[i] = ts_rng_normal(&r) * 2.0f;
           tst_poison(o0, (size_t)m * ldo);
           tst_poison(o1, (size_t)m * ldo);
-          ts__att_item_ref(m, hd, p0, 0.125f, one, q, ldq, KT, ldk, V, S, o0, ldo);
-          fast(m, hd, p0, 0.125f, one, q, ldq, KT, ldk, V, S, o1, ldo);
+          ts__att_item it = {m, hd, p0, dp, one, 0.125f, q, ldq, KT, V, ldk, S, lds, o0, ldo};
+          ts__att_item_ref(&it);
+          it.out = o1;
+          fast(&it);
           int bad = 0;
           for (int rr = 0; rr < m; rr++)
             for (int i = 0; i < hd; i++) bad += memcmp(&o0[rr * ldo + i], &o1[rr * ldo + i], sizeof(float)) != 0;
-          CHECK(bad == 0 && nk <= ldk, "attention hd=%d p0=%d m=%d one=%d: %d outputs differ from the reference", hd, p0, m,
-                one, bad);
+          CHECK(bad == 0 && p0 + m <= ldk, "attention hd=%d p0=%d m=%d mode=%d: %d outputs differ from the reference", hd, p0,
+                m, mode, bad);
           CHECK(tst_guard_ok(o1, (size_t)m * ldo), "attention wrote past its output");
           free(KT), free(V), free(q), free(S);
           ts_free(o0), ts_free(o1);
         }
 }
 
-/* RoPE, SwiGLU and the vector exp of the active level vs their references, bit for bit; exp also
+/* RoPE, SwiGLU, RMSNorm and the vector exp of the active level vs their references, bit for bit; exp also
  * at its edges (underflow to 0 below -103.97, inf above 88.38, NaN through). */
 static void check_ops(void) {
   const ts__llm_ops *op = ts__llm_ops_active();
@@ -213,6 +227,13 @@ static void check_ops(void) {
     ts__swiglu_ref(n, g0, u);
     op->swiglu(n, g1, u);
     CHECK(!memcmp(g0, g1, (size_t)n * sizeof(float)), "swiglu n=%d differs from the reference", n);
+  }
+  for (int n = 1; n <= 600; n += n < 40 ? 1 : 97) {
+    float x[600], w[600], y0[600], y1[600];
+    for (int i = 0; i < n; i++) x[i] = ts_rng_normal(&r) * (i == 3 ? 300.0f : 1.0f), w[i] = ts_rng_normal(&r);
+    ts__rmsnorm_ref(n, x, w, 1e-5f, y0);
+    op->rmsnorm(n, x, w, 1e-5f, y1);
+    CHECK(!memcmp(y0, y1, (size_t)n * sizeof(float)), "rmsnorm n=%d differs from the reference", n);
   }
   CHECK(ts__vexpf(-110.0f) == 0.0f && isinf(ts__vexpf(100.0f)) && isnan(ts__vexpf(NAN)), "vexpf edge values");
   double worst = 0;
@@ -256,7 +277,7 @@ static void check_gemm(void) {
             act->prep_packed(n, T, q, gs);
             ts__pack_rows(type, W, P, rows, n);
           }
-          ts__qbatch qb = {n, T, q, d, sm, sx, gs};
+          ts__qbatch qb = {n, T, q, d, sm, sx, gs, NULL};
           float *y0 = tst_alloc_guarded((size_t)(T * rows)), *y1 = tst_alloc_guarded((size_t)(T * rows));
           tst_poison(y0, (size_t)(T * rows));
           tst_poison(y1, (size_t)(T * rows));
@@ -339,10 +360,12 @@ static void check_perplexity(void) {
 }
 
 int main(void) {
-  check_forward(TS_QT_F32, "llm_f32.gguf", true);
-  check_forward(TS_QT_Q4_1, "llm_q41.gguf", true);
-  check_forward(TS_QT_Q8_0, "llm_q80.gguf", false);
-  check_forward(TS_QT_Q4_0, "llm_q40.gguf", true);
+  check_forward(TS_QT_F32, "llm_f32.gguf", true, false);
+  check_forward(TS_QT_Q4_1, "llm_q41.gguf", true, false);
+  check_forward(TS_QT_Q8_0, "llm_q80.gguf", false, false);
+  check_forward(TS_QT_Q4_0, "llm_q40.gguf", true, false);
+  check_forward(TS_QT_Q4_1, "llm_q41w.gguf", true, true);
+  check_forward(TS_QT_F32, "llm_f32w.gguf", false, true);
   check_eval_errors();
   check_load_errors();
   check_gemm();

@@ -169,12 +169,18 @@ typedef struct ts_attn_tile {
 typedef struct ts_attn_blocks_opts {
   int32_t panel_rows;    /* most rows per panel (default 128) */
   ts_attn_tile residue;  /* tile of the residue segments (default 16 x 32) */
+  int32_t align;         /* panel boundaries at multiples of align rows (default 32; 1: at any block edge):
+                            a compact pass cuts its panel into sub-tiles from the panel's first row, and
+                            on a space-filling-curve order a sub-tile aligned to 16 or 32 rows is a square
+                            patch of tokens whose windows overlap most (window2d k = 13, Hilbert order:
+                            1.51 cells per allowed cell with cuts at block edges, 1.42 aligned) */
 } ts_attn_blocks_opts;
 ts_attn_blocks_opts ts_attn_blocks_opts_default(void);
 
 /* Variable-tile schedule from rectangular blocks (ts_block from reorder.h, e.g. ts_blocks_extract's
- * output; only the rectangle is read, nnz is ignored): block b runs with tiles[b]. Panel boundaries are chosen among block edges
- * (at most panel_rows apart, cutting as few blocks as possible); a block crossing a boundary is
+ * output; only the rectangle is read, nnz is ignored): block b runs with tiles[b]. Panel boundaries are chosen among
+ * block edges, or among multiples of opts.align when it is > 1 (at most panel_rows apart, cutting as
+ * few blocks as possible); a block crossing a boundary is
  * split into one segment per panel. Each panel lists its blocks (in the given order, which is the
  * ownership order where blocks overlap) and then residue segments that catch every allowed cell no
  * block covers. mask (n x n) may be NULL: then each panel gets one residue segment over all columns

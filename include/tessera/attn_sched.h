@@ -95,11 +95,13 @@ typedef struct ts_attn_sched_opts {
    * configuration. So the solver compares the families in this machine's seconds on this workload
    * (memory traffic, call overheads and lane use the block model misses), while the model still
    * ranks the tiles and pieces inside a family. Skipped when family_given (family_scale is used).
-   * GUARD (guard, on by default): after solving, the schedule is timed against the block-skip
-   * schedules (ts_attn_schedule_blockskip) of the 3 menu tiles the cost model ranks cheapest on the
-   * mask; when one of them is more than 3% faster it replaces the schedule (info.fallback; it
-   * runs dynamically, without a thread assignment). Costs planning time: 1 + nheights plans and
-   * 6 executes each, then 4 plans and 6 executes each. */
+   * GUARD (guard, on by default): after solving, the schedule is timed against the pure compact
+   * configurations (every piece merged into passes of one height, each height) and the block-skip
+   * schedules (ts_attn_schedule_blockskip) of the 3 menu tiles the cost model ranks cheapest on
+   * the mask; when one of them is more than 3% faster it replaces the schedule (info.fallback; it
+   * runs dynamically, without a thread assignment). Timings compare plans by the median of their
+   * ratios within a round (7 rounds). Costs planning time: 1 + nheights plans and 8 executes each,
+   * then 4 + nheights plans and 8 executes each. */
   int64_t calibrate_d;
   ts_dtype calibrate_dtype;
   bool guard;
@@ -128,7 +130,12 @@ typedef struct ts_attn_sched_info {
   double calib_ms;             /* time spent calibrating (part of ms) */
   bool guarded;                /* the guard ran */
   double guard_schedule_s, guard_fixed_s; /* its measurements: the solved schedule, the fastest fixed tile */
-  ts_attn_tile fallback;       /* the fixed tile that replaced the solved schedule ({0, 0}: none) */
+  double guard_fallback_s;     /* the measurement of what replaced it (fallback), else 0 */
+  ts_attn_tile fallback;       /* what replaced the solved schedule ({0, 0}: nothing): a fixed tile
+                                  (fallback_kind MIXED: block skip) or a pass (COMPACT: every panel one
+                                  pass of fallback.br rows, items of fallback.bc keys); the makespan and
+                                  total above describe the solved schedule */
+  int fallback_kind;
   double guard_ms;             /* time spent in the guard (part of ms) */
   int64_t greedy_merged, greedy_compact_panels;
   double ilp_makespan;         /* makespan of the ILP's solution (NAN if none) */

@@ -107,11 +107,14 @@ ts_status ts_llm_eval_from(ts_llm_state *s, const int32_t *tokens, int n, int po
 
 /* Wall time spent per phase since the state was created or reset (seconds; the decode-time
  * breakdown `tessera llm bench` prints): matmuls of the attention block, the attention itself, the
- * MLP matmuls, the output projection, and everything else (norms, RoPE, residuals, quantization,
- * barrier waits), summed over the calls. Thread 0's clock. */
+ * MLP matmuls, the output projection, and everything else (embedding), summed over the calls,
+ * thread 0's clock (each phase includes its norm, quantization and closing barrier). `wait`: the
+ * time a thread spent waiting at the barriers, averaged over the threads (included in the
+ * phases: imbalance, or a partner thread descheduled). */
 typedef struct ts_llm_timing {
   double qkv, attn, wo, mlp, output, other, total;
   int64_t tokens, calls;
+  double wait;
 } ts_llm_timing;
 void ts_llm_state_timing(const ts_llm_state *s, ts_llm_timing *t);
 void ts_llm_state_timing_reset(ts_llm_state *s);

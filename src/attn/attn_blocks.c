@@ -16,7 +16,7 @@ int ts_attn_default_menu(const ts_attn_tile **menu) {
 }
 
 ts_attn_blocks_opts ts_attn_blocks_opts_default(void) {
-  ts_attn_blocks_opts o = {.panel_rows = 128, .residue = {16, 32}};
+  ts_attn_blocks_opts o = {.panel_rows = 128, .residue = {16, 32}, .align = 32};
   return o;
 }
 
@@ -79,9 +79,11 @@ static int64_t count_below(const int64_t *a, int64_t n, int64_t v) {
   return lo;
 }
 
-/* Panel cuts: from p0, the cut among block edges in [p0 + H/2, p0 + H] (and p0 + H itself) that
- * splits the fewest blocks, the largest such cut on ties. cuts: [npanels + 1]. */
-static ts_status choose_cuts(int64_t n, const ts_block *bl, int64_t nb, int64_t H, int64_t **cuts_out, int64_t *np_out) {
+/* Panel cuts: from p0, the cut among block edges (align 1) or multiples of align in [p0 + H/2,
+ * p0 + H] (and p0 + H itself) that splits the fewest blocks, the largest such cut on ties. cuts:
+ * [npanels + 1]. H is a multiple of align (rounded up by the caller). */
+static ts_status choose_cuts(int64_t n, const ts_block *bl, int64_t nb, int64_t H, int64_t align, int64_t **cuts_out,
+                             int64_t *np_out) {
   int64_t *starts = malloc((size_t)(nb + 1) * sizeof *starts), *ends = malloc((size_t)(nb + 1) * sizeof *ends);
   /* every cut advances by at least max(1, H/2) rows, except the last */
   int64_t cap = n / (H / 2 > 1 ? H / 2 : 1) + 2;
@@ -106,7 +108,13 @@ static ts_status choose_cuts(int64_t n, const ts_block *bl, int64_t nb, int64_t 
     int64_t hi = p0 + H < n ? p0 + H : n, lo = p0 + (H / 2 > 1 ? H / 2 : 1);
     /* crossing(c) = blocks with start < c < end = #(start < c) - #(end <= c) */
     int64_t best = hi, bestx = count_below(starts, nb, hi) - count_below(ends, nb, hi + 1);
-    for (int64_t k = count_below(cand, nc, lo); k < nc && cand[k] < hi; k++) {
+    if (align > 1) { /* multiples of align in [lo, hi) */
+      for (int64_t c = (lo + align - 1) / align * align; c < hi; c += align) {
+        int64_t x = count_below(starts, nb, c) - count_below(ends, nb, c + 1);
+        if (x < bestx || (x == bestx && c > best)) best = c, bestx = x;
+      }
+    }
+    for (int64_t k = count_below(cand, nc, lo); align <= 1 && k < nc && cand[k] < hi; k++) {
       int64_t c = cand[k], x = count_below(starts, nb, c) - count_below(ends, nb, c + 1);
       if (x < bestx || (x == bestx && c > best)) best = c, bestx = x;
     }
@@ -169,6 +177,8 @@ static ts_status check_blocks(int64_t n, const ts_block *bl, const ts_attn_tile 
   }
   if (o->panel_rows < 1)
     return ts_error(TS_ERR_INVALID_ARG, "attn blocks: panel_rows = %d must be >= 1", o->panel_rows);
+  if (o->align < 1 || o->align > TS_ATTN_TILE_MAX)
+    return ts_error(TS_ERR_INVALID_ARG, "attn blocks: align = %d is not in [1, %d]", o->align, TS_ATTN_TILE_MAX);
   if (o->residue.br < 1 || o->residue.br > TS_ATTN_TILE_MAX || o->residue.bc < 1 || o->residue.bc > TS_ATTN_TILE_MAX)
     return ts_error(TS_ERR_INVALID_ARG, "attn blocks: residue tile %d x %d is not in [1, %d]^2", o->residue.br, o->residue.bc,
                     TS_ATTN_TILE_MAX);
@@ -185,7 +195,8 @@ ts_status ts_attn_schedule_from_blocks(ts_attn_schedule *s, int64_t n, const ts_
   ts_attn_blocks_opts o = opts ? *opts : ts_attn_blocks_opts_default();
   TS_TRY(check_blocks(n, bl, tiles, nb, mask, &o));
   int64_t *cuts = NULL, np = 0;
-  TS_TRY(choose_cuts(n, bl, nb, o.panel_rows, &cuts, &np));
+  const int64_t H = ((int64_t)o.panel_rows + o.align - 1) / o.align * o.align;
+  TS_TRY(choose_cuts(n, bl, nb, H, o.align, &cuts, &np));
   int64_t *rc = malloc((size_t)np * 2 * sizeof *rc); /* residue span per panel */
   int64_t *ids = malloc((size_t)(nb ? nb : 1) * sizeof *ids); /* blocks meeting the panel */
   uint64_t *row = mask ? malloc((size_t)((n + 63) / 64) * sizeof *row) : NULL;

@@ -30,10 +30,11 @@ ts_status ts__attn_time_block(ts__attn_timer *t, const ts_bitmap *cells, ts_attn
 /* Median seconds of ts_attn_execute of `plan` (made for n <= nmax tokens, any thread count; t's
  * one-thread context runs it) on batch = heads = 1. */
 ts_status ts__attn_time_plan(ts__attn_timer *t, ts_attn_plan *plan, int64_t n, double *seconds);
-/* Plans side by side: one warm-up call each, then `rounds` rounds timing every plan once in turn;
- * seconds[i] = plan i's fastest call (all made for n <= nmax tokens, run on batch = heads = 1).
- * Interleaved minima: on a shared machine a burst of load hits one round of every plan alike, not
- * one plan's whole measurement, and the minimum reads the run least disturbed. */
+/* Plans side by side: one warm-up call each, then `rounds` rounds (<= 64) timing every plan once in
+ * turn (all made for n <= nmax tokens, run on batch = heads = 1). seconds[i] = plan 0's fastest
+ * call x the median over the rounds of (plan i's call / plan 0's call in the same round): on a
+ * shared machine the calls of one round see about the same load, so their ratios stay steady
+ * while the times themselves move by tens of percent with what else runs. */
 ts_status ts__attn_time_plans(ts__attn_timer *t, ts_attn_plan *const *plans, int np, int64_t n, int rounds, double *seconds);
 /* The same panels with no segment over an empty rows x cols mask: the call and panel overhead. */
 ts_status ts__attn_time_empty(ts__attn_timer *t, int64_t rows, int64_t cols, double *seconds);

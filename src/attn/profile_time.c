@@ -101,15 +101,29 @@ ts_status ts__attn_time_plan(ts__attn_timer *t, ts_attn_plan *plan, int64_t n, d
 ts_status ts__attn_time_plans(ts__attn_timer *t, ts_attn_plan *const *plans, int np, int64_t n, int rounds, double *seconds) {
   if (n > t->nmax)
     return ts_error(TS_ERR_INVALID_ARG, "attn profile: plans for n = %lld on a timer for %lld", (long long)n, (long long)t->nmax);
+  if (np < 1 || rounds < 1 || rounds > 64) return ts_error(TS_ERR_INVALID_ARG, "attn profile: %d plans, %d rounds", np, rounds);
+  double *tm = malloc((size_t)np * (size_t)rounds * sizeof *tm), ratio[64];
+  if (!tm) return ts_error(TS_ERR_OOM, "attn profile: %d x %d timings", np, rounds);
   ts_status st = TS_OK;
-  for (int i = 0; st == TS_OK && i < np; i++) st = run_once(t, plans[i], n), seconds[i] = 1e300;
+  for (int i = 0; st == TS_OK && i < np; i++) st = run_once(t, plans[i], n);
   for (int r = 0; st == TS_OK && r < rounds; r++)
     for (int i = 0; st == TS_OK && i < np; i++) {
       double t0 = clock_now(t->wall_clock);
       st = run_once(t, plans[i], n);
       double dt = clock_now(t->wall_clock) - t0;
-      if (dt < seconds[i]) seconds[i] = dt > 1e-9 ? dt : 1e-9;
+      tm[i * rounds + r] = dt > 1e-9 ? dt : 1e-9;
     }
+  if (st == TS_OK) {
+    double m0 = tm[0];
+    for (int r = 1; r < rounds; r++) m0 = tm[r] < m0 ? tm[r] : m0;
+    for (int i = 0; i < np; i++) {
+      for (int r = 0; r < rounds; r++) ratio[r] = tm[i * rounds + r] / tm[r];
+      qsort(ratio, (size_t)rounds, sizeof *ratio, cmp_double);
+      double med = rounds % 2 ? ratio[rounds / 2] : 0.5 * (ratio[rounds / 2 - 1] + ratio[rounds / 2]);
+      seconds[i] = m0 * med;
+    }
+  }
+  free(tm);
   return st;
 }
 

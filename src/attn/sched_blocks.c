@@ -235,7 +235,7 @@ ts_status ts_attn_schedule_solve(const ts_blocks *blk, const ts_bitmap *mask, co
   }
   if (st == TS_OK) st = ts_attn_schedule_set_threads(out, thread);
   double tg = ts_now();
-  if (st == TS_OK && o.calibrate_d > 0 && o.guard) st = ts__sched_guard(mask, &o, menu, nmenu, out, &inf);
+  if (st == TS_OK && o.calibrate_d > 0 && o.guard) st = ts__sched_guard(&B, &pb, &o, out, &inf);
   inf.guard_ms = inf.guarded ? (ts_now() - tg) * 1e3 : 0.0;
   if (st == TS_OK && info) {
     inf.nblocks = nb;

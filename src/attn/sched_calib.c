@@ -6,12 +6,15 @@
  *    L2/L3 instead of L1, the lanes an 8-row sub-tile leaves idle (free on Zen 4's half-rate zmm
  *    FMAs, not on Zen 5's full-rate ones), and the call and item overheads of thousands of small
  *    segments.
- *  - GUARD: the solved schedule is timed against the block-skip schedules of the fixed tiles the
- *    cost model ranks cheapest on this (reordered) mask, and the fastest is kept: on masks where
- *    one tile fits everywhere (a band: window1d) the per-block model can rank a mix of tiles and
- *    passes above it when it is not, and a measurement settles it.
- * All timings: plans side by side in interleaved rounds, fastest call each (ts__attn_time_plans),
- * thread CPU time, batch = heads = 1. */
+ *  - GUARD: the solved schedule is timed against the pure compact configurations (everything in
+ *    passes of one height) and the block-skip schedules of the fixed tiles the cost model ranks
+ *    cheapest on this (reordered) mask, and the fastest is kept: the per-piece choices rest on a
+ *    model of blocks timed alone, which misprices thousands of small pieces (window2d k = 7: a
+ *    schedule with 1467 standalone 16 x 128 pieces measured 0.99 ms where everything merged at 16
+ *    rows took 0.64 and fixed 16 x 16 tiles 0.92, one head, one thread), and on masks where one
+ *    tile fits everywhere (a band: window1d) the fixed tile can win.
+ * All timings: plans side by side in interleaved rounds, compared by the median of their ratios to
+ * the first plan within a round (ts__attn_time_plans), thread CPU time, batch = heads = 1. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,50 +23,65 @@
 #include "attn/sched_internal.h"
 
 /* Rounds of the interleaved timings. */
-#define CALIB_ROUNDS 5
+#define CALIB_ROUNDS 7
 /* Fixed tiles the guard times, and the margin a fixed tile must win by to replace the schedule
  * (below it the difference is noise, and the solved schedule keeps its thread assignment). */
 #define GUARD_TILES 3
 #define GUARD_MARGIN 0.03
 
+/* Pure configuration c of pb into choice/height: c < nh everything merged into passes of height c,
+ * c = nh every piece standalone at its cheapest tile (residue passes at heights[0], or MIXED).
+ * *pred: the configuration's predicted total; *pred_r (c = nh): the part that is residue passes. */
+static void pure_config(const ts_attn_sched_problem *pb, int c, int *choice, int *height, double *pred, double *pred_r) {
+  const int64_t ni = pb->npieces, np = pb->npanels;
+  const int nh = pb->nheights, nt = pb->ntiles;
+  *pred = *pred_r = 0;
+  for (int64_t i = 0; i < ni; i++) {
+    if (c < nh) {
+      choice[i] = nt + c, *pred += pb->merge[i * nh + c];
+      continue;
+    }
+    int best = 0;
+    for (int t = 1; t < nt; t++)
+      if (pb->cost[i * nt + t] < pb->cost[i * nt + best]) best = t;
+    choice[i] = best, *pred += pb->cost[i * nt + best];
+  }
+  for (int64_t p = 0; p < np; p++) {
+    if (c < nh) {
+      height[p] = c, *pred += pb->open ? pb->open[p * nh + c] : 0.0;
+      continue;
+    }
+    bool open = nh > 0 && pb->must_open && pb->must_open[p];
+    height[p] = open ? 0 : -1;
+    if (open && pb->open) *pred_r += pb->open[p * nh];
+    if (pb->base) *pred += pb->base[p];
+  }
+}
+
+/* Plans pure configuration c (see pure_config) on T's context. */
+static ts_status pure_plan(const ts__sched_build *B, const ts_attn_sched_problem *pb, int c, ts__attn_timer *T, int *choice,
+                           int *height, double *pred, double *pred_r, ts_attn_plan **plan, ts_attn_schedule *keep) {
+  pure_config(pb, c, choice, height, pred, pred_r);
+  ts_attn_schedule s;
+  TS_TRY(ts__sched_build_schedule(B, choice, height, &s));
+  ts_status st = ts_attn_plan_create(plan, T->ctx, &s, B->mask, T->d);
+  if (keep && st == TS_OK) *keep = s;
+  else ts_attn_schedule_free(&s);
+  return st;
+}
+
 ts_status ts__sched_calibrate(const ts__sched_build *B, const ts_attn_sched_problem *pb, const ts_attn_sched_opts *o,
                               double *scale) {
   const int64_t ni = pb->npieces, np = pb->npanels, n = B->mask->rows;
-  const int nh = pb->nheights, nt = pb->ntiles, nconf = nh + 1;
+  const int nh = pb->nheights, nconf = nh + 1;
   ts__attn_timer T;
   TS_TRY(ts__attn_timer_init(&T, n, o->calibrate_d, o->calibrate_dtype, 1, 1, 0.0, false));
   int *choice = malloc((size_t)(ni ? ni : 1) * sizeof *choice), *height = malloc((size_t)np * sizeof *height);
   ts_attn_plan *plans[5] = {0};
-  double pred[5] = {0}, meas[5], pred_r = 0;
+  double pred[5] = {0}, meas[5], pred_r = 0, unused;
   ts_status st = choice && height ? TS_OK : ts_error(TS_ERR_OOM, "attn calibration: cannot allocate %lld pieces", (long long)ni);
-  for (int c = 0; c < nconf && st == TS_OK; c++) { /* c < nh: everything merged at height c; c = nh: standalone */
-    for (int64_t i = 0; i < ni; i++) {
-      if (c < nh) {
-        choice[i] = nt + c, pred[c] += pb->merge[i * nh + c];
-        continue;
-      }
-      int best = 0; /* every piece standalone at its cheapest tile; residue passes at heights[0] (or MIXED) */
-      for (int t = 1; t < nt; t++)
-        if (pb->cost[i * nt + t] < pb->cost[i * nt + best]) best = t;
-      choice[i] = best, pred[c] += pb->cost[i * nt + best];
-    }
-    for (int64_t p = 0; p < np; p++) {
-      if (c < nh) {
-        height[p] = c, pred[c] += pb->open ? pb->open[p * nh + c] : 0.0;
-        continue;
-      }
-      bool open = nh > 0 && pb->must_open && pb->must_open[p];
-      height[p] = open ? 0 : -1;
-      if (open && pb->open) pred_r += pb->open[p * nh];
-      if (pb->base) pred[c] += pb->base[p];
-    }
-    ts_attn_schedule s;
-    st = ts__sched_build_schedule(B, choice, height, &s);
-    if (st == TS_OK) {
-      st = ts_attn_plan_create(&plans[c], T.ctx, &s, B->mask, T.d);
-      ts_attn_schedule_free(&s);
-    }
-  }
+  for (int c = 0; c < nconf && st == TS_OK; c++)
+    st = pure_plan(B, pb, c, &T, choice, height, &pred[c], c == nh ? &pred_r : &unused, &plans[c], NULL);
   if (st == TS_OK) st = ts__attn_time_plans(&T, plans, nconf, n, CALIB_ROUNDS, meas);
   if (st == TS_OK) {
     for (int h = 0; h < nh; h++) scale[1 + h] = pred[h] > 0 ? meas[h] / pred[h] : 1.0;
@@ -78,56 +96,69 @@ ts_status ts__sched_calibrate(const ts__sched_build *B, const ts_attn_sched_prob
   return st;
 }
 
-ts_status ts__sched_guard(const ts_bitmap *mask, const ts_attn_sched_opts *o, const ts_attn_tile *menu, int nmenu,
+ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem *pb, const ts_attn_sched_opts *o,
                           ts_attn_schedule *s, ts_attn_sched_info *info) {
-  const int64_t n = mask->rows;
-  const int ng = nmenu < GUARD_TILES ? nmenu : GUARD_TILES;
+  const ts_bitmap *mask = B->mask;
+  const int64_t n = mask->rows, ni = pb->npieces, np = pb->npanels;
+  const int nmenu = B->nmenu, nf = nmenu < GUARD_TILES ? nmenu : GUARD_TILES, nh = pb->nheights;
+  const ts_attn_tile *menu = B->menu;
   ts_attn_cost_fn cost = o->cost ? o->cost : ts_attn_cost_default;
-  double *pred = malloc((size_t)nmenu * sizeof *pred);
+  /* candidates: [0] the solved schedule, [1 .. nh] everything in passes of each height, then the
+   * nf fixed tiles the model ranks cheapest */
+  const int nc = 1 + nh + nf;
+  double *pred = malloc((size_t)nmenu * sizeof *pred), meas[1 + 4 + GUARD_TILES], unused;
+  int *choice = malloc((size_t)(ni ? ni : 1) * sizeof *choice), *height = malloc((size_t)np * sizeof *height);
   int best[GUARD_TILES];
-  ts_attn_schedule fs[GUARD_TILES] = {{0}};
-  ts_attn_plan *plans[GUARD_TILES + 1] = {0};
-  double meas[GUARD_TILES + 1];
+  ts_attn_schedule cand[1 + 4 + GUARD_TILES];
+  ts_attn_plan *plans[1 + 4 + GUARD_TILES] = {0};
+  memset(cand, 0, sizeof cand);
   ts__attn_timer T;
   memset(&T, 0, sizeof T);
-  ts_status st = pred ? TS_OK : ts_error(TS_ERR_OOM, "attn guard: cannot allocate %d predictions", nmenu);
+  ts_status st = pred && choice && height ? TS_OK : ts_error(TS_ERR_OOM, "attn guard: cannot allocate %d predictions", nmenu);
   for (int t = 0; t < nmenu && st == TS_OK; t++) { /* the model's total of each fixed tile on this mask */
     ts_attn_schedule b;
     st = ts_attn_schedule_blockskip(&b, n, menu[t].br, menu[t].bc);
     if (st == TS_OK) st = ts_attn_schedule_predict(&b, mask, cost, o->cost_user, 1, NULL, &pred[t]);
     ts_attn_schedule_free(&b);
   }
-  for (int g = 0; g < ng && st == TS_OK; g++) { /* the ng cheapest (selection; ties: menu order) */
+  for (int g = 0; g < nf && st == TS_OK; g++) { /* the nf cheapest (selection; ties: menu order) */
     best[g] = -1;
     for (int t = 0; t < nmenu; t++) {
       bool used = false;
       for (int u = 0; u < g; u++) used |= best[u] == t;
       if (!used && (best[g] < 0 || pred[t] < pred[best[g]])) best[g] = t;
     }
-    st = ts_attn_schedule_blockskip(&fs[g], n, menu[best[g]].br, menu[best[g]].bc);
+    st = ts_attn_schedule_blockskip(&cand[1 + nh + g], n, menu[best[g]].br, menu[best[g]].bc);
   }
   if (st == TS_OK) st = ts__attn_timer_init(&T, n, o->calibrate_d, o->calibrate_dtype, 1, 1, 0.0, false);
   if (st == TS_OK) st = ts_attn_plan_create(&plans[0], T.ctx, s, mask, T.d);
-  for (int g = 0; g < ng && st == TS_OK; g++) st = ts_attn_plan_create(&plans[1 + g], T.ctx, &fs[g], mask, T.d);
-  if (st == TS_OK) st = ts__attn_time_plans(&T, plans, 1 + ng, n, CALIB_ROUNDS, meas);
+  for (int h = 0; h < nh && st == TS_OK; h++)
+    st = pure_plan(B, pb, h, &T, choice, height, &unused, &unused, &plans[1 + h], &cand[1 + h]);
+  for (int g = 0; g < nf && st == TS_OK; g++) st = ts_attn_plan_create(&plans[1 + nh + g], T.ctx, &cand[1 + nh + g], mask, T.d);
+  if (st == TS_OK) st = ts__attn_time_plans(&T, plans, nc, n, CALIB_ROUNDS, meas);
   if (st == TS_OK) {
-    int w = 0;
-    for (int g = 1; g <= ng; g++)
-      if (meas[g] < meas[w]) w = g;
+    int w = 0, wf = 1 + nh;
+    for (int c = 1; c < nc; c++)
+      if (meas[c] < meas[w]) w = c;
+    for (int c = 1 + nh; c < nc; c++)
+      if (meas[c] < meas[wf]) wf = c;
     info->guarded = true;
     info->guard_schedule_s = meas[0];
-    info->guard_fixed_s = w ? meas[w] : 1e300;
-    for (int g = 1; g <= ng; g++) info->guard_fixed_s = meas[g] < info->guard_fixed_s ? meas[g] : info->guard_fixed_s;
-    if (w > 0 && meas[w] < (1 - GUARD_MARGIN) * meas[0]) { /* a fixed tile wins: it replaces the schedule */
+    info->guard_fixed_s = nf > 0 ? meas[wf] : 1e300;
+    if (w > 0 && meas[w] < (1 - GUARD_MARGIN) * meas[0]) { /* an alternative wins: it replaces the schedule */
       ts_attn_schedule_free(s);
-      *s = fs[w - 1];
-      memset(&fs[w - 1], 0, sizeof fs[w - 1]);
-      info->fallback = menu[best[w - 1]];
+      *s = cand[w];
+      memset(&cand[w], 0, sizeof cand[w]);
+      info->guard_fallback_s = meas[w];
+      if (w > nh) info->fallback = menu[best[w - 1 - nh]], info->fallback_kind = TS_ATTN_SEG_MIXED;
+      else info->fallback = (ts_attn_tile){o->heights[w - 1], o->compact_bc}, info->fallback_kind = TS_ATTN_SEG_COMPACT;
     }
   }
-  for (int g = 0; g <= ng; g++) ts_attn_plan_destroy(plans[g]);
-  for (int g = 0; g < ng; g++) ts_attn_schedule_free(&fs[g]);
+  for (int c = 0; c < nc; c++) {
+    ts_attn_plan_destroy(plans[c]);
+    if (c > 0) ts_attn_schedule_free(&cand[c]);
+  }
   if (T.ctx) ts__attn_timer_free(&T);
-  free(pred);
+  free(pred), free(choice), free(height);
   return st;
 }

@@ -63,10 +63,11 @@ ts_status ts__sched_build_schedule(const ts__sched_build *B, const int *choice, 
  * pure configurations of pb (costs as built for B). */
 ts_status ts__sched_calibrate(const ts__sched_build *B, const ts_attn_sched_problem *pb, const ts_attn_sched_opts *o,
                               double *scale);
-/* Times schedule s against the block-skip schedules of the menu tiles the cost model ranks
- * cheapest on mask and replaces s by the fastest of them when it is measured faster by a margin
- * (info: guarded, guard_schedule_s, guard_fixed_s, fallback). */
-ts_status ts__sched_guard(const ts_bitmap *mask, const ts_attn_sched_opts *o, const ts_attn_tile *menu, int nmenu,
+/* Times the solved schedule s against the pure compact configurations of pb and the block-skip
+ * schedules of the menu tiles the cost model ranks cheapest on B->mask, and replaces s by the
+ * fastest of them when it is measured faster by a margin (info: guarded, guard_schedule_s,
+ * guard_fixed_s, fallback, fallback_kind). */
+ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem *pb, const ts_attn_sched_opts *o,
                           ts_attn_schedule *s, ts_attn_sched_info *info);
 
 /* ---- compact pricing (sched_compact.c) ---------------------------------------------------- */

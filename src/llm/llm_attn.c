@@ -3,15 +3,18 @@
  * for bit.
  *
  * Cache (llm_internal.h): K^T [hd][n_ctx] and V [n_ctx][hd] per layer and KV head, fp16. A work
- * item is one query head and up to TS__ATT_ROWS consecutive tokens (rows r at positions p0 + r);
- * row r sees keys j < valid = p0 + r + 1:
+ * item is rows of one KV head: up to TS__ATT_ROWS consecutive tokens of one query head (rows r at
+ * positions p0 + r), or in decode the query heads sharing the KV head (all at p0); a row at
+ * position p sees keys j < valid = p + 1:
  *   s[j]  = dot(fp16(q[r]), K[j]) * scale           dot_f16_one (single-token batch) / _many
  *   e[j]  = vexpf(s[j] - max s), summed per 16 keys (sum16) into a double, keys from 0
  *   P[j]  = fp16(e[j] * fp32(1 / sum))
  *   o[i]  = dot over keys of P[j] V[j][i]            dot_f16_one / _many again
  * (llama.cpp scores a zero-padded key range of a multiple of 256: the masked keys' P = 0 terms
  * leave every sum unchanged, so they are left out here.) Items run largest first (the last chunk
- * sees the most keys), item i on thread i % nrun. Decode (T = 1) is one item per query head. The
+ * sees the most keys), item i on thread i % nrun. Decode gives each thread a contiguous range of
+ * query heads, and an item is those of them that share a KV head (GQA), so each K and V line is
+ * read from memory once per thread. The
  * AVX-512 item (llm_attn_avx512.c) equals this reference bit for bit (tests/test_llm.c). */
 #include <math.h>
 #include <string.h>
@@ -59,24 +62,63 @@ static void softmax_row(float *s, int valid) {
   for (int j = 0; j < valid; j++) s[j] = r16(s[j] * inv);
 }
 
-void ts__att_item_ref(int m, int hd, int p0, float scale, int one, const float *q, int64_t ldq, const uint16_t *KT,
-                      int64_t ldk, const uint16_t *V, float *S, float *out, int64_t ldo) {
-  float qr[1024], col[1024]; /* hd <= 1024 (llm_model.c checks key_length) */
-  float *vcol = S + ((p0 + m + 63) & ~63);  /* keys' values of one dimension, zero-padded */
-  for (int r = 0; r < m; r++) {
-    const int valid = p0 + r + 1, nk = (valid + 63) & ~63;
-    for (int i = 0; i < hd; i++) qr[i] = r16(q[(size_t)r * (size_t)ldq + (size_t)i]);
+void ts__att_item_ref(const ts__att_item *it) {
+  const int hd = it->hd;
+  float qr[1024], col[1024], vcol[1024]; /* hd <= 1024 (llm_model.c checks key_length) */
+  for (int r = 0; r < it->m; r++) {
+    const int valid = it->p0 + r * it->dp + 1, nk = (valid + 63) & ~63;
+    float *S = it->S + (size_t)r * (size_t)it->lds;
+    for (int i = 0; i < hd; i++) qr[i] = r16(it->q[(size_t)r * (size_t)it->ldq + (size_t)i]);
     for (int j = 0; j < valid; j++) {
-      for (int i = 0; i < hd; i++) col[i] = ts_f16_to_f32(KT[(size_t)i * (size_t)ldk + (size_t)j]);
-      S[j] = (one ? dot_one(hd, qr, col) : dot_many(hd, qr, col)) * scale;
+      for (int i = 0; i < hd; i++) col[i] = ts_f16_to_f32(it->KT[(size_t)i * (size_t)it->ldk + (size_t)j]);
+      S[j] = (it->one ? dot_one(hd, qr, col) : dot_many(hd, qr, col)) * it->scale;
     }
     softmax_row(S, valid);
     for (int j = valid; j < nk; j++) S[j] = 0.0f;
     for (int i = 0; i < hd; i++) {
-      for (int j = 0; j < nk; j++) vcol[j] = j < valid ? ts_f16_to_f32(V[(size_t)j * (size_t)hd + (size_t)i]) : 0.0f;
-      /* the keys dot runs over the zero-padded range: P = 0 terms change nothing */
-      out[(size_t)r * (size_t)ldo + (size_t)i] = one ? dot_one(nk, S, vcol) : dot_many((valid + 15) & ~15, S, vcol);
+      /* o_i = the keys dot of P and dimension i of V, over the zero-padded key range (P = 0 terms
+       * change nothing), in both orders' accumulators; V's column gathered 1024 keys at a time */
+      float acc_one[4][16] = {{0}}, acc_many[16] = {0};
+      for (int c0 = 0; c0 < nk; c0 += 1024) {
+        const int n = nk - c0 < 1024 ? nk - c0 : 1024;
+        for (int j = 0; j < n; j++)
+          vcol[j] = c0 + j < valid ? ts_f16_to_f32(it->V[(size_t)(c0 + j) * (size_t)hd + (size_t)i]) : 0.0f;
+        for (int j = 0; j < n; j++) { /* the two orders' accumulators, key c0 + j */
+          const int k = c0 + j;
+          acc_one[(k >> 4) & 3][k & 15] = fmaf(S[k], vcol[j], acc_one[(k >> 4) & 3][k & 15]);
+          if (k < ((valid + 15) & ~15)) acc_many[k & 15] = fmaf(S[k], vcol[j], acc_many[k & 15]);
+        }
+      }
+      float o;
+      if (it->one) {
+        float a16[16];
+        for (int l = 0; l < 16; l++) a16[l] = (acc_one[0][l] + acc_one[2][l]) + (acc_one[1][l] + acc_one[3][l]);
+        o = ts__sum16(a16);
+      } else {
+        o = ts__sum16(acc_many);
+      }
+      it->out[(size_t)r * (size_t)it->ldo + (size_t)i] = o;
     }
+  }
+}
+
+void ts__att_heads(const ts_llm_state *s, int tid, int *h0, int *h1) {
+  const int nh = s->m->cfg.n_head;
+  *h0 = (int)((int64_t)nh * tid / s->nrun);
+  *h1 = (int)((int64_t)nh * (tid + 1) / s->nrun);
+}
+
+void ts__att_queue_kv(ts_llm_state *s, int tid, int l, int pos) {
+  const ts_llm_config *c = &s->m->cfg;
+  const int hd = c->head_dim, nkv = c->n_head_kv, G = c->n_head / nkv;
+  int h0, h1;
+  ts__att_heads(s, tid, &h0, &h1);
+  ts__pfq *q = &s->tb[tid].pf;
+  for (int kh = h0 / G; h1 > h0 && kh <= (h1 - 1) / G; kh++) {
+    const size_t base = ((size_t)l * (size_t)nkv + (size_t)kh) * (size_t)hd * (size_t)s->n_ctx;
+    /* K^T: hd rows of pos + 1 keys; V: pos + 1 rows of hd values */
+    ts__pfq_add(q, s->kc + base, (int64_t)(pos + 1) * 2, (int64_t)s->n_ctx * 2, hd, 0);
+    ts__pfq_add(q, s->vc + base, (int64_t)(pos + 1) * hd * 2, 0, 1, 0);
   }
 }
 
@@ -86,16 +128,48 @@ void ts__llm_attention(ts_llm_state *s, int l, int T, int pos, int tid) {
   const int64_t ldo = (int64_t)nh * hd;
   const int nchunks = (T + TS__ATT_ROWS - 1) / TS__ATT_ROWS;
   const float scale = 1.0f / sqrtf((float)hd);
-  float *S = s->scores + (size_t)tid * (size_t)s->scores_ld;
+  ts__att_item it = {.hd = hd, .one = T == 1, .scale = scale, .ldk = s->n_ctx, .lds = s->scores_ld,
+                     .S = s->scores + (size_t)tid * TS__ATT_ROWS * (size_t)s->scores_ld};
+  if (T == 1) {
+    /* decode: the thread's contiguous heads, grouped by KV head (rows = query heads sharing it, so
+     * its K and V lines are read once from memory for all of them) */
+    int h0, h1;
+    ts__att_heads(s, tid, &h0, &h1);
+    for (int h = h0; h < h1;) {
+      const int kh = h / G, he = (kh + 1) * G < h1 ? (kh + 1) * G : h1;
+      const size_t base = ((size_t)l * (size_t)nkv + (size_t)kh) * (size_t)hd * (size_t)s->n_ctx;
+      it.m = he - h;
+      it.p0 = pos;
+      it.dp = 0;
+      it.q = s->qkv + (size_t)h * (size_t)hd;
+      it.ldq = hd;
+      it.KT = s->kc + base;
+      it.V = s->vc + base;
+      it.out = s->att + (size_t)h * (size_t)hd;
+      it.ldo = hd;
+      s->ops->att(&it);
+      ts__pfq_pump(&s->tb[tid].pf, 32); /* wo's first lines meanwhile */
+      h = he;
+    }
+    return;
+  }
+  /* batches: (chunk of TS__ATT_ROWS tokens, head) items round robin, largest chunks first */
   int item = 0;
   for (int ch = nchunks - 1; ch >= 0; ch--) {
     const int t0 = ch * TS__ATT_ROWS, m = T - t0 < TS__ATT_ROWS ? T - t0 : TS__ATT_ROWS;
     for (int h = 0; h < nh; h++, item++) {
       if (item % s->nrun != tid) continue;
-      const int kh = h / G;
-      const size_t base = ((size_t)l * (size_t)nkv + (size_t)kh) * (size_t)hd * (size_t)s->n_ctx;
-      s->ops->att(m, hd, pos + t0, scale, T == 1, s->qkv + (size_t)t0 * (size_t)s->ldq + (size_t)h * (size_t)hd, s->ldq,
-                  s->kc + base, s->n_ctx, s->vc + base, S, s->att + (size_t)t0 * (size_t)ldo + (size_t)h * (size_t)hd, ldo);
+      const size_t base = ((size_t)l * (size_t)nkv + (size_t)(h / G)) * (size_t)hd * (size_t)s->n_ctx;
+      it.m = m;
+      it.p0 = pos + t0;
+      it.dp = 1;
+      it.q = s->qkv + (size_t)t0 * (size_t)s->ldq + (size_t)h * (size_t)hd;
+      it.ldq = s->ldq;
+      it.KT = s->kc + base;
+      it.V = s->vc + base;
+      it.out = s->att + (size_t)t0 * (size_t)ldo + (size_t)h * (size_t)hd;
+      it.ldo = ldo;
+      s->ops->att(&it);
     }
   }
 }

@@ -83,20 +83,29 @@ static void pv16(int valid, int one, const float *P, const uint16_t *V, int hd, 
   _mm512_storeu_ps(out + i0, ts__sum16x(a));
 }
 
-void ts__att_item_avx512(int m, int hd, int p0, float scale, int one, const float *q, int64_t ldq, const uint16_t *KT,
-                         int64_t ldk, const uint16_t *V, float *S, float *out, int64_t ldo) {
+void ts__att_item_avx512(const ts__att_item *it) {
+  const int hd = it->hd, m = it->m;
   if (hd % 64 || hd > HD_MAX || m < 1 || m > TS__ATT_ROWS) {
-    ts__att_item_ref(m, hd, p0, scale, one, q, ldq, KT, ldk, V, S, out, ldo);
+    ts__att_item_ref(it);
     return;
   }
-  _Alignas(64) float qs[HD_MAX];
+  _Alignas(64) float qs[TS__ATT_ROWS][HD_MAX];
+  int valid[TS__ATT_ROWS], vmax = 0;
   for (int r = 0; r < m; r++) {
-    const int valid = p0 + r + 1;
+    valid[r] = it->p0 + r * it->dp + 1;
+    vmax = valid[r] > vmax ? valid[r] : vmax;
     for (int i = 0; i < hd; i += 16)
-      _mm512_store_ps(qs + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(q + (size_t)r * (size_t)ldq + i),
-                                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
-    for (int j0 = 0; j0 < valid; j0 += 16) scores16(hd, qs, KT, ldk, j0, valid, one, scale, S);
-    softmax_row(S, valid);
-    for (int i0 = 0; i0 < hd; i0 += 16) pv16(valid, one, S, V, hd, i0, out + (size_t)r * (size_t)ldo);
+      _mm512_store_ps(qs[r] + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(it->q + (size_t)r * (size_t)it->ldq + i),
+                                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
   }
+  /* rows inside the key and dimension loops: a block of K^T (16 keys x hd) and a slice of V
+   * (16 dimensions of every key) are read once from memory for all rows */
+  for (int j0 = 0; j0 < vmax; j0 += 16)
+    for (int r = 0; r < m; r++)
+      if (j0 < valid[r])
+        scores16(hd, qs[r], it->KT, it->ldk, j0, valid[r], it->one, it->scale, it->S + (size_t)r * (size_t)it->lds);
+  for (int r = 0; r < m; r++) softmax_row(it->S + (size_t)r * (size_t)it->lds, valid[r]);
+  for (int i0 = 0; i0 < hd; i0 += 16)
+    for (int r = 0; r < m; r++)
+      pv16(valid[r], it->one, it->S + (size_t)r * (size_t)it->lds, it->V, hd, i0, it->out + (size_t)r * (size_t)it->ldo);
 }

@@ -28,7 +28,7 @@ void ts_llm_state_destroy(ts_llm_state *s) {
   if (!s) return;
   for (int i = 0; i < s->nmem; i++) ts_free(s->mem[i]);
   free(s->mem);
-  free(s->tb);
+  ts_free(s->tb);
   free(s);
 }
 
@@ -69,7 +69,7 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
   if (nq > s->wmax) s->wmax = nq;
   s->ldq = (int64_t)(c->n_head + 2 * c->n_head_kv) * hd;
   s->mem = calloc((size_t)(16 + 8 * s->nt), sizeof *s->mem);
-  s->tb = calloc((size_t)s->nt, sizeof *s->tb);
+  s->tb = ts_calloc((size_t)s->nt, sizeof *s->tb); /* 64-byte aligned: no line shared across threads */
   bool ok = s->mem && s->tb;
   const size_t B = (size_t)n_batch, cache = (size_t)c->n_layer * (size_t)c->n_head_kv * (size_t)hd * (size_t)n_ctx;
   if (ok) {
@@ -81,8 +81,8 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
     s->att = alloc(s, B * (size_t)nq, sizeof(float), &ok);
     s->ffg = alloc(s, B * (size_t)ff, sizeof(float), &ok);
     s->ffu = alloc(s, B * (size_t)ff, sizeof(float), &ok);
-    s->scores_ld = 2 * (((int64_t)n_ctx + 63) & ~(int64_t)63) + 128;
-    s->scores = alloc(s, (size_t)s->nt * (size_t)s->scores_ld, sizeof(float), &ok);
+    s->scores_ld = (((int64_t)n_ctx + 63) & ~(int64_t)63) + 64;
+    s->scores = alloc(s, (size_t)s->nt * TS__ATT_ROWS * (size_t)s->scores_ld, sizeof(float), &ok);
     s->rope = alloc(s, (size_t)n_ctx * (size_t)(c->n_rot / 2) * 2, sizeof(float), &ok);
     for (int t = 0; t < s->nt && ok; t++) {
       ts__tbuf *b = &s->tb[t];
@@ -93,6 +93,7 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
       b->act.s = alloc(s, nb, sizeof(float), &ok);
       b->act.sum = alloc(s, nb, sizeof(int32_t), &ok);
       b->act.gsum = alloc(s, nb * 8, sizeof(int32_t), &ok);
+      b->act.pf = &b->pf;
     }
   }
   if (!ok) {
@@ -116,7 +117,7 @@ void ts_llm_state_timing_reset(ts_llm_state *s) { memset(&s->tm, 0, sizeof s->tm
 /* One batch of T <= n_batch tokens; logits of tokens [from, T) when logits != NULL. */
 static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, int from, float *logits) {
   const int nl = s->m->cfg.n_layer;
-  double acc[6] = {0};
+  double acc[6] = {0}, wait_sum = 0;
   double t_start = ts_now();
 #pragma omp parallel num_threads(s->nt)
   {
@@ -134,28 +135,41 @@ static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, i
     acc[i] += t1 - t0;              \
     t0 = t1;                        \
   }
+    /* decode: the thread's side-prefetch queue (next phases' first weights, next layer's KV) */
+    ts__pfq *pf = T == 1 ? &s->tb[tid].pf : NULL;
+    if (pf) ts__pfq_reset(pf);
+    double waited = 0; /* this thread's time at barriers (imbalance, a descheduled partner) */
+#define BAR()                            \
+  do {                                   \
+    const double w0 = ts_now();          \
+    ts__barrier_wait(&s->bar, pf);       \
+    waited += ts_now() - w0;             \
+  } while (0)
     ts__step_embed(s, tid, tokens, T);
-    ts__barrier_wait(&s->bar);
+    BAR();
     LAP(5)
     for (int l = 0; l < nl; l++) {
       ts__step_qkv(s, tid, l, T, pos);
-      ts__barrier_wait(&s->bar);
+      BAR();
       LAP(0)
       ts__llm_attention(s, l, T, pos, tid);
-      ts__barrier_wait(&s->bar);
+      BAR();
       LAP(1)
       ts__step_wo(s, tid, l, T);
-      ts__barrier_wait(&s->bar);
+      BAR();
       LAP(2)
-      ts__step_gate_up(s, tid, l, T);
-      ts__barrier_wait(&s->bar);
+      ts__step_gate_up(s, tid, l, T, pos);
+      BAR();
       ts__step_down(s, tid, l, T);
-      ts__barrier_wait(&s->bar);
+      BAR();
       LAP(3)
     }
     if (logits && from < T) ts__step_output(s, tid, T, from, logits);
     LAP(4)
 #undef LAP
+#undef BAR
+#pragma omp atomic
+    wait_sum += waited;
   }
   s->tm.qkv += acc[0];
   s->tm.attn += acc[1];
@@ -164,6 +178,7 @@ static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, i
   s->tm.output += acc[4];
   s->tm.other += acc[5];
   s->tm.total += ts_now() - t_start;
+  s->tm.wait += wait_sum / s->nrun;
   s->tm.tokens += T;
   s->tm.calls++;
 }

@@ -53,9 +53,10 @@ typedef struct ts__barrier {
 } ts__barrier;
 
 void ts__barrier_init(ts__barrier *b, int n);
-/* Every one of the n threads calls it; returns when all have. Spins briefly, then sleeps on a
- * futex (the machine is shared: a waiter must not burn a core another thread needs). */
-void ts__barrier_wait(ts__barrier *b);
+/* Every one of the n threads calls it; returns when all have. Spins briefly (prefetching from pf
+ * meanwhile, when given), then sleeps on a futex (the machine is shared: a waiter must not burn a
+ * core another thread needs). */
+void ts__barrier_wait(ts__barrier *b, ts__pfq *pf);
 
 /* [lo, hi) of n items for thread t of nt, in multiples of `align` (the last part takes the rest). */
 void ts__split(int64_t n, int t, int nt, int64_t align, int64_t *lo, int64_t *hi);
@@ -69,31 +70,45 @@ typedef struct ts__actb {
   int8_t *q;
   float *d, *s;
   int32_t *sum, *gsum;
+  ts__pfq *pf; /* the thread's side-prefetch queue (single-token batches only) */
 } ts__actb;
 
 /* Per-thread buffers: every thread normalizes and quantizes the whole batch's input itself (a
  * d- or n_ff-wide pass per token, ~1/500 of its matmul share), so no barrier is needed between
  * preparing an activation and using it. */
 typedef struct ts__tbuf {
-  float *xn;   /* [n_batch][wmax] normalized input (read by float weight types) */
+  _Alignas(64) float *xn; /* [n_batch][wmax] normalized input (read by float weight types) */
   ts__actb act;
+  ts__pfq pf; /* written while the thread runs: the struct's 64-byte size and alignment keep it
+               * off the other threads' lines */
 } ts__tbuf;
 
 /* Query rows (tokens) per attention work item. */
 #define TS__ATT_ROWS 8
 
 /* One attention work item (llm_attn.c): m <= TS__ATT_ROWS query rows q[r * ldq + i] (fp32; rounded
- * to fp16 inside) at positions p0 + r, against keys 0..p0+m-1 of one KV head: KT[i * ldk + j]
- * (ldk = n_ctx) and V[j * hd + i], fp16. S: scratch [m][ldk] (plus 64 floats of slack).
- * out[r * ldo + i] = the head's output. `one`: the eval batch is a single token, which llama.cpp
- * evaluates with other dot orders (cpu_order.h: dot_f16_one instead of dot_f16_many). */
-typedef void (*ts__att_fn)(int m, int hd, int p0, float scale, int one, const float *q, int64_t ldq,
-                           const uint16_t *KT, int64_t ldk, const uint16_t *V, float *S, float *out, int64_t ldo);
-void ts__att_item_ref(int m, int hd, int p0, float scale, int one, const float *q, int64_t ldq, const uint16_t *KT,
-                      int64_t ldk, const uint16_t *V, float *S, float *out, int64_t ldo);
+ * to fp16 inside), row r at position p0 + r dp (dp 1: consecutive tokens of a batch; 0: query
+ * heads of one KV head at one position, decode), against keys 0..position of one KV head:
+ * KT[i * ldk + j] (ldk = n_ctx) and V[j * hd + i], fp16. S: scratch of m rows of lds floats
+ * (lds >= round_up(last position + 1, 64) + 64). out[r * ldo + i] = the row's output. `one`: the
+ * eval batch is a single token, which llama.cpp evaluates with other dot orders (cpu_order.h:
+ * dot_f16_one instead of dot_f16_many). */
+typedef struct ts__att_item {
+  int m, hd, p0, dp, one;
+  float scale;
+  const float *q;
+  int64_t ldq;
+  const uint16_t *KT, *V;
+  int64_t ldk;
+  float *S;
+  int64_t lds;
+  float *out;
+  int64_t ldo;
+} ts__att_item;
+typedef void (*ts__att_fn)(const ts__att_item *it);
+void ts__att_item_ref(const ts__att_item *it);
 /* AVX-512 form (hd a multiple of 64 up to 256; other sizes run the reference). */
-void ts__att_item_avx512(int m, int hd, int p0, float scale, int one, const float *q, int64_t ldq, const uint16_t *KT,
-                         int64_t ldk, const uint16_t *V, float *S, float *out, int64_t ldo);
+void ts__att_item_avx512(const ts__att_item *it);
 
 /* RoPE of one head in place: pairs (2i, 2i+1) (neox: (i, i + n_rot/2)) for i < n_rot/2 rotated by
  * cs[2i] = cos, cs[2i+1] = sin: (x0 c - x1 s, x0 s + x1 c), each formed as fma(x0, c, -(x1 s)) and
@@ -107,12 +122,22 @@ typedef void (*ts__swiglu_fn)(int64_t n, float *g, const float *u);
 void ts__swiglu_ref(int64_t n, float *g, const float *u);
 void ts__swiglu_avx512(int64_t n, float *g, const float *u);
 
+/* RMSNorm with llama.cpp's arithmetic, so that the int8 activation quantization downstream sees
+ * the same floats: the fp32 squares summed in double, mean = fp32(sum / n), scale = 1 / sqrtf(mean
+ * + eps) in fp32, y = fp32(fp32(x scale) w). llama.cpp sums sequentially; here element j goes to
+ * double lane j % 16 and the lanes are added in sum16's tree (the fp32 mean can differ only when
+ * the exact mean lies within ~1e-15 relative of an fp32 rounding boundary: never seen). */
+typedef void (*ts__rmsnorm_fn)(int64_t n, const float *x, const float *w, float eps, float *y);
+void ts__rmsnorm_ref(int64_t n, const float *x, const float *w, float eps, float *y);
+void ts__rmsnorm_avx512(int64_t n, const float *x, const float *w, float eps, float *y);
+
 /* The forward pass's kernels besides the matmuls, one set per ISA level (the references under
  * TESSERA_REF=1 or below AVX-512). */
 typedef struct ts__llm_ops {
   ts__att_fn att;
   ts__rope_fn rope;
   ts__swiglu_fn swiglu;
+  ts__rmsnorm_fn rmsnorm;
 } ts__llm_ops;
 const ts__llm_ops *ts__llm_ops_active(void);
 
@@ -129,7 +154,7 @@ struct ts_llm_state {
   float *qkv;    /* [n_batch][ldq] */
   float *att;    /* [n_batch][n_head hd] */
   float *ffg, *ffu; /* [n_batch][n_ff] gate (then silu(gate) * up), up */
-  float *scores; /* [nt][scores_ld] one attention row's scratch (llm_attn.c) */
+  float *scores; /* [nt][TS__ATT_ROWS][scores_ld] an attention item's scratch (llm_attn.c) */
   int64_t scores_ld;
   float *rope;   /* [n_ctx][n_rot / 2][2] cos, sin */
   ts__tbuf *tb;  /* [nt] */
@@ -149,9 +174,16 @@ void ts__wmat_gemm(const ts__wmat *w, int64_t r0, int64_t r1, const float *xf, i
 void ts__step_embed(ts_llm_state *s, int tid, const int32_t *tokens, int T);
 void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos);
 void ts__step_wo(ts_llm_state *s, int tid, int l, int T);
-void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T);
+void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos);
 void ts__step_down(ts_llm_state *s, int tid, int l, int T);
 void ts__step_output(ts_llm_state *s, int tid, int T, int from, float *logits);
+
+/* Query heads [h0, h1) of thread tid when a batch is one chunk of TS__ATT_ROWS tokens or fewer
+ * (decode): contiguous, so that a thread reads the fewest KV heads. */
+void ts__att_heads(const ts_llm_state *s, int tid, int *h0, int *h1);
+/* Queues, on thread tid's side-prefetch queue, the K and V of layer l that its single-token
+ * attention at position pos will read (pumped by the matmul tiles before that). */
+void ts__att_queue_kv(ts_llm_state *s, int tid, int l, int pos);
 
 /* Thread tid's part of causal attention for tokens [0, T) at positions pos.. of layer l:
  * q from s->qkv, K/V from the cache (already holding these tokens), output into s->att. */

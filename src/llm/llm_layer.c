@@ -13,7 +13,7 @@
 void ts__wmat_gemm(const ts__wmat *w, int64_t r0, int64_t r1, const float *xf, int64_t ldx, const ts__actb *xb,
                    int T, float *y, int64_t ldy) {
   if (r1 <= r0) return;
-  ts__qbatch qb = {xb->n, T, xb->q, xb->d, xb->sum, xb->s, xb->gsum};
+  ts__qbatch qb = {xb->n, T, xb->q, xb->d, xb->sum, xb->s, xb->gsum, T == 1 ? xb->pf : NULL};
   if (w->packed) {
     w->pgemm(w->packed + (size_t)r0 * w->row_bytes, w->row_bytes, r1 - r0, &qb, y + r0, ldy);
     return;
@@ -25,33 +25,46 @@ void ts__wmat_gemm(const ts__wmat *w, int64_t r0, int64_t r1, const float *xf, i
 /* The activations of tokens from.. of a batch (b cut for width n). */
 static ts__actb actb_from(const ts__actb *b, int64_t n, int from) {
   const size_t nb = (size_t)(n / TS_QK), f = (size_t)from;
-  ts__actb a = {n, b->q + f * (size_t)n, b->d + f * nb, b->s + f * nb, b->sum + f * nb, b->gsum + f * nb * 8};
+  ts__actb a = {n, b->q + f * (size_t)n, b->d + f * nb, b->s + f * nb, b->sum + f * nb, b->gsum + f * nb * 8, b->pf};
   return a;
 }
 
-/* RMSNorm with the arithmetic of llama.cpp's CPU backend, so that the int8 activation quantization
- * downstream sees the same floats (a 1-ulp change of one input flips a rounding now and then, and
- * greedy generations drift apart from there): the sum of the fp32 squares in double, mean =
- * fp32(sum / n), scale = 1 / sqrtf(mean + eps) in fp32, y = fp32(fp32(x scale) w). The sum uses 4
- * double accumulators (a different double order than a sequential sum: the fp32 mean changes only
- * if the exact value lies within ~1e-13 relative of an fp32 rounding boundary). */
-static void rmsnorm_rows(int64_t rows, int64_t n, const float *x, int64_t ldx, const float *w, float eps, float *y,
-                         int64_t ldy) {
-  for (int64_t r = 0; r < rows; r++) {
-    const float *xr = x + r * ldx;
-    float *yr = y + r * ldy;
-    double a[4] = {0, 0, 0, 0};
-    int64_t j = 0;
-    for (; j + 4 <= n; j += 4)
-      for (int k = 0; k < 4; k++) a[k] += (double)(xr[j + k] * xr[j + k]);
-    for (; j < n; j++) a[0] += (double)(xr[j] * xr[j]);
-    const float mean = (float)((a[0] + a[1] + (a[2] + a[3])) / (double)n);
-    const float scale = 1.0f / sqrtf(mean + eps);
-    for (j = 0; j < n; j++) {
-      const float t = xr[j] * scale;
-      yr[j] = t * w[j];
-    }
-  }
+/* Decode: the first bytes of this thread's share of a later weight phase go in front of its side
+ * prefetch queue, so that the phase does not start at memory latency (the tiles' own prefetch runs
+ * PF_BYTES ahead of what they read, from the second tile on). */
+#define HEAD_BYTES 16384
+static void queue_head(ts_llm_state *s, int tid, const ts__wmat *w, int64_t r0, int64_t r1) {
+  if (!w->packed || r1 <= r0) return;
+  int64_t bytes = (r1 - r0) * (int64_t)w->row_bytes;
+  ts__pfq_add(&s->tb[tid].pf, w->packed + (size_t)r0 * w->row_bytes, bytes < HEAD_BYTES ? bytes : HEAD_BYTES, 0, 1, 1);
+}
+
+/* this thread's rows of the d-row matrices (wo, down) and of the n_ff-row ones (gate, up) */
+static void rows_d(const ts_llm_state *s, int tid, int64_t *r0, int64_t *r1) {
+  ts__split(s->m->cfg.d_model, tid, s->nrun, 16, r0, r1);
+}
+static void rows_ff(const ts_llm_state *s, int tid, int64_t *r0, int64_t *r1) {
+  ts__split(s->m->cfg.n_ff, tid, s->nrun, 16, r0, r1);
+}
+/* this thread's rows [r0, r1) of the stacked q | k | v rows ((n_head + 2 n_kv) hd): multiples of 16
+ * (an even split; RoPE pairs stay inside), whole heads for NEOX RoPE (pairs half a head apart) */
+static void rows_qkv(const ts_llm_state *s, int tid, int64_t *r0, int64_t *r1) {
+  const ts_llm_config *c = &s->m->cfg;
+  const int64_t hd = c->head_dim, units = c->n_head + 2 * c->n_head_kv;
+  const int64_t align = c->rope == TS_LLM_ROPE_NEOX || hd % 16 ? hd : 16;
+  ts__split(units * hd, tid, s->nrun, align, r0, r1);
+}
+
+/* the head of the thread's q|k|v rows of layer l (its first matrix piece) */
+static void queue_qkv_head(ts_llm_state *s, int tid, int l) {
+  const ts_llm_config *c = &s->m->cfg;
+  const ts__llm_layer *L = &s->m->layers[l];
+  int64_t r0, r1;
+  rows_qkv(s, tid, &r0, &r1);
+  const int64_t nq = (int64_t)c->n_head * c->head_dim, nk = (int64_t)c->n_head_kv * c->head_dim;
+  if (r0 < nq) queue_head(s, tid, &L->wq, r0, r1 < nq ? r1 : nq);
+  else if (r0 < nq + nk) queue_head(s, tid, &L->wk, r0 - nq, (r1 < nq + nk ? r1 : nq + nk) - nq);
+  else queue_head(s, tid, &L->wv, r0 - nq - nk, r1 - nq - nk);
 }
 
 /* act (and xn when norm != NULL) <- rms(src[t]) * norm (or src itself) for t in [t0, t1), width n. */
@@ -64,8 +77,8 @@ static void prep(ts_llm_state *s, int tid, const float *src, int64_t lds, const 
   const float *xs = src;
   int64_t ld = lds;
   if (norm) {
-    rmsnorm_rows(t1 - t0, n, src + (size_t)t0 * (size_t)lds, lds, norm, s->m->cfg.rms_eps,
-                 b->xn + (size_t)t0 * (size_t)s->wmax, s->wmax);
+    for (int t = t0; t < t1; t++)
+      s->ops->rmsnorm(n, src + (size_t)t * (size_t)lds, norm, s->m->cfg.rms_eps, b->xn + (size_t)t * (size_t)s->wmax);
     xs = b->xn;
     ld = s->wmax;
   }
@@ -90,42 +103,48 @@ void ts__step_embed(ts_llm_state *s, int tid, const int32_t *tokens, int T) {
     ts__dequant_ref(e->type, e->data + (size_t)tokens[t] * e->row_bytes, s->x + (size_t)t * (size_t)e->cols, e->cols);
 }
 
-static void rope_row(const ts_llm_state *s, float *v, int p) {
-  const ts_llm_config *c = &s->m->cfg;
-  s->ops->rope(v, s->rope + (size_t)p * (size_t)(c->n_rot / 2) * 2, c->n_rot, c->rope == TS_LLM_ROPE_NEOX);
-}
-
-/* Norm, Q/K/V for this thread's heads (units of hd rows: n_head q, n_kv k, n_kv v), RoPE on its q
- * and k heads, its k and v heads into the cache at positions pos..pos+T-1. */
+/* Norm, Q/K/V for this thread's rows of the stacked q | k | v rows, RoPE on its q and k rows, its
+ * k and v rows into the cache at positions pos..pos+T-1. */
 void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos) {
   const ts_llm_config *c = &s->m->cfg;
   const ts__llm_layer *L = &s->m->layers[l];
   const int hd = c->head_dim, nh = c->n_head, nkv = c->n_head_kv;
   const float *xf;
-  int64_t ldx;
-  prep(s, tid, s->x, c->d_model, L->attn_norm, c->d_model, 0, T, &xf, &ldx);
-  int64_t u0, u1;
-  ts__split(nh + 2 * nkv, tid, s->nrun, 1, &u0, &u1);
-  const ts__wmat *w[3] = {&L->wq, &L->wk, &L->wv};
-  const int64_t first[4] = {0, nh, nh + nkv, nh + 2 * nkv};
-  for (int k = 0; k < 3; k++) {
-    int64_t a = u0 > first[k] ? u0 : first[k], b = u1 < first[k + 1] ? u1 : first[k + 1];
-    if (a >= b) continue;
-    ts__wmat_gemm(w[k], (a - first[k]) * hd, (b - first[k]) * hd, xf, ldx, &s->tb[tid].act, T,
-                  s->qkv + first[k] * hd, s->ldq);
+  int64_t ldx, r0, r1;
+  if (T == 1) { /* next weights: wo, after attention */
+    int64_t d0, d1;
+    rows_d(s, tid, &d0, &d1);
+    queue_head(s, tid, &L->wo, d0, d1);
   }
+  prep(s, tid, s->x, c->d_model, L->attn_norm, c->d_model, 0, T, &xf, &ldx);
+  rows_qkv(s, tid, &r0, &r1);
+  const ts__wmat *w[3] = {&L->wq, &L->wk, &L->wv};
+  const int64_t first[4] = {0, nh * hd, (nh + nkv) * hd, (nh + 2 * nkv) * hd};
+  for (int k = 0; k < 3; k++) {
+    int64_t a = r0 > first[k] ? r0 : first[k], b = r1 < first[k + 1] ? r1 : first[k + 1];
+    if (a >= b) continue;
+    ts__wmat_gemm(w[k], a - first[k], b - first[k], xf, ldx, &s->tb[tid].act, T, s->qkv + first[k], s->ldq);
+  }
+  /* RoPE on this thread's q and k rows (pairs of dimensions), k and v into the cache */
+  const int neox = c->rope == TS_LLM_ROPE_NEOX;
   for (int t = 0; t < T; t++) {
     float *row = s->qkv + (size_t)t * (size_t)s->ldq;
-    for (int64_t u = u0; u < u1; u++) {
+    const float *cs = s->rope + (size_t)(pos + t) * (size_t)(c->n_rot / 2) * 2;
+    for (int64_t a = r0; a < r1;) { /* one head's piece [a, b) at a time */
+      const int64_t u = a / hd, i0 = a % hd, b = (u + 1) * hd < r1 ? (u + 1) * hd : r1, i1 = i0 + (b - a);
       float *v = row + u * hd;
-      if (u < nh + nkv) rope_row(s, v, pos + t);
-      if (u < nh) continue;
-      int kh = (int)(u < nh + nkv ? u - nh : u - nh - nkv);
-      const size_t base = (((size_t)l * (size_t)nkv + (size_t)kh) * (size_t)hd) * (size_t)s->n_ctx;
-      if (u < nh + nkv) /* K^T: dim i of position p at [i][p] */
-        for (int i = 0; i < hd; i++) s->kc[base + (size_t)i * (size_t)s->n_ctx + (size_t)(pos + t)] = ts_f32_to_f16(v[i]);
-      else /* V: position p's values contiguous */
-        ts_f32_to_f16_array(v, s->vc + base + (size_t)(pos + t) * (size_t)hd, (size_t)hd);
+      if (u < nh + nkv && i0 < c->n_rot) /* dims [i0, min(i1, n_rot)): whole heads under NEOX */
+        s->ops->rope(v + i0, cs + i0, (int)((i1 < c->n_rot ? i1 : c->n_rot) - i0), neox);
+      if (u >= nh) {
+        const int kh = (int)(u < nh + nkv ? u - nh : u - nh - nkv);
+        const size_t base = (((size_t)l * (size_t)nkv + (size_t)kh) * (size_t)hd) * (size_t)s->n_ctx;
+        if (u < nh + nkv) /* K^T: dim i of position p at [i][p] */
+          for (int64_t i = i0; i < i1; i++)
+            s->kc[base + (size_t)i * (size_t)s->n_ctx + (size_t)(pos + t)] = ts_f32_to_f16(v[i]);
+        else /* V: position p's values contiguous */
+          ts_f32_to_f16_array(v + i0, s->vc + base + (size_t)(pos + t) * (size_t)hd + (size_t)i0, (size_t)(i1 - i0));
+      }
+      a = b;
     }
   }
 }
@@ -137,7 +156,7 @@ static void proj_residual(ts_llm_state *s, int tid, const ts__wmat *w, const flo
   const float *xf;
   int64_t ldx, r0, r1;
   prep(s, tid, src, lds, NULL, w->cols, 0, T, &xf, &ldx);
-  ts__split(d, tid, s->nrun, 16, &r0, &r1);
+  rows_d(s, tid, &r0, &r1);
   ts__wmat_gemm(w, r0, r1, xf, ldx, &s->tb[tid].act, T, s->tmp, d);
   for (int t = 0; t < T; t++) {
     float *x = s->x + (size_t)t * (size_t)d, *y = s->tmp + (size_t)t * (size_t)d;
@@ -147,18 +166,34 @@ static void proj_residual(ts_llm_state *s, int tid, const ts__wmat *w, const flo
 
 void ts__step_wo(ts_llm_state *s, int tid, int l, int T) {
   const ts_llm_config *c = &s->m->cfg;
+  if (T == 1) { /* next: gate and up */
+    int64_t n0, n1;
+    rows_ff(s, tid, &n0, &n1);
+    queue_head(s, tid, &s->m->layers[l].up, n0, n1);
+    queue_head(s, tid, &s->m->layers[l].gate, n0, n1);
+  }
   proj_residual(s, tid, &s->m->layers[l].wo, s->att, (int64_t)c->n_head * c->head_dim, T);
 }
 
-/* Norm, gate and up for this thread's neurons, h = silu(gate) * up into ffg. */
-void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T) {
+/* Norm, gate and up for this thread's neurons, h = silu(gate) * up into ffg. In decode the next
+ * layer's KV cache for this thread's attention heads is queued here: the gate, up and down
+ * matmuls prefetch it on the side (it was last read a whole token ago, so it is in memory, and
+ * attention would otherwise wait on each line). */
+void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
   const ts_llm_config *c = &s->m->cfg;
   const ts__llm_layer *L = &s->m->layers[l];
   const int64_t ff = c->n_ff;
   const float *xf;
   int64_t ldx, n0, n1;
+  if (T == 1) { /* next: down; behind it the next layer's KV cache (what is left queued is stale) */
+    int64_t r0, r1;
+    ts__pfq_reset(&s->tb[tid].pf);
+    if (l + 1 < c->n_layer) ts__att_queue_kv(s, tid, l + 1, pos);
+    rows_d(s, tid, &r0, &r1);
+    queue_head(s, tid, &L->down, r0, r1);
+  }
   prep(s, tid, s->x, c->d_model, L->ffn_norm, c->d_model, 0, T, &xf, &ldx);
-  ts__split(ff, tid, s->nrun, 16, &n0, &n1);
+  rows_ff(s, tid, &n0, &n1);
   if (n1 <= n0) return;
   ts__wmat_gemm(&L->gate, n0, n1, xf, ldx, &s->tb[tid].act, T, s->ffg, ff);
   ts__wmat_gemm(&L->up, n0, n1, xf, ldx, &s->tb[tid].act, T, s->ffu, ff);
@@ -169,6 +204,14 @@ void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T) {
 }
 
 void ts__step_down(ts_llm_state *s, int tid, int l, int T) {
+  if (T == 1) { /* next: the next layer's q|k|v, or the output projection */
+    if (l + 1 < s->m->cfg.n_layer) queue_qkv_head(s, tid, l + 1);
+    else {
+      int64_t r0, r1;
+      ts__split(s->m->cfg.n_vocab, tid, s->nrun, 64, &r0, &r1);
+      queue_head(s, tid, &s->m->output, r0, r1);
+    }
+  }
   proj_residual(s, tid, &s->m->layers[l].down, s->ffg, s->m->cfg.n_ff, T);
 }
 

@@ -1,4 +1,5 @@
-/* The forward pass's element-wise kernels in llama.cpp's order (RoPE, SwiGLU: scalar references)
+/* The forward pass's element-wise kernels in llama.cpp's order (RoPE, SwiGLU, RMSNorm: scalar
+ * references)
  * and the per-ISA table of the non-matmul kernels (ts__llm_ops). */
 #include <math.h>
 #include <pthread.h>
@@ -22,8 +23,21 @@ void ts__swiglu_ref(int64_t n, float *g, const float *u) {
   for (int64_t i = nv; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
-static const ts__llm_ops g_ref = {ts__att_item_ref, ts__rope_ref, ts__swiglu_ref};
-static const ts__llm_ops g_avx512 = {ts__att_item_avx512, ts__rope_avx512, ts__swiglu_avx512};
+void ts__rmsnorm_ref(int64_t n, const float *x, const float *w, float eps, float *y) {
+  double a[16] = {0}, t[8], u[4];
+  for (int64_t j = 0; j < n; j++) a[j % 16] += (double)(x[j] * x[j]);
+  for (int i = 0; i < 8; i++) t[i] = a[i] + a[i + 8];
+  for (int i = 0; i < 4; i++) u[i] = t[i] + t[i + 4];
+  const float mean = (float)(((u[0] + u[2]) + (u[1] + u[3])) / (double)n);
+  const float scale = 1.0f / sqrtf(mean + eps);
+  for (int64_t j = 0; j < n; j++) {
+    const float v = x[j] * scale;
+    y[j] = v * w[j];
+  }
+}
+
+static const ts__llm_ops g_ref = {ts__att_item_ref, ts__rope_ref, ts__swiglu_ref, ts__rmsnorm_ref};
+static const ts__llm_ops g_avx512 = {ts__att_item_avx512, ts__rope_avx512, ts__swiglu_avx512, ts__rmsnorm_avx512};
 
 const ts__llm_ops *ts__llm_ops_active(void) {
   return ts__quant()->isa >= TS_ISA_AVX512 ? &g_avx512 : &g_ref;

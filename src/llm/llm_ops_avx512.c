@@ -1,6 +1,7 @@
-/* AVX-512 RoPE and SwiGLU in llama.cpp's order (llm_ops.c has the references; tests/test_llm.c
+/* AVX-512 RoPE, SwiGLU and RMSNorm in llama.cpp's order (llm_ops.c has the references; tests/test_llm.c
  * checks equality bit for bit), and the 16-lane vector exp both they and attention use. */
 #include <immintrin.h>
+#include <math.h>
 
 #include "llm/llm_avx512.h"
 #include "llm/llm_internal.h"
@@ -31,4 +32,25 @@ void ts__swiglu_avx512(int64_t n, float *g, const float *u) {
     _mm512_storeu_ps(g + i, _mm512_mul_ps(_mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), _mm512_loadu_ps(u + i)));
   }
   if (nv < n) ts__swiglu_ref(n - nv, g + nv, u + nv); /* the tail: expf, as llama.cpp */
+}
+
+/* double lanes 0-7 and 8-15 of the squares, element j in lane j % 16 (the reference's order) */
+void ts__rmsnorm_avx512(int64_t n, const float *x, const float *w, float eps, float *y) {
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + j), sq = _mm512_mul_ps(v, v);
+    lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(sq)));
+    hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(sq, 1)));
+  }
+  const __m512d t = _mm512_add_pd(lo, hi);
+  const __m256d u = _mm256_add_pd(_mm512_castpd512_pd256(t), _mm512_extractf64x4_pd(t, 1));
+  const __m128d v2 = _mm_add_pd(_mm256_castpd256_pd128(u), _mm256_extractf128_pd(u, 1)); /* u0+u2, u1+u3 */
+  const double sum = _mm_cvtsd_f64(v2) + _mm_cvtsd_f64(_mm_unpackhi_pd(v2, v2));
+  const float mean = (float)(sum / (double)n);
+  const __m512 sc = _mm512_set1_ps(1.0f / sqrtf(mean + eps));
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+    _mm512_mask_storeu_ps(y + j, m, _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + j), sc), _mm512_maskz_loadu_ps(m, w + j)));
+  }
 }

@@ -17,18 +17,21 @@ void ts__barrier_init(ts__barrier *b, int n) {
   b->n = n;
 }
 
-/* Spin up to this long before sleeping on a futex. Phases of a decode step last 10-100 us and a
- * futex wake-up costs tens of microseconds on a VM, so a waiter spins through any normal
- * imbalance; but on a loaded machine the other thread may be descheduled for a whole time slice,
- * and spinning (or sched_yield) then keeps the CPU from the very thread being waited for. */
-#define SPIN_SECONDS 300e-6
+/* Spin up to this long before sleeping on a futex. Phases of a decode step last 10-100 us, and
+ * the threads' shares of a phase end within a few microseconds of each other on a quiet machine,
+ * so a waiter spins through normal imbalance without paying a futex wake-up; but on a loaded
+ * machine the other thread may be descheduled for a whole time slice, and spinning then keeps
+ * the CPU from the very thread being waited for. Measured (SmolLM2 decode, 2 threads, 2 cores with
+ * one other busy process): 30 us gave 70-75 tok/s where 300 us gave 18-50, and the same ~230-270
+ * tok/s when the other process paused. */
+#define SPIN_SECONDS 30e-6
 
 static void futex_wait(atomic_int *addr, int val) {
   syscall(SYS_futex, (int *)addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
 }
 static void futex_wake_all(atomic_int *addr) { syscall(SYS_futex, (int *)addr, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0); }
 
-void ts__barrier_wait(ts__barrier *b) {
+void ts__barrier_wait(ts__barrier *b, ts__pfq *pf) {
   if (b->n <= 1) return;
   int ph = atomic_load_explicit(&b->phase, memory_order_acquire);
   if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) == b->n - 1) {
@@ -40,7 +43,8 @@ void ts__barrier_wait(ts__barrier *b) {
   double t0 = 0;
   for (int i = 0;; i++) {
     if (atomic_load_explicit(&b->phase, memory_order_acquire) != ph) return;
-    _mm_pause();
+    if (pf && pf->i < pf->n) ts__pfq_pump(pf, 1); /* keep memory busy for the next phase */
+    else _mm_pause();
     if ((i & 255) == 255) { /* the clock is read every 256 pauses */
       double t = ts_now();
       if (t0 == 0) t0 = t;

@@ -7,6 +7,7 @@
 #define TS_LLM_QUANT_INTERNAL_H
 
 #include <stdint.h>
+#include <xmmintrin.h>
 
 #include "tessera/quant.h"
 
@@ -22,6 +23,60 @@ _Static_assert(sizeof(ts__blk_q4_1) == 20, "q4_1 block");
 typedef float (*ts__dot_fn)(int64_t n, const void *row, const float *x, const ts_quant_act *xq);
 typedef void (*ts__actq_fn)(int64_t n, const float *x, int8_t *q, float *d, int32_t *sum, float *s);
 
+/* Lines prefetched on the side while other work runs (decode): ranges of `count` rows of `len`
+ * bytes, `stride` apart, walked a few 64-byte lines at a time into L2 by the packed kernels' tiles,
+ * by threads waiting at a barrier, and between attention items. The next phase's first weights go
+ * in front (ts__pfq_add(.., front = 1)), the next layer's KV cache behind. */
+#define TS__PFQ_MAX 16
+typedef struct ts__pfq {
+  struct {
+    const uint8_t *p;
+    int64_t len, stride;
+    int count;
+  } r[TS__PFQ_MAX];
+  int n, i, row;
+  int64_t off;
+} ts__pfq;
+
+static inline void ts__pfq_reset(ts__pfq *q) {
+  q->n = q->i = q->row = 0;
+  q->off = 0;
+}
+
+static inline void ts__pfq_add(ts__pfq *q, const void *p, int64_t len, int64_t stride, int count, int front) {
+  if (!p || len <= 0 || count <= 0) return;
+  if (q->i > 0) { /* drop the finished ranges */
+    for (int k = q->i; k < q->n; k++) q->r[k - q->i] = q->r[k];
+    q->n -= q->i;
+    q->i = 0;
+  }
+  if (q->n >= TS__PFQ_MAX) return;
+  int at = q->n;
+  if (front && q->n > 0) { /* keep the current range's progress (whole rows), insert before it */
+    q->r[0].p += q->row * q->r[0].stride;
+    q->r[0].count -= q->row;
+    q->row = 0;
+    q->off = 0;
+    for (int k = q->n; k > 0; k--) q->r[k] = q->r[k - 1];
+    at = 0;
+  }
+  q->r[at].p = (const uint8_t *)p;
+  q->r[at].len = len;
+  q->r[at].stride = stride;
+  q->r[at].count = count;
+  q->n++;
+}
+
+static inline void ts__pfq_pump(ts__pfq *q, int lines) {
+  for (; lines > 0 && q->i < q->n; lines--) {
+    _mm_prefetch((const char *)q->r[q->i].p + q->row * q->r[q->i].stride + q->off, _MM_HINT_T1);
+    if ((q->off += 64) >= q->r[q->i].len) {
+      q->off = 0;
+      if (++q->row >= q->r[q->i].count) q->row = 0, q->i++;
+    }
+  }
+}
+
 /* T quantized activations of n values each, the ts_quant_act arrays per token back to back:
  * q[T][n], d, sum, s [T][nb] (nb = n / 32); for the packed kernels also gsum[T][nb][8], the sums
  * of elements 4g..4g+3 of each block (Q4_0's and Q8_0's per-lane offsets). gsum is NULL when the
@@ -34,6 +89,7 @@ typedef struct ts__qbatch {
   const int32_t *sum;
   const float *s;
   const int32_t *gsum;
+  ts__pfq *pf; /* side prefetches (NULL: none) */
 } ts__qbatch;
 
 /* Packed block-type rows (ts__pack_rows): the same bytes per row as the file's blocks, regrouped so

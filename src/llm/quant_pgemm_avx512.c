@@ -65,48 +65,58 @@ AI void transpose4x16(__m512 v0, __m512 v1, __m512 v2, __m512 v3, __m512 u[4]) {
 }
 
 /* y[k] (k < nr) = row k . token, rows w + k rb (rows past nr repeat row 0: computed, not stored) */
+/* Side lines prefetched per tile from the qbatch's queue (while the tile's weights stream in) */
+#define PF_SIDE_LINES 8
+
 AI void tile(int kind, const uint8_t *w, size_t rb, int nr, int64_t n, const int8_t *q, const float *dx,
-             const float *sx, const int32_t *gs, float *y, int64_t ldy, int pf) {
+             const float *sx, const int32_t *gs, float *y, int64_t ldy, int pf, ts__pfq *side) {
   const int64_t nb = n / 32;
   const size_t qo = qoff(kind, nb);
   if (pf)
     for (size_t o = 0; o < 4 * rb; o += 64) _mm_prefetch((const char *)w + PF_BYTES + o, _MM_HINT_T0);
+  if (side) ts__pfq_pump(side, PF_SIDE_LINES);
   const uint8_t *row[4];
   for (int k = 0; k < 4; k++) row[k] = w + (size_t)(k < nr ? k : 0) * rb;
   const __m512i z = _mm512_setzero_si512(), lom = _mm512_set1_epi8(0x0F);
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i lane4 = _mm512_srli_epi32(lane, 2), lane8 = _mm512_srli_epi32(lane, 3);
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   __m128 summ = _mm_setzero_ps();
   for (int64_t sb = 0; sb < nb; sb += 16) {
     const __mmask16 mk = mask16(nb - sb);
     const int64_t nbs = nb - sb < 16 ? nb - sb : 16;
     const __m512 xd = _mm512_maskz_loadu_ps(mk, dx + sb);
-    __m512 dd[4], mm[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    __m512 dd[4];
     transpose4x16(_mm512_mul_ps(ld_h16(row[0] + 2 * sb, mk), xd), _mm512_mul_ps(ld_h16(row[1] + 2 * sb, mk), xd),
                   _mm512_mul_ps(ld_h16(row[2] + 2 * sb, mk), xd), _mm512_mul_ps(ld_h16(row[3] + 2 * sb, mk), xd), dd);
+    /* Q4_1: m_w s_x of [block j % 4][lane group j / 4 = block's 4 rows], read back per block */
+    _Alignas(64) float mbuf[4][16];
     if (kind == K_Q4_1) {
       const __m512 xs = _mm512_maskz_loadu_ps(mk, sx + sb);
       const size_t mo = 2 * (size_t)nb + 2 * (size_t)sb;
+      __m512 mm[4];
       transpose4x16(_mm512_mul_ps(ld_h16(row[0] + mo, mk), xs), _mm512_mul_ps(ld_h16(row[1] + mo, mk), xs),
                     _mm512_mul_ps(ld_h16(row[2] + mo, mk), xs), _mm512_mul_ps(ld_h16(row[3] + mo, mk), xs), mm);
+      for (int u = 0; u < 4; u++) _mm512_store_ps(mbuf[u], mm[u]);
     }
     if (kind == K_Q8_0) {
       for (int64_t j = 0; j < nbs; j += 2) { /* two blocks per step: 64 bytes of each row */
         const int64_t b = sb + j, bytes = (nb - b) * 32;
         const __m512i r0 = ld64(row[0] + qo + 32 * b, bytes), r1 = ld64(row[1] + qo + 32 * b, bytes);
         const __m512i r2 = ld64(row[2] + qo + 32 * b, bytes), r3 = ld64(row[3] + qo + 32 * b, bytes);
+        /* lanes 0-7 row 2i, 8-15 row 2i+1: element 4 (jj / 4) + row of dd[jj % 4] (jj / 4 = j / 4 here) */
+        const __m512i i01 = _mm512_add_epi32(lane8, _mm512_set1_epi32((int)(4 * (j >> 2))));
+        const __m512i i23 = _mm512_add_epi32(i01, _mm512_set1_epi32(2));
         for (int h = 0; h < 2 && j + h < nbs; h++) {
           const int64_t bb = b + h, jj = j + h;
-          const int sel = h ? 0xEE : 0x44; /* [row block bb | next row block bb] */
-          const __m512i v01 = _mm512_shuffle_i64x2(r0, r1, sel), v23 = _mm512_shuffle_i64x2(r2, r3, sel);
+          /* [row block bb | next row block bb] (immediates: literal in each branch) */
+          const __m512i v01 = h ? _mm512_shuffle_i64x2(r0, r1, 0xEE) : _mm512_shuffle_i64x2(r0, r1, 0x44);
+          const __m512i v23 = h ? _mm512_shuffle_i64x2(r2, r3, 0xEE) : _mm512_shuffle_i64x2(r2, r3, 0x44);
           const __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(q + 32 * bb)));
           const __m512i c = _mm512_slli_epi32(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(gs + 8 * bb))), 7);
           const __m512i p01 = _mm512_sub_epi32(_mm512_dpbusd_epi32(z, v01, xv), c);
           const __m512i p23 = _mm512_sub_epi32(_mm512_dpbusd_epi32(z, v23, xv), c);
-          /* lanes 0-7 row 2i, 8-15 row 2i+1: element (jj/4)*4 + row of dd[jj%4] */
-          const __m512i i01 = _mm512_add_epi32(_mm512_srli_epi32(lane, 3), _mm512_set1_epi32((int)(4 * (jj >> 2))));
-          const __m512 s01 = _mm512_permutexvar_ps(i01, dd[jj & 3]);
-          const __m512 s23 = _mm512_permutexvar_ps(_mm512_add_epi32(i01, _mm512_set1_epi32(2)), dd[jj & 3]);
+          const __m512 s01 = _mm512_permutexvar_ps(i01, dd[jj & 3]), s23 = _mm512_permutexvar_ps(i23, dd[jj & 3]);
           acc0 = _mm512_fmadd_ps(s01, _mm512_cvtepi32_ps(p01), acc0);
           acc1 = _mm512_fmadd_ps(s23, _mm512_cvtepi32_ps(p23), acc1);
         }
@@ -114,6 +124,7 @@ AI void tile(int kind, const uint8_t *w, size_t rb, int nr, int64_t n, const int
     } else {
       for (int64_t j = 0; j < nbs; j += 4) { /* four blocks per step: 64 bytes of each row */
         const int64_t b = sb + j, bytes = (nb - b) * 16;
+        const __m512i ik = _mm512_add_epi32(lane4, _mm512_set1_epi32((int)j));
         __m512i v[4];
         transpose128(ld64(row[0] + qo + 16 * b, bytes), ld64(row[1] + qo + 16 * b, bytes),
                      ld64(row[2] + qo + 16 * b, bytes), ld64(row[3] + qo + 16 * b, bytes), v);
@@ -127,17 +138,11 @@ AI void tile(int kind, const uint8_t *w, size_t rb, int nr, int64_t n, const int
             pl = _mm512_sub_epi32(pl, _mm512_slli_epi32(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(gs + 8 * bb))), 3));
             ph = _mm512_sub_epi32(ph, _mm512_slli_epi32(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(gs + 8 * bb + 4))), 3));
           }
-          /* lane 4k + g: row k */
-          const __m512i ik = _mm512_add_epi32(_mm512_srli_epi32(lane, 2), _mm512_set1_epi32((int)(4 * (jj >> 2))));
-          const __m512 s = _mm512_permutexvar_ps(ik, dd[jj & 3]);
+          /* lane 4k + g: row k = element 4 (jj / 4) + k of dd[jj % 4] (jj / 4 = j / 4: fixed per step) */
+          const __m512 s = _mm512_permutexvar_ps(ik, dd[h]);
           acc0 = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(pl), acc0);
           acc1 = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(ph), acc1);
-          if (kind == K_Q4_1) { /* lane group jj/4 of mm[jj%4] = [row0..row3] of block bb */
-            const __m512 m4 = _mm512_permutexvar_ps(_mm512_add_epi32(_mm512_and_si512(lane, _mm512_set1_epi32(3)),
-                                                                      _mm512_set1_epi32((int)(4 * (jj >> 2)))),
-                                                     mm[jj & 3]);
-            summ = _mm_add_ps(summ, _mm512_castps512_ps128(m4));
-          }
+          if (kind == K_Q4_1) summ = _mm_add_ps(summ, _mm_load_ps(&mbuf[h][4 * (jj >> 2)]));
         }
       }
     }
@@ -177,7 +182,8 @@ AI void pgemm(int kind, const void *P, size_t rb, int64_t rows, const ts__qbatch
       const int32_t *gs = x->gsum + (size_t)t * (size_t)nb * 8;
       for (int64_t r = c0; r < c1; r += 4) {
         const int nr = c1 - r < 4 ? (int)(c1 - r) : 4;
-        tile(kind, base + (size_t)r * rb, rb, nr, n, q, dx, sx, gs, y + (size_t)t * (size_t)ldy + r, 1, t == 0);
+        tile(kind, base + (size_t)r * rb, rb, nr, n, q, dx, sx, gs, y + (size_t)t * (size_t)ldy + r, 1, t == 0,
+             t == 0 ? x->pf : NULL);
       }
     }
   }

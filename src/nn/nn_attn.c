@@ -220,7 +220,8 @@ static ts_status cache_request(const ts_nn_attn *b, const ts_context *ctx, const
                      bo->block_cost, o->sched.panel_rows, o->sched.residue.br, o->sched.residue.bc, o->solver,
                      o->solver == TS_ATTN_SOLVER_ILP ? o->solve_time_limit : 0.0, o->calibrate);
   if (len > 0 && (size_t)len < sizeof txt)
-    len += snprintf(txt + len, sizeof txt - (size_t)len, "cost=%s ", o->cost ? (o->cost_tag ? o->cost_tag : "?") : "analytic");
+    len += snprintf(txt + len, sizeof txt - (size_t)len, "cost=%s align=%d ", o->cost ? (o->cost_tag ? o->cost_tag : "?") : "analytic",
+                    o->sched.align);
   for (int h = 0; h < o->nheights && h < 4 && len > 0 && (size_t)len < sizeof txt; h++)
     len += snprintf(txt + len, sizeof txt - (size_t)len, "%d,", o->heights[h]);
   for (int t = 0; o->menu && t < o->nmenu && len > 0 && (size_t)len < sizeof txt; t++)

@@ -17,7 +17,8 @@ static void usage(void) {
          "                          [--cost analytic|profile] [--profile-level L] [--compact H,..|none]\n"
          "                          [--calibrate on|off] [--no-cache] [--threads N] [--json]\n"
          "       tessera attn bench (--pattern SPEC | --mask FILE) --heads H --head-dim D [--dtype f32|bf16]\n"
-         "                          [--reorder M] [--batch B] [--threads N] [--repeats R] [--rounds R] [--solver ...]\n"
+         "                          [--reorder M] [--batch B] [--threads N] [--repeats R] [--rounds R] [--cpu-clock]\n"
+         "                          [--solver ...]\n"
          "                          [--cost analytic|profile] [--profile-level L] [--compact H,..|none]\n"
          "                          [--calibrate on|off] [--json]\n\n"
          "plan: reorders the mask (--reorder, default auto: the candidate whose 16-row compact passes compute\n"
@@ -38,6 +39,8 @@ static void usage(void) {
          "  --dtype T          f32|bf16 (f32)           --batch B      batch (1)\n"
          "  --repeats R        timed runs (5)           --threads N    threads (and the P the schedule balances)\n"
          "  --rounds R         bench: rounds over all methods, each keeping its fastest round (3)\n"
+         "  --cpu-clock        bench with --threads 1: time each call by the thread's CPU clock (steadier on a\n"
+         "                     shared machine: a preempted call still reads its own run time)\n"
          "  --cost C           the scheduler's block cost: profile (default: this machine's measured tile\n"
          "                     timings for the head dim and dtype, measured once with progress on stderr,\n"
          "                     then read from <cache>/attn_profile_<level>_d<D>_<dtype>.json) or analytic\n"
@@ -135,6 +138,8 @@ static int parse(int argc, char **argv, args *A) {
       if (!parse_heights(v, A)) return cli_usage_error(CMD, "--compact expects up to 4 row heights in 1..256 like 8,16,32, or none; got '%s'", v);
     } else if (strcmp(o, "--no-cache") == 0) {
       A->no_cache = true;
+    } else if (strcmp(o, "--cpu-clock") == 0) {
+      A->cpu_clock = true;
     } else {
       int r2 = rcli_option(CMD, argc, argv, &i, &A->r);
       if (r2 < 0) return CLI_USAGE;
@@ -145,6 +150,8 @@ static int parse(int argc, char **argv, args *A) {
   if (!A->r.in == !A->r.spec) return cli_usage_error(CMD, "give exactly one of --pattern SPEC and --mask FILE");
   if (A->heads < 1 || A->d < 1) return cli_usage_error(CMD, "--heads and --head-dim are required");
   if (A->out && A->bench) return cli_usage_error(CMD, "--out belongs to 'attn plan'");
+  if (A->cpu_clock && (!A->bench || A->co.threads != 1))
+    return cli_usage_error(CMD, "--cpu-clock belongs to 'attn bench' with --threads 1");
   return CLI_OK;
 }
 
@@ -272,12 +279,14 @@ void attn_cli_info_json(cJSON *j, const ts_attn_sched_info *g, const ts_attn_sch
     cJSON_AddNumberToObject(j, "guard_schedule_ms", x->guard_schedule_s * 1e3);
     cJSON_AddNumberToObject(j, "guard_fixed_ms", x->guard_fixed_s * 1e3);
     cJSON_AddNumberToObject(j, "guard_ms", x->guard_ms);
-    if (x->fallback.br > 0) {
-      char tb[32];
-      snprintf(tb, sizeof tb, "%dx%d", x->fallback.br, x->fallback.bc);
-      cJSON_AddStringToObject(j, "fallback_tile", tb);
+    if (x->fallback.br > 0) { /* "fixed 16x16" (block skip) or "compact 16x64" (every panel one pass) */
+      char tb[48];
+      snprintf(tb, sizeof tb, "%s %dx%d", x->fallback_kind == TS_ATTN_SEG_COMPACT ? "compact" : "fixed", x->fallback.br,
+               x->fallback.bc);
+      cJSON_AddStringToObject(j, "fallback", tb);
+      cJSON_AddNumberToObject(j, "guard_fallback_ms", x->guard_fallback_s * 1e3);
     } else {
-      cJSON_AddNullToObject(j, "fallback_tile");
+      cJSON_AddNullToObject(j, "fallback");
     }
   }
   cJSON_AddNumberToObject(j, "merged_pieces", (double)x->merged);

@@ -13,6 +13,7 @@
 typedef struct args {
   rcli_args r;
   bool bench, no_cache;
+  bool cpu_clock;               /* bench --cpu-clock: time calls by the thread's CPU clock (1 thread) */
   long heads, d, batch, repeats, rounds;
   ts_attn_solver solver;
   double time_limit;

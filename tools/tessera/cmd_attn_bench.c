@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cmd_attn.h"
 #include "harness.h"
@@ -35,9 +36,23 @@ static void run_fn(void *p) {
                     T->b, T->h, T->n, T->d);
 }
 
-/* Plans s on mask, times it; ms < 0 on failure (status returned). */
+/* This thread's CPU time in seconds (--cpu-clock: with one thread the execute runs on the caller, and
+ * a call the OS preempts on a shared machine still reads its own run time, not the queueing). */
+static double thread_cpu_s(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return ts_now();
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Plans s on mask, times it; ms < 0 on failure (status returned). stats (may be NULL): the plan's. */
 static ts_status time_schedule(const args *A, const ts_context *ctx, const ts_attn_schedule *s, const ts_bitmap *mask,
-                               const tensors *T, bool permuted, double *ms, double *work_ratio, double *create_ms) {
+                               const tensors *T, bool permuted, double *ms, double *work_ratio, double *create_ms,
+                               ts_attn_stats *stats) {
   ts_attn_plan *pl;
   double t0 = ts_now();
   TS_TRY(ts_attn_plan_create(&pl, ctx, s, mask, T->d));
@@ -45,12 +60,27 @@ static ts_status time_schedule(const args *A, const ts_context *ctx, const ts_at
   ts_attn_stats st;
   ts_attn_plan_stats(pl, &st);
   *work_ratio = st.work_ratio;
+  if (stats) *stats = st;
   run_arg ra = {ctx, pl, T, permuted, A->bf16};
-  ts_bench_opts bo = ts_bench_opts_default();
-  bo.warmup = 1, bo.repeats = (int)A->repeats, bo.min_time_s = 0;
-  ts_bench_result br;
-  ts_status stt = ts_bench_run(&bo, run_fn, &ra, &br);
-  *ms = br.median_s * 1e3;
+  ts_status stt = TS_OK;
+  if (A->cpu_clock) { /* one thread: its CPU time per call, median of --repeats after a warm-up */
+    double t[101];
+    int r = A->repeats < 101 ? (int)A->repeats : 101;
+    run_fn(&ra);
+    for (int i = 0; i < r; i++) {
+      double c0 = thread_cpu_s();
+      run_fn(&ra);
+      t[i] = thread_cpu_s() - c0;
+    }
+    qsort(t, (size_t)r, sizeof *t, cmp_double);
+    *ms = (r % 2 ? t[r / 2] : 0.5 * (t[r / 2 - 1] + t[r / 2])) * 1e3;
+  } else {
+    ts_bench_opts bo = ts_bench_opts_default();
+    bo.warmup = 1, bo.repeats = (int)A->repeats, bo.min_time_s = 0;
+    ts_bench_result br;
+    stt = ts_bench_run(&bo, run_fn, &ra, &br);
+    *ms = br.median_s * 1e3;
+  }
   ts_attn_plan_destroy(pl);
   return stt;
 }
@@ -154,13 +184,14 @@ int attn_cli_bench(args *A, planned *P, const ts_context *ctx) {
   method fam[2][TS_ATTN_PROFILE_MAX_MENU]; /* fixed tiles: [0] original order, [1] reordered */
   double create_ms = 0;
   ts_attn_schedule sch;
+  ts_attn_stats ist = {0}; /* the ilp plan's work counters */
   /* Rounds: every method is timed once per round (median of --repeats) and keeps its fastest
    * round, so a burst of load on a shared machine hits one method's round, not its figure. Round 0
    * times every menu tile; later rounds only the 3 fastest of each order. */
   for (int round = 0; round < A->rounds && s == TS_OK; round++) {
     double ms = INFINITY, work = 0;
     if ((s = ts_attn_schedule_dense(&sch, T.n, 64, 64)) == TS_OK) {
-      s = time_schedule(A, ctx, &sch, &P->bo, &T, false, &ms, &work, NULL);
+      s = time_schedule(A, ctx, &sch, &P->bo, &T, false, &ms, &work, NULL, NULL);
       ts_attn_schedule_free(&sch);
       dense.ms = ms < dense.ms ? ms : dense.ms, dense.work = work;
     }
@@ -172,13 +203,13 @@ int attn_cli_bench(args *A, planned *P, const ts_context *ctx) {
         for (int u = 0; round > 0 && u < nmenu; u++) faster += fam[pass][u].ms < m->ms;
         if (round > 0 && faster >= 3 && !(pass == 0 && menu[t].br == 64 && menu[t].bc == 64)) continue;
         if ((s = ts_attn_schedule_blockskip(&sch, T.n, menu[t].br, menu[t].bc)) != TS_OK) break;
-        s = time_schedule(A, ctx, &sch, pass ? &P->bp : &P->bo, &T, pass == 1, &ms, &m->work, NULL);
+        s = time_schedule(A, ctx, &sch, pass ? &P->bp : &P->bo, &T, pass == 1, &ms, &m->work, NULL, NULL);
         ts_attn_schedule_free(&sch);
         m->ms = ms < m->ms ? ms : m->ms;
       }
-    if (s == TS_OK) s = time_schedule(A, ctx, &P->greedy, &P->bp, &T, true, &ms, &gr.work, NULL);
+    if (s == TS_OK) s = time_schedule(A, ctx, &P->greedy, &P->bp, &T, true, &ms, &gr.work, NULL, NULL);
     gr.ms = ms < gr.ms ? ms : gr.ms;
-    if (s == TS_OK) s = time_schedule(A, ctx, &P->ilp, &P->bp, &T, true, &ms, &il.work, round ? NULL : &create_ms);
+    if (s == TS_OK) s = time_schedule(A, ctx, &P->ilp, &P->bp, &T, true, &ms, &il.work, round ? NULL : &create_ms, &ist);
     il.ms = ms < il.ms ? ms : il.ms;
   }
   for (int t = 0; t < nmenu && s == TS_OK; t++) {
@@ -214,6 +245,7 @@ int attn_cli_bench(args *A, planned *P, const ts_context *ctx) {
     cJSON_AddNumberToObject(j, "threads", P->threads);
     cJSON_AddNumberToObject(j, "repeats", (double)A->repeats);
     cJSON_AddNumberToObject(j, "rounds", (double)A->rounds);
+    cJSON_AddStringToObject(j, "clock", A->cpu_clock ? "thread_cpu" : "wall");
     cJSON_AddStringToObject(j, "reorder", ts_reorder_method_name(P->rst.method));
     attn_cli_cost_json(j, A, P);
     cJSON_AddNumberToObject(j, "tiles_empty", (double)ma.tiles_empty);
@@ -236,6 +268,9 @@ int attn_cli_bench(args *A, planned *P, const ts_context *ctx) {
     cJSON_AddNumberToObject(j, "speedup_vs_fixed_best_reordered", fbr.ms / il.ms);
     cJSON_AddNumberToObject(j, "speedup_vs_dense_flash", dense.ms / il.ms);
     cJSON_AddItemToObject(j, "work_ratio", w);
+    /* the ilp plan: P V work after the COMPACT skip lists, and sub-tiles whose keys are listed one by one */
+    cJSON_AddNumberToObject(j, "pv_work_ratio_ilp", ist.nnz ? (double)ist.pv_cells / (double)ist.nnz : 0.0);
+    cJSON_AddNumberToObject(j, "tiles_keyed_ilp", (double)ist.tiles_keyed);
     cJSON_AddNumberToObject(j, "plan_ms", plan_ms);
     cJSON_AddNumberToObject(parts, "reorder_ms", P->reorder_ms);
     cJSON_AddNumberToObject(parts, "blocks_ms", P->blocks_ms);
@@ -278,6 +313,13 @@ int attn_cli_bench(args *A, planned *P, const ts_context *ctx) {
     printf("plan     %.1f ms (reorder %.1f, blocks %.1f, %s solve %.1f); predicted makespan greedy %.4g, ilp %.4g (%s)\n",
            plan_ms, P->reorder_ms, P->blocks_ms, ts_attn_solver_name(A->solver), P->solve_ms, P->gi.makespan, P->ii.makespan,
            P->ii.ilp_run ? ts_ilp_status_name(P->ii.ilp_status) : "ilp not run");
+    if (P->ii.guarded && P->ii.fallback.br > 0)
+      printf("guard    the solved schedule (%.3f ms, 1 head, 1 thread) was replaced by %s %dx%d (%.3f ms)\n",
+             P->ii.guard_schedule_s * 1e3, P->ii.fallback_kind == TS_ATTN_SEG_COMPACT ? "compact passes" : "fixed tiles",
+             P->ii.fallback.br, P->ii.fallback.bc, P->ii.guard_fallback_s * 1e3);
+    else if (P->ii.guarded)
+      printf("guard    kept the solved schedule (%.3f ms against %.3f for the best fixed tile; 1 head, 1 thread)\n",
+             P->ii.guard_schedule_s * 1e3, P->ii.guard_fixed_s * 1e3);
     printf("ilp      %.2f GFLOP/s effective (%.1f%% of peak), max |err| %.3g (%.3g of max|V|) on batch 0, heads 0-%lld\n",
            gflops, pct, err, rel, (long long)hs - 1);
   }

@@ -19,13 +19,13 @@
 
 enum { O_MODEL = 1, O_PROMPT = 2, O_N = 4, O_TEMP = 8, O_SEED = 16, O_TEXT = 32, O_CTX = 64, O_FULL = 128,
        O_CHUNKS = 256, O_CHAT = 512, O_SPECIAL = 1024, O_OUT = 2048, O_PLEN = 4096, O_GEN = 8192,
-       O_REPEATS = 16384, O_TOPK = 32768, O_FILE = 65536, O_BATCH = 131072 };
+       O_REPEATS = 16384, O_TOPK = 32768, O_FILE = 65536, O_BATCH = 131072, O_BWS = 262144 };
 
 typedef struct opts {
   cli_common_opts c;
   const char *model, *prompt, *text, *out, *file;
   long n, seed, ctx, chunks, plen, gen, repeats, topk, batch;
-  double temp;
+  double temp, bw_seconds;
   bool full, chat, special, ctx_set;
 } opts;
 
@@ -34,8 +34,8 @@ static const struct { const char *name; unsigned allowed; const char *usage; } k
      "generate --model FILE --prompt TEXT [-n 64] [--temp 0] [--top-k 40] [--seed 1] [--chat] [--special] [--ctx N] [--json]"},
     {"perplexity", O_MODEL | O_TEXT | O_CTX | O_FULL | O_CHUNKS | O_BATCH,
      "perplexity --model FILE --text FILE [--ctx 512] [--full] [--chunks N] [--json]"},
-    {"bench", O_MODEL | O_PLEN | O_GEN | O_REPEATS | O_CTX,
-     "bench --model FILE [--prompt-len 128] [--gen 64] [--repeats 5] [--json]"},
+    {"bench", O_MODEL | O_PLEN | O_GEN | O_REPEATS | O_CTX | O_BWS,
+     "bench --model FILE [--prompt-len 128] [--gen 64] [--repeats 5] [--bw-seconds 0.5] [--json]"},
     {"tokenize", O_MODEL | O_PROMPT | O_FILE | O_SPECIAL, "tokenize --model FILE (--prompt TEXT | --file FILE) [--special] [--json]"},
     {"logits", O_MODEL | O_PROMPT | O_OUT | O_SPECIAL | O_BATCH, "logits --model FILE --prompt TEXT --out FILE.npy [--special] [--json]"},
     {"info", O_MODEL, "info --model FILE [--json]"},
@@ -52,11 +52,11 @@ static void print_help(void) {
          "window (--full: every position). bench times a --prompt-len prefill and --gen decode steps (median\n"
          "of --repeats) and reports bytes read per decoded token (weights + the fp16 KV cache attended), the\n"
          "GB/s that makes and its %% of `tessera hwinfo`'s read bandwidth (and of the same read test run\n"
-         "right after the timed decode).\n");
+         "right after the timed decode for --bw-seconds; 0 skips it).\n");
 }
 
 static int parse(int argc, char **argv, int *sub, opts *o) {
-  *o = (opts){.n = 64, .seed = 1, .ctx = 0, .plen = 128, .gen = 64, .repeats = 5, .topk = 40, .batch = 512};
+  *o = (opts){.n = 64, .seed = 1, .ctx = 0, .plen = 128, .gen = 64, .repeats = 5, .topk = 40, .batch = 512, .bw_seconds = 0.5};
   *sub = -1;
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     o->c.help = true;
@@ -89,17 +89,19 @@ static int parse(int argc, char **argv, int *sub, opts *o) {
     else if (!strcmp(a, "--top-k")) bit = O_TOPK, num = &o->topk, lo = 0, hi = 1 << 24;
     else if (!strcmp(a, "--batch")) bit = O_BATCH, num = &o->batch, lo = 1, hi = 8192;
     else if (!strcmp(a, "--temp")) bit = O_TEMP;
+    else if (!strcmp(a, "--bw-seconds")) bit = O_BWS;
     else if (!strcmp(a, "--full")) bit = O_FULL, o->full = true;
     else if (!strcmp(a, "--chat")) bit = O_CHAT, o->chat = true;
     else if (!strcmp(a, "--special")) bit = O_SPECIAL, o->special = true;
     else return cli_usage_error(CMD, "%s: unknown option '%s'", kSubs[*sub].name, a);
     if (!(allowed & bit)) return cli_usage_error(CMD, "%s does not take %s", kSubs[*sub].name, a);
-    if (str || num || bit == O_TEMP) {
+    if (str || num || bit == O_TEMP || bit == O_BWS) {
       const char *v = cli_value(CMD, argc, argv, &i);
       if (!v) return CLI_USAGE;
       if (str) *str = v;
       else if (num && !cli_parse_int(CMD, a, v, lo, hi, num)) return CLI_USAGE;
       else if (bit == O_TEMP && !cli_parse_double(CMD, a, v, 0, 100, &o->temp)) return CLI_USAGE;
+      else if (bit == O_BWS && !cli_parse_double(CMD, a, v, 0, 60, &o->bw_seconds)) return CLI_USAGE;
     }
   }
   if (o->c.help) return CLI_OK;
@@ -462,7 +464,7 @@ static int do_bench(const opts *o, run *r) {
    * figure taken under the same machine load ("_run"). */
   const double bw = have_prof ? prof.bandwidth_gbs : 0, pct = bw > 0 ? 100.0 * gbs / bw : 0;
   double bw_run = 0;
-  if (ts_hwinfo_read_gbs(ts_context_threads(r->ctx), 0, 0.5, 3, &bw_run) != TS_OK) {
+  if (o->bw_seconds > 0 && ts_hwinfo_read_gbs(ts_context_threads(r->ctx), 0, o->bw_seconds, 3, &bw_run) != TS_OK) {
     bw_run = 0;
     ts_error_clear();
   }
@@ -501,6 +503,7 @@ static int do_bench(const opts *o, run *r) {
     cJSON_AddNumberToObject(b, "output", tm.output / tot);
     cJSON_AddNumberToObject(b, "rest", (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot);
     cJSON_AddItemToObject(j, "decode_time_share", b);
+    cJSON_AddNumberToObject(j, "decode_barrier_wait_share", tm.wait / tot);
     cJSON_AddNumberToObject(j, "load_avg", load);
     cli_print_json(j);
   } else {
@@ -512,9 +515,9 @@ static int do_bench(const opts *o, run *r) {
       printf("bandwidth   %.2f GB/s = %.1f%% of the profile's %.2f GB/s (bound %.1f tok/s)\n", gbs, pct, bw, bw * 1e9 / bpt);
     if (bw_run > 0)
       printf("            %.1f%% of %.2f GB/s read in this run (bound %.1f tok/s)\n", pct_run, bw_run, bw_run * 1e9 / bpt);
-    printf("decode time qkv %.1f%%, attention %.1f%%, wo %.1f%%, mlp %.1f%%, output %.1f%%, rest %.1f%%\n",
+    printf("decode time qkv %.1f%%, attention %.1f%%, wo %.1f%%, mlp %.1f%%, output %.1f%%, rest %.1f%% (barrier waits %.1f%%)\n",
            100 * tm.qkv / tot, 100 * tm.attn / tot, 100 * tm.wo / tot, 100 * tm.mlp / tot, 100 * tm.output / tot,
-           100 * (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot);
+           100 * (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot, 100 * tm.wait / tot);
   }
   return CLI_OK;
 }

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# tessera llm: usage errors exit 2, a GGUF that is not a LLaMA model or a missing file exit 1 with
+# one line naming the problem; with the real SmolLM2 model present ($TESSERA_SMOLLM2, else
+# bench/peers/.venv-llm/smollm2.gguf; skipped without it, as in CI): info, tokenize, greedy
+# generate (llama.cpp's first 8 tokens), logits to .npy, perplexity and bench JSON fields.
+# Usage: cli_llm.sh path/to/tessera   (TESSERA_SRC points at the repository root)
+set -u
+T=${1:?usage: cli_llm.sh path/to/tessera}
+SRC=${TESSERA_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+fail=0 pass=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export TESSERA_CACHE=${TESSERA_CACHE:-$tmp/cache} TESSERA_QUIET=1
+
+# usage: exit 2
+for args in "" "bogus" "generate" "generate --model x --bogus 1" "info --model x --prompt y" "bench --model x --gen 0"; do
+  # shellcheck disable=SC2086
+  "$T" llm $args >/dev/null 2>"$tmp/err"
+  rc=$?
+  if [ $rc -eq 2 ] || { [ -z "$args" ] && [ $rc -eq 0 ]; }; then ok; else bad "llm $args: rc=$rc $(cat "$tmp/err")"; fi
+done
+if "$T" llm --help | grep -q "tessera llm perplexity"; then ok; else bad "--help"; fi
+
+# a valid GGUF that is no LLaMA model, a missing file: exit 1, one line
+"$T" llm info --model "$SRC/fuzz/seeds/gguf/good_all_types.gguf" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "llama.embedding_length is missing" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ]; then ok
+else bad "non-model GGUF: rc=$rc $(cat "$tmp/err")"; fi
+"$T" llm info --model "$tmp/none.gguf" >/dev/null 2>"$tmp/err"
+if [ $? -eq 1 ] && grep -q "none.gguf" "$tmp/err"; then ok; else bad "missing model: $(cat "$tmp/err")"; fi
+
+M=${TESSERA_SMOLLM2:-$SRC/bench/peers/.venv-llm/smollm2.gguf}
+if [ ! -r "$M" ]; then
+  echo "cli_llm: SmolLM2 GGUF not found (scripts/get-smollm2.sh): real-model checks skipped"
+else
+  if "$T" llm info --model "$M" --json >"$tmp/info.json" && python3 - "$tmp/info.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["n_layer"] == 30 and j["d_model"] == 576 and j["n_vocab"] == 49152 and j["tied_output"], j
+PY
+  then ok; else bad "info --json"; fi
+  # llama.cpp's ids and greedy continuation (bench/peers/llm_llamacpp.py --check)
+  if "$T" llm generate --model "$M" --prompt "The capital of France is" -n 8 --threads 2 --json >"$tmp/gen.json" &&
+    python3 - "$tmp/gen.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["prompt_tokens"] == [504, 3575, 282, 4649, 314], j["prompt_tokens"]
+assert j["tokens"] == [7042, 30, 198, 198, 504, 1797, 1918, 553], j["tokens"]
+assert j["text"].startswith(" Paris."), j["text"]
+PY
+  then ok; else bad "generate: $(cat "$tmp/gen.json")"; fi
+  printf 'caf\xc3\xa9 \xe2\x82\xac 42\n  spaces' >"$tmp/t.txt"
+  if "$T" llm tokenize --model "$M" --file "$tmp/t.txt" --json | grep -q '"ids"'; then ok; else bad "tokenize"; fi
+  if "$T" llm logits --model "$M" --prompt "Hello world" --out "$tmp/z.npy" --json >/dev/null &&
+    [ "$(stat -c %s "$tmp/z.npy")" -eq $((128 + 2 * 49152 * 4)) ]; then ok; else bad "logits .npy"; fi
+  for i in $(seq 40); do printf 'The quick brown fox jumps over the lazy dog. ' >>"$tmp/text.txt"; done
+  if "$T" llm perplexity --model "$M" --text "$tmp/text.txt" --ctx 64 --chunks 2 --json >"$tmp/ppl.json" &&
+    python3 - "$tmp/ppl.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["chunks"] == 2 and j["scored"] == 62 and 1.0 < j["ppl"] < 3.0, j
+PY
+  then ok; else bad "perplexity: $(cat "$tmp/ppl.json")"; fi
+  if "$T" llm bench --model "$M" --prompt-len 8 --gen 4 --repeats 1 --bw-seconds 0 --json >"$tmp/bench.json" &&
+    python3 - "$tmp/bench.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+for k in ("prefill_tps", "decode_tps", "bytes_per_token", "gbs", "pct_bandwidth"):
+    assert k in j, k
+w = j["weight_bytes_per_token"]
+assert 96.5e6 < w < 96.7e6, w
+assert j["kv_bytes_per_token"] == 23040 * (8 + 2.5), j["kv_bytes_per_token"]
+PY
+  then ok; else bad "bench --json: $(cat "$tmp/bench.json")"; fi
+fi
+
+echo "cli_llm: $pass passed, $fail failed"
+[ $fail -eq 0 ]
