@@ -118,7 +118,7 @@ int main(int argc, char **argv) {
       void *amem = ts_malloc(ts_quant_act_bytes(C));
       const bool blk = type == TS_QT_Q8_0 || type == TS_QT_Q4_0 || type == TS_QT_Q4_1;
       const ts__quant_table *top_t = ts__quant_for(top);
-      uint8_t *P = blk && top_t->prep_packed ? ts_malloc(wbytes) : NULL;
+      uint8_t *P = blk && top_t->prep_packed ? ts_malloc(ts__pack_bytes(type, R, C)) : NULL;
       int32_t *gsum = ts_malloc(sizeof(int32_t) * (size_t)(C / 4));
       ts_quant_act xq;
       if (!W || !x || !y || !tmp || !amem || ts_quant_act_init(&xq, C, amem, ts_quant_act_bytes(C)) != TS_OK) {

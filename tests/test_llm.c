@@ -249,14 +249,14 @@ static void check_ops(void) {
 static void check_gemm(void) {
   const uint32_t types[] = {TS_QT_Q8_0, TS_QT_Q4_0, TS_QT_Q4_1};
   const int64_t ns[] = {32, 64, 96, 160, 544, 576, 1536};
-  const int64_t rowsv[] = {1, 3, 4, 5, 17};
+  const int64_t rowsv[] = {1, 3, 4, 5, 8, 17};
   const int Ts[] = {1, 2, 3, 5, 9};
   const ts__quant_table *ref = ts__quant_for(TS_ISA_SCALAR), *act = ts__quant();
   ts_rng r;
   ts_rng_seed(&r, 3);
   for (int ti = 0; ti < 3; ti++)
     for (int ni = 0; ni < 7; ni++)
-      for (int ri = 0; ri < 5; ri++)
+      for (int ri = 0; ri < 6; ri++)
         for (int tk = 0; tk < 5; tk++) {
           const uint32_t type = types[ti];
           const int64_t n = ns[ni], rows = rowsv[ri], nb = n / 32;
@@ -264,7 +264,7 @@ static void check_gemm(void) {
           size_t rb;
           ts_qtype_row_bytes(type, n, &rb);
           float *w = malloc((size_t)(rows * n) * sizeof *w), *x = malloc((size_t)(T * n) * sizeof *x);
-          uint8_t *W = malloc(rb * (size_t)rows), *P = malloc(rb * (size_t)rows);
+          uint8_t *W = malloc(rb * (size_t)rows), *P = malloc(ts__pack_bytes(type, rows, n));
           int8_t *q = malloc((size_t)(T * n));
           float *d = malloc((size_t)(T * nb) * sizeof *d), *sx = malloc((size_t)(T * nb) * sizeof *sx);
           int32_t *sm = malloc((size_t)(T * nb) * sizeof *sm), *gs = malloc((size_t)(T * nb * 8) * sizeof *gs);
@@ -276,6 +276,17 @@ static void check_gemm(void) {
           if (pg) {
             act->prep_packed(n, T, q, gs);
             ts__pack_rows(type, W, P, rows, n);
+            if (T == 1) { /* the packing is a pure regrouping: every file row comes back */
+              uint8_t *row = malloc(rb);
+              int lost = 0;
+              for (int64_t i = 0; i < rows; i++) {
+                ts__unpack_row(type, P, i, row, n);
+                lost += memcmp(row, W + (size_t)i * rb, rb) != 0;
+              }
+              CHECK(lost == 0, "pack %s n=%lld rows=%lld: %d rows differ after unpacking", ts_qtype_name(type), (long long)n,
+                    (long long)rows, lost);
+              free(row);
+            }
           }
           ts__qbatch qb = {n, T, q, d, sm, sx, gs, NULL};
           float *y0 = tst_alloc_guarded((size_t)(T * rows)), *y1 = tst_alloc_guarded((size_t)(T * rows));

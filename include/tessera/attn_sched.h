@@ -9,7 +9,7 @@
  * a menu tile t (cost c[i][t], any ts_attn_cost_fn), or is MERGED into the panel's COMPACT pass (a
  * TS_ATTN_SEG_COMPACT segment after the standalone ones, over everything they leave: the merged
  * pieces and the residue cells no block covers). A panel runs at most one compact pass, of one row
- * height h from a short list (8, 16, 32 rows; items of 64 keys). That is the coupling: the pass cuts
+ * height h from a short list (8, 16, 32 rows; items of 128 keys). That is the coupling: the pass cuts
  * the panel into h-high row sub-tiles and, per sub-tile, runs the union of all its merged cells as
  * one list of 4-key runs, so merged pieces share items (the Q lanes, the online-softmax state and
  * the O reload of every item) only when they use the same h, and a panel with residue cells must
@@ -46,7 +46,18 @@
  * known (warm start), runs under the elapsed-time limit (all stages together), and the ILP's answer
  * is kept only when it is verified and not worse than greedy (smaller makespan, or equal makespan
  * and smaller total); otherwise the greedy schedule is returned (info says which). One thread:
- * the best configurations are optimal (makespan = total) and no solver runs. */
+ * the best configurations are optimal (makespan = total) and no solver runs.
+ *
+ * THE ILP ON A MASK (ts_attn_schedule_solve with compact heights) prices the passes EXACTLY
+ * instead of by g and o: the costs above are linear per piece (g is a piece's marginal against an
+ * otherwise merged pass), but merged pieces share the keys and 4-key runs of their row sub-tiles,
+ * so a piece's real cost depends on which others merge -- a covering problem. Per panel and height
+ * the ILP solves that covering model (src/attn/sched_cover.c: fixed pieces by dominance, the free
+ * ones in components, enumerated or by CBC, under half of time_limit, most promising first), takes
+ * each panel's best height (or no pass), then balances the panels over the threads (LPT, then the
+ * aggregated model above). The greedy's schedule is priced by the same exact model
+ * (info.greedy_makespan; its own linear figure in greedy_makespan_linear), is the warm start of
+ * every model, and is returned when the ILP's is not better. */
 #ifndef TESSERA_ATTN_SCHED_H
 #define TESSERA_ATTN_SCHED_H
 
@@ -82,7 +93,8 @@ typedef struct ts_attn_sched_opts {
                                   optimal (false; for tests and comparison) */
   /* Compact passes (ts_attn_schedule_solve): row heights to choose from (nheights 0 = none: the
    * residue runs as a MIXED segment with blocks.residue, every piece standalone) and the keys per
-   * item (compact_bc, 64). Default heights {8, 16, 32}. */
+   * item (compact_bc, 128: a 16-row sub-tile of window2d k = 7 computes ~100 keys, so one item
+   * instead of two, 5% faster; k = 13 2-3%, swin and vitdet the same). Default heights {8, 16, 32}. */
   int32_t heights[4];
   int nheights;
   int32_t compact_bc;
@@ -144,6 +156,17 @@ typedef struct ts_attn_sched_info {
   int64_t ilp_nodes;
   int ilp_vars, ilp_rows;
   double ms;                   /* scheduler wall time (costs, model, solve) */
+  /* The ILP's coverage stage (ts_attn_schedule_solve with compact heights): greedy_makespan and
+   * greedy_total are then the greedy's solution priced by the same exact model as the ILP's,
+   * greedy_makespan_linear its own (marginal) prediction. Counted over every panel and height:
+   * pieces fixed merged by dominance and free ones, components enumerated and solved by CBC (with
+   * their variables, seconds and unproven stops), components left at the warm start when the
+   * time was up, and (panel, height) models not solved because a lower bound showed that height
+   * cannot beat a better one. */
+  bool cover_run;
+  double greedy_makespan_linear;
+  int64_t cover_fixed, cover_free, cover_enum, cover_cbc, cover_cbc_vars, cover_cbc_unproven, cover_timeouts, cover_pruned;
+  double cover_cbc_seconds, cover_ms;
 } ts_attn_sched_info;
 
 /* ---- the abstract problem (what the two solvers see; exposed for tests and other planners) -- */

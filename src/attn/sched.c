@@ -28,7 +28,7 @@ void ts_attn_sched_opts_default(ts_attn_sched_opts *o) {
   o->rel_gap = 0.002;
   o->heights[0] = 8, o->heights[1] = 16, o->heights[2] = 32;
   o->nheights = 3;
-  o->compact_bc = 64;
+  o->compact_bc = 128;
   o->calibrate_dtype = TS_F32;
   o->guard = true;
   for (int f = 0; f < 5; f++) o->family_scale[f] = 1.0;

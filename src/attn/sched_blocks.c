@@ -227,7 +227,16 @@ ts_status ts_attn_schedule_solve(const ts_blocks *blk, const ts_bitmap *mask, co
     }
   }
   tc = ts_now() - tc;
-  if (st == TS_OK) st = ts_attn_sched_problem_solve(&pb, &o, tile, height, thread, &inf);
+  /* the ILP with compact passes: the greedy's solution first (warm start), then the exact coverage
+   * model of every panel (sched_cover.c); without passes the linear problem is exact */
+  const bool cover = o.solver == TS_ATTN_SOLVER_ILP && nh > 0 && n >= TS__ATTN_RUN;
+  ts_attn_sched_opts og = o;
+  if (cover) og.solver = TS_ATTN_SOLVER_GREEDY;
+  if (st == TS_OK) st = ts_attn_sched_problem_solve(&pb, &og, tile, height, thread, &inf);
+  if (st == TS_OK && cover) {
+    inf.ilp_run = true;
+    st = ts__sched_cover_solve(&B, &pb, &o, scale, tile, height, thread, &inf);
+  }
   if (st == TS_OK) {
     ts_attn_schedule fin;
     st = ts__sched_build_schedule(&B, tile, height, &fin);

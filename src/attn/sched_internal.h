@@ -70,6 +70,30 @@ ts_status ts__sched_calibrate(const ts__sched_build *B, const ts_attn_sched_prob
 ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem *pb, const ts_attn_sched_opts *o,
                           ts_attn_schedule *s, ts_attn_sched_info *info);
 
+/* ---- the ILP's exact model of compact passes (sched_cover.c) -------------------------------- */
+
+/* Panel P (pieces[0 .. npc): its block pieces in ownership order, c[k] their standalone costs)
+ * with a pass of hh rows (scale: the passes' family scale), from the warm start warm[k] (merged or
+ * not; its load *warm_load): *lower = a lower bound of the panel's load; merged[k] / *load = the
+ * warm start with the pieces the model fixes merged (never worse), or with `solve` the exact
+ * model's optimum (components enumerated or solved by CBC, which stops at `deadline`, ts_now()
+ * seconds). info gets the cover_* counters. */
+ts_status ts__sched_cover_panel(const ts_bitmap *mask, const ts_attn_panel *P, const ts_attn_segment *pieces, int64_t npc,
+                                const double *c, int32_t hh, const ts_attn_sched_opts *o, ts_attn_cost_fn cost, double scale,
+                                const unsigned char *warm, bool solve, double deadline, unsigned char *merged, double *load,
+                                double *warm_load, double *lower, ts_attn_sched_info *info);
+/* The ILP over the blocks' schedule B (pb: its problem with costs scaled by scale[]): every panel
+ * at every height (and without a pass) by ts__sched_cover_panel, the best per panel, then panels to
+ * threads (LPT and the aggregated ILP). choice/height/thread: in, the greedy's solution (warm
+ * start, and compared under the same exact model); out, the better of the two (info: solver,
+ * makespans, cover counters). */
+ts_status ts__sched_cover_solve(const ts__sched_build *B, const ts_attn_sched_problem *pb, const ts_attn_sched_opts *o,
+                                const double *scale, int *choice, int *height, int32_t *thread, ts_attn_sched_info *info);
+
+/* The exact model's price (unscaled) of the passes of hh rows of every panel of B with the pieces
+ * merged[i] set merged (NULL: none: the residue alone). */
+ts_status ts__sched_cover_price(const ts__sched_build *B, int32_t hh, const unsigned char *merged, double *cost);
+
 /* ---- compact pricing (sched_compact.c) ---------------------------------------------------- */
 
 /* Keys a COMPACT row sub-tile computes for the set bits of the bit row u over [c0, c1) (zero

@@ -83,6 +83,7 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
     s->ffu = alloc(s, B * (size_t)ff, sizeof(float), &ok);
     s->scores_ld = (((int64_t)n_ctx + 63) & ~(int64_t)63) + 64;
     s->scores = alloc(s, (size_t)s->nt * TS__ATT_ROWS * (size_t)s->scores_ld, sizeof(float), &ok);
+    s->share = alloc(s, (size_t)s->nt, sizeof(ts__share), &ok);
     s->rope = alloc(s, (size_t)n_ctx * (size_t)(c->n_rot / 2) * 2, sizeof(float), &ok);
     for (int t = 0; t < s->nt && ok; t++) {
       ts__tbuf *b = &s->tb[t];
@@ -114,6 +115,7 @@ int ts_llm_state_n_ctx(const ts_llm_state *s) { return s->n_ctx; }
 void ts_llm_state_timing(const ts_llm_state *s, ts_llm_timing *t) { *t = s->tm; }
 void ts_llm_state_timing_reset(ts_llm_state *s) { memset(&s->tm, 0, sizeof s->tm); }
 
+double prof_work[2][6], prof_wait[2][6], prof_ntok;
 /* One batch of T <= n_batch tokens; logits of tokens [from, T) when logits != NULL. */
 static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, int from, float *logits) {
   const int nl = s->m->cfg.n_layer;
@@ -139,14 +141,16 @@ static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, i
     ts__pfq *pf = T == 1 ? &s->tb[tid].pf : NULL;
     if (pf) ts__pfq_reset(pf);
     double waited = 0; /* this thread's time at barriers (imbalance, a descheduled partner) */
+    double pw0 = ts_now(); int ph = 0;
 #define BAR()                            \
   do {                                   \
     const double w0 = ts_now();          \
     ts__barrier_wait(&s->bar, pf);       \
     waited += ts_now() - w0;             \
+    if (T == 1) { prof_work[tid][ph] += w0 - pw0; prof_wait[tid][ph] += ts_now() - w0; pw0 = ts_now(); ph = (ph + 1) % 6; } \
   } while (0)
     ts__step_embed(s, tid, tokens, T);
-    BAR();
+    BAR(); ph = 1;
     LAP(5)
     for (int l = 0; l < nl; l++) {
       ts__step_qkv(s, tid, l, T, pos);
@@ -161,7 +165,7 @@ static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, i
       ts__step_gate_up(s, tid, l, T, pos);
       BAR();
       ts__step_down(s, tid, l, T);
-      BAR();
+      BAR(); ph = 1;
       LAP(3)
     }
     if (logits && from < T) ts__step_output(s, tid, T, from, logits);
@@ -180,6 +184,7 @@ static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, i
   s->tm.total += ts_now() - t_start;
   s->tm.wait += wait_sum / s->nrun;
   s->tm.tokens += T;
+  if (T == 1) prof_ntok += 1;
   s->tm.calls++;
 }
 

@@ -9,8 +9,9 @@
 #include "tessera/llm.h"
 
 /* A weight matrix [rows][cols] in its file type: row r at data + r * row_bytes (in the mapping).
- * Block types also get a packed copy (same bytes per row, ts__pack_rows) when the active ISA has
- * packed kernels: then packed != NULL and pgemm is its kernel. */
+ * Block types also get a packed copy (groups of 4 rows, the same bytes, ts__pack_rows) when the
+ * active ISA has packed kernels: then packed != NULL and pgemm is its kernel (row r0 of a range at
+ * packed + r0 * row_bytes when r0 % 4 == 0). */
 typedef struct ts__wmat {
   const char *name;
   uint32_t type;
@@ -60,6 +61,22 @@ void ts__barrier_wait(ts__barrier *b, ts__pfq *pf);
 
 /* [lo, hi) of n items for thread t of nt, in multiples of `align` (the last part takes the rest). */
 void ts__split(int64_t n, int t, int nt, int64_t align, int64_t *lo, int64_t *hi);
+
+/* Work sharing inside a phase: its items cut into units (ts__split's), thread t owns the units of
+ * its ts__split range and takes them front to back; when they are done it takes the other threads'
+ * last units, one at a time. The static home ranges keep each thread streaming one contiguous range
+ * (and the side prefetches of the next phase's first bytes right); the stealing absorbs the
+ * imbalance of a phase (memory bandwidth shared unevenly, a thread descheduled, the KV-cache stores
+ * of qkv), which otherwise every barrier turns into waiting. One slot per thread: [start, end) in
+ * units, packed in 64 bits, changed by compare-and-swap (owner: start + 1, thief: end - 1). */
+typedef struct ts__share {
+  _Alignas(64) _Atomic uint64_t se;
+} ts__share;
+/* Thread tid's slot <- its home units of `units` (call at the phase's start, after its barrier:
+ * the slots of the previous phase are all empty by then, so a thief never takes a stale unit). */
+void ts__share_begin(ts__share *sh, int tid, int nt, int64_t units);
+/* The next unit for thread tid (its own first, then the others' last), -1 when none is left. */
+int64_t ts__share_next(ts__share *sh, int tid, int nt);
 
 /* ---- state ------------------------------------------------------------------------------- */
 
@@ -161,6 +178,7 @@ struct ts_llm_state {
   void **mem;    /* every allocation, for destroy */
   int nmem;
   ts__barrier bar;
+  ts__share *share; /* [nt] */
   const ts__llm_ops *ops;
   ts_llm_timing tm;
 };

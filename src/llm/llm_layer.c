@@ -14,7 +14,7 @@ void ts__wmat_gemm(const ts__wmat *w, int64_t r0, int64_t r1, const float *xf, i
                    int T, float *y, int64_t ldy) {
   if (r1 <= r0) return;
   ts__qbatch qb = {xb->n, T, xb->q, xb->d, xb->sum, xb->s, xb->gsum, T == 1 ? xb->pf : NULL};
-  if (w->packed) {
+  if (w->packed && r0 % TS__PACK_ROWS == 0) { /* the work splits keep r0 on a group (else: the file rows) */
     w->pgemm(w->packed + (size_t)r0 * w->row_bytes, w->row_bytes, r1 - r0, &qb, y + r0, ldy);
     return;
   }
@@ -39,28 +39,56 @@ static void queue_head(ts_llm_state *s, int tid, const ts__wmat *w, int64_t r0, 
   ts__pfq_add(&s->tb[tid].pf, w->packed + (size_t)r0 * w->row_bytes, bytes < HEAD_BYTES ? bytes : HEAD_BYTES, 0, 1, 1);
 }
 
-/* this thread's rows of the d-row matrices (wo, down) and of the n_ff-row ones (gate, up) */
-static void rows_d(const ts_llm_state *s, int tid, int64_t *r0, int64_t *r1) {
-  ts__split(s->m->cfg.d_model, tid, s->nrun, 16, r0, r1);
+/* The rows of a phase, cut into units of work (ts__share): `unit` rows, a multiple of `align`,
+ * about UNIT_BYTES of weights (a unit's claim, ~10 ns, then stays ~1% of its time; the stealing
+ * thread's last unit ends at most that far behind). */
+#define UNIT_BYTES 16384
+typedef struct grid {
+  int64_t n, unit;
+} grid;
+static grid grid_of(int64_t n, int64_t align, size_t bytes_per_row) {
+  int64_t k = (int64_t)(UNIT_BYTES / ((size_t)align * (bytes_per_row ? bytes_per_row : 1)));
+  grid g = {n, align * (k > 1 ? k : 1)};
+  return g;
 }
-static void rows_ff(const ts_llm_state *s, int tid, int64_t *r0, int64_t *r1) {
-  ts__split(s->m->cfg.n_ff, tid, s->nrun, 16, r0, r1);
+static int64_t grid_units(grid g) { return (g.n + g.unit - 1) / g.unit; }
+/* thread tid's home rows [r0, r1) */
+static void home(const ts_llm_state *s, int tid, grid g, int64_t *r0, int64_t *r1) {
+  ts__split(g.n, tid, s->nrun, g.unit, r0, r1);
 }
-/* this thread's rows [r0, r1) of the stacked q | k | v rows ((n_head + 2 n_kv) hd): multiples of 16
- * (an even split; RoPE pairs stay inside), whole heads for NEOX RoPE (pairs half a head apart) */
-static void rows_qkv(const ts_llm_state *s, int tid, int64_t *r0, int64_t *r1) {
+/* the d-row matrices (wo, down), gate and up together (n_ff rows of each), the vocabulary */
+static grid grid_d(const ts__wmat *w) { return grid_of(w->rows, 16, w->row_bytes); }
+static grid grid_ff(const ts_llm_state *s) {
+  const ts__llm_layer *L = &s->m->layers[0];
+  return grid_of(s->m->cfg.n_ff, 16, L->gate.row_bytes + L->up.row_bytes);
+}
+static grid grid_vocab(const ts_llm_state *s) { return grid_of(s->m->cfg.n_vocab, 64, s->m->output.row_bytes); }
+/* the stacked q | k | v rows ((n_head + 2 n_kv) hd): multiples of 16 (RoPE pairs stay inside), whole
+ * heads for NEOX RoPE (pairs half a head apart) */
+static grid grid_qkv(const ts_llm_state *s) {
   const ts_llm_config *c = &s->m->cfg;
   const int64_t hd = c->head_dim, units = c->n_head + 2 * c->n_head_kv;
   const int64_t align = c->rope == TS_LLM_ROPE_NEOX || hd % 16 ? hd : 16;
-  ts__split(units * hd, tid, s->nrun, align, r0, r1);
+  return grid_of(units * hd, align, s->m->layers[0].wq.row_bytes);
 }
+
+/* The phase's units this thread takes, one [a, b) at a time: ts__share_begin once, then while
+ * (next_unit(..)) work on [*a, *b). */
+static bool next_unit(ts_llm_state *s, int tid, grid g, int64_t *a, int64_t *b) {
+  const int64_t u = ts__share_next(s->share, tid, s->nrun);
+  if (u < 0) return false;
+  *a = u * g.unit;
+  *b = *a + g.unit < g.n ? *a + g.unit : g.n;
+  return true;
+}
+static void begin_units(ts_llm_state *s, int tid, grid g) { ts__share_begin(s->share, tid, s->nrun, grid_units(g)); }
 
 /* the head of the thread's q|k|v rows of layer l (its first matrix piece) */
 static void queue_qkv_head(ts_llm_state *s, int tid, int l) {
   const ts_llm_config *c = &s->m->cfg;
   const ts__llm_layer *L = &s->m->layers[l];
   int64_t r0, r1;
-  rows_qkv(s, tid, &r0, &r1);
+  home(s, tid, grid_qkv(s), &r0, &r1);
   const int64_t nq = (int64_t)c->n_head * c->head_dim, nk = (int64_t)c->n_head_kv * c->head_dim;
   if (r0 < nq) queue_head(s, tid, &L->wq, r0, r1 < nq ? r1 : nq);
   else if (r0 < nq + nk) queue_head(s, tid, &L->wk, r0 - nq, (r1 < nq + nk ? r1 : nq + nk) - nq);
@@ -103,21 +131,13 @@ void ts__step_embed(ts_llm_state *s, int tid, const int32_t *tokens, int T) {
     ts__dequant_ref(e->type, e->data + (size_t)tokens[t] * e->row_bytes, s->x + (size_t)t * (size_t)e->cols, e->cols);
 }
 
-/* Norm, Q/K/V for this thread's rows of the stacked q | k | v rows, RoPE on its q and k rows, its
- * k and v rows into the cache at positions pos..pos+T-1. */
-void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos) {
+/* Q/K/V rows [r0, r1) of the stacked q | k | v rows for T tokens, RoPE on the q and k rows among
+ * them, the k and v rows into the cache at positions pos..pos+T-1. */
+static void qkv_rows(ts_llm_state *s, int tid, int l, int T, int pos, const float *xf, int64_t ldx, int64_t r0,
+                     int64_t r1) {
   const ts_llm_config *c = &s->m->cfg;
   const ts__llm_layer *L = &s->m->layers[l];
   const int hd = c->head_dim, nh = c->n_head, nkv = c->n_head_kv;
-  const float *xf;
-  int64_t ldx, r0, r1;
-  if (T == 1) { /* next weights: wo, after attention */
-    int64_t d0, d1;
-    rows_d(s, tid, &d0, &d1);
-    queue_head(s, tid, &L->wo, d0, d1);
-  }
-  prep(s, tid, s->x, c->d_model, L->attn_norm, c->d_model, 0, T, &xf, &ldx);
-  rows_qkv(s, tid, &r0, &r1);
   const ts__wmat *w[3] = {&L->wq, &L->wk, &L->wv};
   const int64_t first[4] = {0, nh * hd, (nh + nkv) * hd, (nh + 2 * nkv) * hd};
   for (int k = 0; k < 3; k++) {
@@ -125,7 +145,6 @@ void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos) {
     if (a >= b) continue;
     ts__wmat_gemm(w[k], a - first[k], b - first[k], xf, ldx, &s->tb[tid].act, T, s->qkv + first[k], s->ldq);
   }
-  /* RoPE on this thread's q and k rows (pairs of dimensions), k and v into the cache */
   const int neox = c->rope == TS_LLM_ROPE_NEOX;
   for (int t = 0; t < T; t++) {
     float *row = s->qkv + (size_t)t * (size_t)s->ldq;
@@ -149,18 +168,38 @@ void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos) {
   }
 }
 
-/* x[t][rows of this thread] += (W src[t])[rows]: the output projection of attention or the MLP's
- * down projection (src width n, unnormalized). */
+/* Norm, then the thread's units of the stacked q | k | v rows (qkv_rows). */
+void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos) {
+  const ts_llm_config *c = &s->m->cfg;
+  const ts__llm_layer *L = &s->m->layers[l];
+  const grid g = grid_qkv(s);
+  const float *xf;
+  int64_t ldx, a, b;
+  begin_units(s, tid, g);
+  if (T == 1) { /* next weights: wo, after attention */
+    int64_t d0, d1;
+    home(s, tid, grid_d(&L->wo), &d0, &d1);
+    queue_head(s, tid, &L->wo, d0, d1);
+  }
+  prep(s, tid, s->x, c->d_model, L->attn_norm, c->d_model, 0, T, &xf, &ldx);
+  while (next_unit(s, tid, g, &a, &b)) qkv_rows(s, tid, l, T, pos, xf, ldx, a, b);
+}
+
+/* x[t][rows] += (W src[t])[rows] for the thread's units of rows: the output projection of attention
+ * or the MLP's down projection (src width n, unnormalized). */
 static void proj_residual(ts_llm_state *s, int tid, const ts__wmat *w, const float *src, int64_t lds, int T) {
   const int64_t d = s->m->cfg.d_model;
+  const grid g = grid_d(w);
   const float *xf;
   int64_t ldx, r0, r1;
+  begin_units(s, tid, g);
   prep(s, tid, src, lds, NULL, w->cols, 0, T, &xf, &ldx);
-  rows_d(s, tid, &r0, &r1);
-  ts__wmat_gemm(w, r0, r1, xf, ldx, &s->tb[tid].act, T, s->tmp, d);
-  for (int t = 0; t < T; t++) {
-    float *x = s->x + (size_t)t * (size_t)d, *y = s->tmp + (size_t)t * (size_t)d;
-    for (int64_t r = r0; r < r1; r++) x[r] += y[r];
+  while (next_unit(s, tid, g, &r0, &r1)) {
+    ts__wmat_gemm(w, r0, r1, xf, ldx, &s->tb[tid].act, T, s->tmp, d);
+    for (int t = 0; t < T; t++) {
+      float *x = s->x + (size_t)t * (size_t)d, *y = s->tmp + (size_t)t * (size_t)d;
+      for (int64_t r = r0; r < r1; r++) x[r] += y[r];
+    }
   }
 }
 
@@ -168,38 +207,40 @@ void ts__step_wo(ts_llm_state *s, int tid, int l, int T) {
   const ts_llm_config *c = &s->m->cfg;
   if (T == 1) { /* next: gate and up */
     int64_t n0, n1;
-    rows_ff(s, tid, &n0, &n1);
+    home(s, tid, grid_ff(s), &n0, &n1);
     queue_head(s, tid, &s->m->layers[l].up, n0, n1);
     queue_head(s, tid, &s->m->layers[l].gate, n0, n1);
   }
   proj_residual(s, tid, &s->m->layers[l].wo, s->att, (int64_t)c->n_head * c->head_dim, T);
 }
 
-/* Norm, gate and up for this thread's neurons, h = silu(gate) * up into ffg. In decode the next
- * layer's KV cache for this thread's attention heads is queued here: the gate, up and down
+/* Norm, gate and up for the thread's units of neurons, h = silu(gate) * up into ffg. In decode the
+ * next layer's KV cache for this thread's attention heads is queued here: the gate, up and down
  * matmuls prefetch it on the side (it was last read a whole token ago, so it is in memory, and
  * attention would otherwise wait on each line). */
 void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
   const ts_llm_config *c = &s->m->cfg;
   const ts__llm_layer *L = &s->m->layers[l];
   const int64_t ff = c->n_ff;
+  const grid g = grid_ff(s);
   const float *xf;
   int64_t ldx, n0, n1;
+  begin_units(s, tid, g);
   if (T == 1) { /* next: down; behind it the next layer's KV cache (what is left queued is stale) */
     int64_t r0, r1;
     ts__pfq_reset(&s->tb[tid].pf);
     if (l + 1 < c->n_layer) ts__att_queue_kv(s, tid, l + 1, pos);
-    rows_d(s, tid, &r0, &r1);
+    home(s, tid, grid_d(&L->down), &r0, &r1);
     queue_head(s, tid, &L->down, r0, r1);
   }
   prep(s, tid, s->x, c->d_model, L->ffn_norm, c->d_model, 0, T, &xf, &ldx);
-  rows_ff(s, tid, &n0, &n1);
-  if (n1 <= n0) return;
-  ts__wmat_gemm(&L->gate, n0, n1, xf, ldx, &s->tb[tid].act, T, s->ffg, ff);
-  ts__wmat_gemm(&L->up, n0, n1, xf, ldx, &s->tb[tid].act, T, s->ffu, ff);
-  for (int t = 0; t < T; t++) {
-    float *g = s->ffg + (size_t)t * (size_t)ff, *u = s->ffu + (size_t)t * (size_t)ff;
-    s->ops->swiglu(n1 - n0, g + n0, u + n0);
+  while (next_unit(s, tid, g, &n0, &n1)) {
+    ts__wmat_gemm(&L->gate, n0, n1, xf, ldx, &s->tb[tid].act, T, s->ffg, ff);
+    ts__wmat_gemm(&L->up, n0, n1, xf, ldx, &s->tb[tid].act, T, s->ffu, ff);
+    for (int t = 0; t < T; t++) {
+      float *gt = s->ffg + (size_t)t * (size_t)ff, *u = s->ffu + (size_t)t * (size_t)ff;
+      s->ops->swiglu(n1 - n0, gt + n0, u + n0);
+    }
   }
 }
 
@@ -208,20 +249,22 @@ void ts__step_down(ts_llm_state *s, int tid, int l, int T) {
     if (l + 1 < s->m->cfg.n_layer) queue_qkv_head(s, tid, l + 1);
     else {
       int64_t r0, r1;
-      ts__split(s->m->cfg.n_vocab, tid, s->nrun, 64, &r0, &r1);
+      home(s, tid, grid_vocab(s), &r0, &r1);
       queue_head(s, tid, &s->m->output, r0, r1);
     }
   }
   proj_residual(s, tid, &s->m->layers[l].down, s->ffg, s->m->cfg.n_ff, T);
 }
 
-/* logits[t - from][vocab rows of this thread] for tokens [from, T). */
+/* logits[t - from][vocab rows of this thread's units] for tokens [from, T). */
 void ts__step_output(ts_llm_state *s, int tid, int T, int from, float *logits) {
   const ts_llm_config *c = &s->m->cfg;
+  const grid g = grid_vocab(s);
   const float *xf;
   int64_t ldx, r0, r1;
+  begin_units(s, tid, g);
   prep(s, tid, s->x, c->d_model, s->m->output_norm, c->d_model, from, T, &xf, &ldx);
-  ts__split(c->n_vocab, tid, s->nrun, 64, &r0, &r1);
   const ts__actb sub = actb_from(&s->tb[tid].act, c->d_model, from);
-  ts__wmat_gemm(&s->m->output, r0, r1, xf + (size_t)from * (size_t)ldx, ldx, &sub, T - from, logits, c->n_vocab);
+  while (next_unit(s, tid, g, &r0, &r1))
+    ts__wmat_gemm(&s->m->output, r0, r1, xf + (size_t)from * (size_t)ldx, ldx, &sub, T - from, logits, c->n_vocab);
 }

@@ -189,7 +189,7 @@ static ts_status pack_all(ts_llm_model *m) {
     ws[i]->pgemm = ts__quant_pgemm_fn(qt, ws[i]->type);
     if (!ws[i]->pgemm) continue;
     ws[np++] = ws[i];
-    total += ws[i]->row_bytes * (size_t)ws[i]->rows;
+    total += ts__pack_bytes(ws[i]->type, ws[i]->rows, ws[i]->cols);
   }
   if (np == 0) {
     free(ws);
@@ -203,7 +203,7 @@ static ts_status pack_all(ts_llm_model *m) {
   size_t off = 0;
   for (int i = 0; i < np; i++) {
     ws[i]->packed = m->packmem + off;
-    off += ws[i]->row_bytes * (size_t)ws[i]->rows;
+    off += ts__pack_bytes(ws[i]->type, ws[i]->rows, ws[i]->cols);
   }
 #pragma omp parallel for schedule(dynamic, 1)
   for (int i = 0; i < np; i++) ts__pack_rows(ws[i]->type, ws[i]->data, (void *)ws[i]->packed, ws[i]->rows, ws[i]->cols);

@@ -66,3 +66,26 @@ void ts__split(int64_t n, int t, int nt, int64_t align, int64_t *lo, int64_t *hi
   *lo = a * align < n ? a * align : n;
   *hi = b * align < n ? b * align : n;
 }
+
+void ts__share_begin(ts__share *sh, int tid, int nt, int64_t units) {
+  const uint64_t a = (uint64_t)(units * tid / nt), b = (uint64_t)(units * (tid + 1) / nt);
+  atomic_store_explicit(&sh[tid].se, a << 32 | b, memory_order_release);
+}
+
+/* takes the first (owner) or last (thief) unit of slot v; -1 when it is empty */
+static int64_t take(ts__share *v, int last) {
+  uint64_t se = atomic_load_explicit(&v->se, memory_order_acquire);
+  for (;;) {
+    const uint64_t a = se >> 32, b = se & 0xFFFFFFFFu;
+    if (a >= b) return -1;
+    const uint64_t nse = last ? a << 32 | (b - 1) : (a + 1) << 32 | b;
+    if (atomic_compare_exchange_weak_explicit(&v->se, &se, nse, memory_order_acq_rel, memory_order_acquire))
+      return (int64_t)(last ? b - 1 : a);
+  }
+}
+
+int64_t ts__share_next(ts__share *sh, int tid, int nt) {
+  int64_t u = take(&sh[tid], 0);
+  for (int k = 1; u < 0 && k < nt; k++) u = take(&sh[(tid + k) % nt], 1);
+  return u;
+}

@@ -92,16 +92,19 @@ typedef struct ts__qbatch {
   ts__pfq *pf; /* side prefetches (NULL: none) */
 } ts__qbatch;
 
-/* Packed block-type rows (ts__pack_rows): the same bytes per row as the file's blocks, regrouped so
- * that 64-byte loads cover whole blocks and a row stays one contiguous range (a skipped row =
- * skipped bytes):
- *   Q4_0: d[nb] fp16, qs[nb][16] (the blocks' nibble arrays back to back)
- *   Q4_1: d[nb] fp16, m[nb] fp16, qs[nb][16]
- *   Q8_0: d[nb] fp16, u[nb][32] = q ^ 0x80 (the int8 values + 128, unsigned for vpdpbusd)
- * (scales first: a row is then read front to back, which the prefetchers stream measurably better
- * than a row whose scales sit behind its quants)
+/* Packed block-type rows (ts__pack_rows): the file's blocks regrouped in groups of 4 rows (the
+ * last group padded with zero rows), each group 4 x row_bytes, so that one 64-byte load holds one
+ * block of all 4 rows (quant_pgemm_avx512.c); nb = cols / 32, blocks counted in steps of 4
+ * (j = b / 4, nbj = min(4, nb - 4 j) blocks in step j):
+ *   Q4_0: d [8 nb], qs [nb][4 rows][16]
+ *   Q4_1: d [8 nb], m [8 nb], qs [nb][4 rows][16]
+ *   Q8_0: d [8 nb], u [nb][4 rows][32] = q ^ 0x80 (the int8 values + 128, unsigned for vpdpbusd)
+ * where d (and m) hold step j's fp16 scales at byte 32 j as [row k][block h < nbj]. A group is
+ * read front to back (scales, then quants). Rows are no longer separate byte ranges: skipping a
+ * neuron (a row of gate / up) costs a 4-row group's granularity here (docs/ARCHITECTURE.md).
  * Batched GEMM on packed rows: y[t * ldy + r] = dot(row r, activation t), r < rows, t < x->T,
- * equal bit for bit to the reference dot of the file's row (llama.cpp's order, cpu_order.h). */
+ * equal bit for bit to the reference dot of the file's row (llama.cpp's order, cpu_order.h); P
+ * points at a group (row r0 of the matrix with r0 % 4 == 0, at byte r0 x row_bytes). */
 typedef void (*ts__pgemm_fn)(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y,
                              int64_t ldy);
 /* Fills gsum of T tokens from q (the packed kernels' extra input). */
@@ -116,10 +119,13 @@ typedef struct ts__quant_table {
   ts__pgemm_fn pgemm_q8_0, pgemm_q4_0, pgemm_q4_1;
 } ts__quant_table;
 
-/* Packs rows x cols of a block type from the file layout (src) into dst (same size). */
+/* Rows per packed group, and the bytes of a packed rows x cols matrix (rows rounded up to a group). */
+#define TS__PACK_ROWS 4
+size_t ts__pack_bytes(uint32_t type, int64_t rows, int64_t cols);
+/* Packs rows x cols of a block type from the file layout (src) into dst (ts__pack_bytes). */
 void ts__pack_rows(uint32_t type, const void *src, void *dst, int64_t rows, int64_t cols);
-/* The file-layout row back from a packed one (tests). */
-void ts__unpack_row(uint32_t type, const void *src, void *dst, int64_t cols);
+/* Row r in the file layout back from a packed matrix P (tests). */
+void ts__unpack_row(uint32_t type, const void *P, int64_t r, void *dst, int64_t cols);
 /* The packed GEMM of a type in table t, NULL when there is none. */
 ts__pgemm_fn ts__quant_pgemm_fn(const ts__quant_table *t, uint32_t type);
 

@@ -1,80 +1,70 @@
-/* Packing of block-type rows into the layout of the packed kernels (quant_internal.h): a pure
- * regrouping of the file's bytes, so a packed row holds exactly the values of its file row and the
- * same number of bytes (a decode step reads as much as from the file layout). */
+/* Packing of block-type rows into the layout of the packed kernels (quant_internal.h): groups of
+ * 4 rows, a pure regrouping of the file's bytes (a group holds exactly the values of its 4 file rows
+ * in 4 x row_bytes; only a last group of 1-3 rows is padded with zero rows), so a decode step reads
+ * as much as from the file layout. */
 #include <string.h>
 
 #include "llm/quant_internal.h"
 
-static void pack_row(uint32_t type, const uint8_t *src, uint8_t *dst, int64_t nb) {
-  switch (type) {
-    case TS_QT_Q4_0: {
-      const ts__blk_q4_0 *b = (const void *)src;
-      uint8_t *d = dst, *qs = dst + 2 * nb;
-      for (int64_t k = 0; k < nb; k++) {
-        memcpy(qs + 16 * k, b[k].qs, 16);
-        memcpy(d + 2 * k, &b[k].d, 2);
-      }
-      return;
-    }
-    case TS_QT_Q4_1: {
-      const ts__blk_q4_1 *b = (const void *)src;
-      uint8_t *d = dst, *m = dst + 2 * nb, *qs = dst + 4 * nb;
-      for (int64_t k = 0; k < nb; k++) {
-        memcpy(qs + 16 * k, b[k].qs, 16);
-        memcpy(d + 2 * k, &b[k].d, 2);
-        memcpy(m + 2 * k, &b[k].m, 2);
-      }
-      return;
-    }
-    case TS_QT_Q8_0: {
-      const ts__blk_q8_0 *b = (const void *)src;
-      uint8_t *d = dst, *u = dst + 2 * nb;
-      for (int64_t k = 0; k < nb; k++) {
-        for (int i = 0; i < 32; i++) u[32 * k + i] = (uint8_t)b[k].q[i] ^ 0x80;
-        memcpy(d + 2 * k, &b[k].d, 2);
-      }
-      return;
-    }
-    default: return;
-  }
+/* bytes of a block in the file, and where its scale(s) and quants sit inside it */
+static size_t blk_bytes(uint32_t type) {
+  return type == TS_QT_Q4_1 ? sizeof(ts__blk_q4_1) : type == TS_QT_Q4_0 ? sizeof(ts__blk_q4_0) : sizeof(ts__blk_q8_0);
+}
+
+/* Offsets inside a packed group of nb blocks for block b of row k: the fp16 d (and Q4_1's m), the
+ * quants (16 nibble bytes, or 32 biased bytes for Q8_0). */
+typedef struct slot { size_t d, m, q; } slot;
+static slot where(uint32_t type, int64_t nb, int64_t b, int k) {
+  const int64_t j = b / 4, h = b % 4, nbj = nb - 4 * j < 4 ? nb - 4 * j : 4;
+  const size_t sc = (size_t)(32 * j + 2 * (nbj * k + h));
+  slot s = {sc, 8 * (size_t)nb + sc, 0};
+  if (type == TS_QT_Q8_0) s.q = 8 * (size_t)nb + (size_t)(128 * b + 32 * k);
+  else s.q = (type == TS_QT_Q4_1 ? 16 : 8) * (size_t)nb + (size_t)(64 * b + 16 * k);
+  return s;
+}
+
+size_t ts__pack_bytes(uint32_t type, int64_t rows, int64_t cols) {
+  size_t rb;
+  if (ts_qtype_row_bytes(type, cols, &rb) != TS_OK) return 0;
+  return rb * (size_t)((rows + TS__PACK_ROWS - 1) / TS__PACK_ROWS * TS__PACK_ROWS);
 }
 
 void ts__pack_rows(uint32_t type, const void *src, void *dst, int64_t rows, int64_t cols) {
   size_t rb;
   if (ts_qtype_row_bytes(type, cols, &rb) != TS_OK) return;
-  for (int64_t r = 0; r < rows; r++)
-    pack_row(type, (const uint8_t *)src + (size_t)r * rb, (uint8_t *)dst + (size_t)r * rb, cols / TS_QK);
+  if (type != TS_QT_Q8_0 && type != TS_QT_Q4_0 && type != TS_QT_Q4_1) return;
+  const int64_t nb = cols / TS_QK;
+  const size_t bs = blk_bytes(type);
+  memset(dst, 0, ts__pack_bytes(type, rows, cols)); /* the padding rows */
+  for (int64_t r = 0; r < rows; r++) {
+    uint8_t *g = (uint8_t *)dst + (size_t)(r / 4 * 4) * rb;
+    const uint8_t *row = (const uint8_t *)src + (size_t)r * rb;
+    for (int64_t b = 0; b < nb; b++) {
+      const uint8_t *blk = row + (size_t)b * bs;
+      const slot s = where(type, nb, b, (int)(r % 4));
+      memcpy(g + s.d, blk, 2);
+      if (type == TS_QT_Q4_1) memcpy(g + s.m, blk + 2, 2);
+      if (type == TS_QT_Q8_0)
+        for (int i = 0; i < 32; i++) g[s.q + (size_t)i] = blk[2 + i] ^ 0x80;
+      else memcpy(g + s.q, blk + bs - 16, 16);
+    }
+  }
 }
 
-void ts__unpack_row(uint32_t type, const void *src, void *dst, int64_t cols) {
+void ts__unpack_row(uint32_t type, const void *P, int64_t r, void *dst, int64_t cols) {
+  size_t rb;
+  if (ts_qtype_row_bytes(type, cols, &rb) != TS_OK) return;
+  if (type != TS_QT_Q8_0 && type != TS_QT_Q4_0 && type != TS_QT_Q4_1) return;
   const int64_t nb = cols / TS_QK;
-  const uint8_t *p = src;
-  switch (type) {
-    case TS_QT_Q4_0: {
-      ts__blk_q4_0 *b = dst;
-      for (int64_t k = 0; k < nb; k++) {
-        memcpy(b[k].qs, p + 2 * nb + 16 * k, 16);
-        memcpy(&b[k].d, p + 2 * k, 2);
-      }
-      return;
-    }
-    case TS_QT_Q4_1: {
-      ts__blk_q4_1 *b = dst;
-      for (int64_t k = 0; k < nb; k++) {
-        memcpy(b[k].qs, p + 4 * nb + 16 * k, 16);
-        memcpy(&b[k].d, p + 2 * k, 2);
-        memcpy(&b[k].m, p + 2 * nb + 2 * k, 2);
-      }
-      return;
-    }
-    case TS_QT_Q8_0: {
-      ts__blk_q8_0 *b = dst;
-      for (int64_t k = 0; k < nb; k++) {
-        for (int i = 0; i < 32; i++) b[k].q[i] = (int8_t)(p[2 * nb + 32 * k + i] ^ 0x80);
-        memcpy(&b[k].d, p + 2 * k, 2);
-      }
-      return;
-    }
-    default: return;
+  const size_t bs = blk_bytes(type);
+  const uint8_t *g = (const uint8_t *)P + (size_t)(r / 4 * 4) * rb;
+  for (int64_t b = 0; b < nb; b++) {
+    uint8_t *blk = (uint8_t *)dst + (size_t)b * bs;
+    const slot s = where(type, nb, b, (int)(r % 4));
+    memcpy(blk, g + s.d, 2);
+    if (type == TS_QT_Q4_1) memcpy(blk + 2, g + s.m, 2);
+    if (type == TS_QT_Q8_0)
+      for (int i = 0; i < 32; i++) blk[2 + i] = g[s.q + (size_t)i] ^ 0x80;
+    else memcpy(blk + bs - 16, g + s.q, 16);
   }
 }

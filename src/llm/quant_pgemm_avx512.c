@@ -1,21 +1,27 @@
-/* AVX-512 VNNI GEMM on packed block rows (layout in quant_internal.h) against Q8 activations, in
- * llama.cpp's order (cpu_order.h), so every output equals the scalar reference dot bit for bit:
- * y[t][r] = hsum8 over blocks of fma(d_w d_x, lane) (+ Q4_1's sum of m_w s_x).
+/* AVX-512 VNNI GEMM on packed block rows (layout in quant_internal.h: groups of 4 rows, scales
+ * [row][block] per 4 blocks, each block's 4 rows side by side) against Q8 activations, in llama.cpp's
+ * order (cpu_order.h), so every output equals the scalar reference dot bit for bit:
+ * y[t][r] = hsum8 over blocks of fma(d_w d_x, lane) (+ Q4_1's sum of m_w s_x, block after block).
  *
- * A tile is 4 rows x 1 token; its vectors hold the 8 lanes of each of the 4 rows:
- *   Q4_0 / Q4_1: 16 nibble bytes of one block from each row fill the four 128-bit lanes;
- *     lo = q & 15 are elements 0..15 and hi = q >> 4 elements 16..31, so vpdpbusd against the
- *     token's elements 0..15 (resp. 16..31) broadcast to every 128-bit lane gives in int32 lane
- *     4k + g the exact sum of elements 4g..4g+3 (resp. 16+4g..) of row k: ggml's lanes g and 4+g.
- *     The rows are read 64 bytes (4 blocks) at a time and regrouped with a 4x4 transpose of
- *     128-bit lanes. Q4_0's -8 is taken off per lane in int32 (8 x the activation's group sums).
- *   Q8_0: a block of a row is 32 bytes, so a vector holds rows k, k+1 (lanes 8i + g); the stored
- *     bytes are q + 128 (unsigned for vpdpbusd) and 128 x the group sums come off per lane.
- * Scales: per 16 blocks the four rows' fp16 scales are converted, multiplied by the token's d_x
- * (exact: two fp16 values), transposed to [block][row], and each block's vector of per-lane
- * scales is one permute. Q4_1's m_w s_x (exact) is added per row block after block in fp32.
- * Decode (T = 1) streams all rows; prefill walks ~32 KiB chunks of rows with every token inside,
- * so a chunk is read from memory once and from L1/L2 by the other tokens. */
+ * A tile is one group (4 rows) x 1 token. The integer part of a block dot is exact in any order;
+ * only the fp32 accumulation is fixed per row and lane, so a vector holds the 8 lanes of 2 or 4
+ * rows for one block and the accumulators advance block by block:
+ *   Q4_0 / Q4_1: a block's 64 bytes are the 16 nibble bytes of rows 0..3 (128-bit lane k = row k);
+ *     lo = q & 15 are elements 0..15, hi = q >> 4 elements 16..31, so vpdpbusd against the token's
+ *     elements 0..15 (16..31) broadcast to every 128-bit lane gives in int32 lane 4k + g the exact
+ *     sum of elements 4g..4g+3 (16+4g..) of row k: ggml's lanes g and 4+g, in two accumulators.
+ *     Q4_0's -8 enters as the dot's starting value (-8 x the activation's group sums).
+ *   Q8_0: a block is 128 bytes, rows 0|1 then 2|3 (256 bits each, the int8 values + 128, unsigned
+ *     for vpdpbusd), so int32 lane 8i + g holds lane g of row 2p + i; -128 x the group sums is the
+ *     starting value.
+ * Scales: per 4 blocks the group's 16 fp16 scales ([row k][block h], lane 4k + h) are converted and
+ * multiplied by the token's d_x (exact: two fp16 values), and block h's per-lane scales are one
+ * in-lane permute (Q8_0: the rows' halves are spread to 256-bit halves once per 4 blocks). Q4_1's
+ * m_w s_x (exact) is added per row, block after block, in lane 4k of a third accumulator.
+ * Compared with the earlier layout (each row contiguous, 4 rows transposed in registers, scales
+ * transposed per 16 blocks) this is ~1.5x the rate per core (docs/BENCHMARKS.md, issue 7).
+ * Decode (T = 1) streams all groups; prefill walks ~32 KiB chunks of groups with every token
+ * inside, so a chunk is read from memory once and from L1/L2 by the other tokens. */
 #include <immintrin.h>
 
 #include "llm/quant_internal.h"
@@ -24,146 +30,124 @@
 
 enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q4_1 = 2 };
 
-/* Software prefetch distance in bytes of weights ahead of the tile being read: streaming from
+/* Software prefetch distance in bytes of weights ahead of the group being read: streaming from
  * memory, the hardware prefetchers alone left the Q8_0 vocabulary projection far below the
- * bandwidth (measured on Zen 4; ~8-16 KB ahead gave the best rates). */
+ * bandwidth (measured on Zen 4; ~8-16 KB ahead gave the best rates; on Zen 5 4-32 KB measured the
+ * same within this VM's noise). */
 #ifndef PF_BYTES
 #define PF_BYTES 16384
 #endif
-
-AI __mmask16 mask16(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u); }
-AI __mmask64 mask64(int64_t n) { return n >= 64 ? ~(__mmask64)0 : n <= 0 ? 0 : (((__mmask64)1 << n) - 1); }
-
-/* a 64-byte load, masked only when the row ends inside it */
-AI __m512i ld64(const void *p, int64_t bytes) {
-  return bytes >= 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(mask64(bytes), p);
-}
-
-AI __m512 ld_h16(const uint8_t *p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
-
-/* where the quants start in a packed row (after the scales) */
-AI size_t qoff(int kind, int64_t nb) { return (size_t)(kind == K_Q4_1 ? 4 : 2) * (size_t)nb; }
-
-/* [a0 b0 c0 d0], [a1 b1 c1 d1], ... (128-bit lanes) of four vectors [a0 a1 a2 a3], ... */
-AI void transpose128(__m512i r0, __m512i r1, __m512i r2, __m512i r3, __m512i out[4]) {
-  const __m512i a0 = _mm512_shuffle_i64x2(r0, r1, 0x44), a1 = _mm512_shuffle_i64x2(r0, r1, 0xEE);
-  const __m512i a2 = _mm512_shuffle_i64x2(r2, r3, 0x44), a3 = _mm512_shuffle_i64x2(r2, r3, 0xEE);
-  out[0] = _mm512_shuffle_i64x2(a0, a2, 0x88);
-  out[1] = _mm512_shuffle_i64x2(a0, a2, 0xDD);
-  out[2] = _mm512_shuffle_i64x2(a1, a3, 0x88);
-  out[3] = _mm512_shuffle_i64x2(a1, a3, 0xDD);
-}
-
-/* 16 values of 4 rows -> u[j % 4] lane group j / 4 = [row0, row1, row2, row3] of value j */
-AI void transpose4x16(__m512 v0, __m512 v1, __m512 v2, __m512 v3, __m512 u[4]) {
-  const __m512 t0 = _mm512_unpacklo_ps(v0, v1), t1 = _mm512_unpackhi_ps(v0, v1);
-  const __m512 t2 = _mm512_unpacklo_ps(v2, v3), t3 = _mm512_unpackhi_ps(v2, v3);
-  u[0] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
-  u[1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
-  u[2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
-  u[3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
-}
-
-/* y[k] (k < nr) = row k . token, rows w + k rb (rows past nr repeat row 0: computed, not stored) */
 /* Side lines prefetched per tile from the qbatch's queue (while the tile's weights stream in) */
 #define PF_SIDE_LINES 8
 
-AI void tile(int kind, const uint8_t *w, size_t rb, int nr, int64_t n, const int8_t *q, const float *dx,
-             const float *sx, const int32_t *gs, float *y, int64_t ldy, int pf, ts__pfq *side) {
-  const int64_t nb = n / 32;
-  const size_t qo = qoff(kind, nb);
-  if (pf)
-    for (size_t o = 0; o < 4 * rb; o += 64) _mm_prefetch((const char *)w + PF_BYTES + o, _MM_HINT_T0);
-  if (side) ts__pfq_pump(side, PF_SIDE_LINES);
-  const uint8_t *row[4];
-  for (int k = 0; k < 4; k++) row[k] = w + (size_t)(k < nr ? k : 0) * rb;
-  const __m512i z = _mm512_setzero_si512(), lom = _mm512_set1_epi8(0x0F);
-  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m512i lane4 = _mm512_srli_epi32(lane, 2), lane8 = _mm512_srli_epi32(lane, 3);
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  __m128 summ = _mm_setzero_ps();
-  for (int64_t sb = 0; sb < nb; sb += 16) {
-    const __mmask16 mk = mask16(nb - sb);
-    const int64_t nbs = nb - sb < 16 ? nb - sb : 16;
-    const __m512 xd = _mm512_maskz_loadu_ps(mk, dx + sb);
-    __m512 dd[4];
-    transpose4x16(_mm512_mul_ps(ld_h16(row[0] + 2 * sb, mk), xd), _mm512_mul_ps(ld_h16(row[1] + 2 * sb, mk), xd),
-                  _mm512_mul_ps(ld_h16(row[2] + 2 * sb, mk), xd), _mm512_mul_ps(ld_h16(row[3] + 2 * sb, mk), xd), dd);
-    /* Q4_1: m_w s_x of [block j % 4][lane group j / 4 = block's 4 rows], read back per block */
-    _Alignas(64) float mbuf[4][16];
-    if (kind == K_Q4_1) {
-      const __m512 xs = _mm512_maskz_loadu_ps(mk, sx + sb);
-      const size_t mo = 2 * (size_t)nb + 2 * (size_t)sb;
-      __m512 mm[4];
-      transpose4x16(_mm512_mul_ps(ld_h16(row[0] + mo, mk), xs), _mm512_mul_ps(ld_h16(row[1] + mo, mk), xs),
-                    _mm512_mul_ps(ld_h16(row[2] + mo, mk), xs), _mm512_mul_ps(ld_h16(row[3] + mo, mk), xs), mm);
-      for (int u = 0; u < 4; u++) _mm512_store_ps(mbuf[u], mm[u]);
-    }
-    if (kind == K_Q8_0) {
-      for (int64_t j = 0; j < nbs; j += 2) { /* two blocks per step: 64 bytes of each row */
-        const int64_t b = sb + j, bytes = (nb - b) * 32;
-        const __m512i r0 = ld64(row[0] + qo + 32 * b, bytes), r1 = ld64(row[1] + qo + 32 * b, bytes);
-        const __m512i r2 = ld64(row[2] + qo + 32 * b, bytes), r3 = ld64(row[3] + qo + 32 * b, bytes);
-        /* lanes 0-7 row 2i, 8-15 row 2i+1: element 4 (jj / 4) + row of dd[jj % 4] (jj / 4 = j / 4 here) */
-        const __m512i i01 = _mm512_add_epi32(lane8, _mm512_set1_epi32((int)(4 * (j >> 2))));
-        const __m512i i23 = _mm512_add_epi32(i01, _mm512_set1_epi32(2));
-        for (int h = 0; h < 2 && j + h < nbs; h++) {
-          const int64_t bb = b + h, jj = j + h;
-          /* [row block bb | next row block bb] (immediates: literal in each branch) */
-          const __m512i v01 = h ? _mm512_shuffle_i64x2(r0, r1, 0xEE) : _mm512_shuffle_i64x2(r0, r1, 0x44);
-          const __m512i v23 = h ? _mm512_shuffle_i64x2(r2, r3, 0xEE) : _mm512_shuffle_i64x2(r2, r3, 0x44);
-          const __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(q + 32 * bb)));
-          const __m512i c = _mm512_slli_epi32(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(gs + 8 * bb))), 7);
-          const __m512i p01 = _mm512_sub_epi32(_mm512_dpbusd_epi32(z, v01, xv), c);
-          const __m512i p23 = _mm512_sub_epi32(_mm512_dpbusd_epi32(z, v23, xv), c);
-          const __m512 s01 = _mm512_permutexvar_ps(i01, dd[jj & 3]), s23 = _mm512_permutexvar_ps(i23, dd[jj & 3]);
-          acc0 = _mm512_fmadd_ps(s01, _mm512_cvtepi32_ps(p01), acc0);
-          acc1 = _mm512_fmadd_ps(s23, _mm512_cvtepi32_ps(p23), acc1);
-        }
-      }
-    } else {
-      for (int64_t j = 0; j < nbs; j += 4) { /* four blocks per step: 64 bytes of each row */
-        const int64_t b = sb + j, bytes = (nb - b) * 16;
-        const __m512i ik = _mm512_add_epi32(lane4, _mm512_set1_epi32((int)j));
-        __m512i v[4];
-        transpose128(ld64(row[0] + qo + 16 * b, bytes), ld64(row[1] + qo + 16 * b, bytes),
-                     ld64(row[2] + qo + 16 * b, bytes), ld64(row[3] + qo + 16 * b, bytes), v);
-        for (int h = 0; h < 4 && j + h < nbs; h++) {
-          const int64_t bb = b + h, jj = j + h;
-          const __m512i lo = _mm512_and_si512(v[h], lom), hi = _mm512_and_si512(_mm512_srli_epi16(v[h], 4), lom);
-          const __m512i xl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(q + 32 * bb)));
-          const __m512i xh = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(q + 32 * bb + 16)));
-          __m512i pl = _mm512_dpbusd_epi32(z, lo, xl), ph = _mm512_dpbusd_epi32(z, hi, xh);
-          if (kind == K_Q4_0) {
-            pl = _mm512_sub_epi32(pl, _mm512_slli_epi32(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(gs + 8 * bb))), 3));
-            ph = _mm512_sub_epi32(ph, _mm512_slli_epi32(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(gs + 8 * bb + 4))), 3));
-          }
-          /* lane 4k + g: row k = element 4 (jj / 4) + k of dd[jj % 4] (jj / 4 = j / 4: fixed per step) */
-          const __m512 s = _mm512_permutexvar_ps(ik, dd[h]);
-          acc0 = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(pl), acc0);
-          acc1 = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(ph), acc1);
-          if (kind == K_Q4_1) summ = _mm_add_ps(summ, _mm_load_ps(&mbuf[h][4 * (jj >> 2)]));
-        }
-      }
-    }
+/* fp16 scales of nbj (1..4) blocks of 4 rows, [row k][block h] (rows 2 nbj bytes apart) -> fp32
+ * lane 4k + h (lanes h >= nbj zero) */
+AI __m512 ld_scales(const uint8_t *p, int nbj) {
+  if (nbj == 4) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+  const __mmask8 m = (__mmask8)((1u << nbj) - 1u);
+  const __m128i a = _mm_unpacklo_epi64(_mm_maskz_loadu_epi16(m, p), _mm_maskz_loadu_epi16(m, p + 2 * nbj));
+  const __m128i b = _mm_unpacklo_epi64(_mm_maskz_loadu_epi16(m, p + 4 * nbj), _mm_maskz_loadu_epi16(m, p + 6 * nbj));
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1));
+}
+
+/* the token's values of nbj blocks in every 128-bit lane (lanes h >= nbj zero) */
+AI __m512 bcast4(const float *p, int nbj) {
+  if (nbj == 4) return _mm512_broadcast_f32x4(_mm_loadu_ps(p));
+  return _mm512_broadcast_f32x4(_mm_maskz_loadu_ps((__mmask8)((1u << nbj) - 1u), p));
+}
+
+/* element h of every 128-bit lane, in all four of its lanes (h a constant after unrolling) */
+AI __m512 lane_h(__m512 v, int h) {
+  switch (h) {
+    case 0: return _mm512_permute_ps(v, 0x00);
+    case 1: return _mm512_permute_ps(v, 0x55);
+    case 2: return _mm512_permute_ps(v, 0xAA);
+    default: return _mm512_permute_ps(v, 0xFF);
   }
-  /* hsum8 per row: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)) */
-  __m512 t;
+}
+
+AI __m512i bcast128(const void *p) { return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)p)); }
+AI __m512i bcast256(const void *p) { return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p)); }
+
+/* where the quants start in a group of 4 packed rows (after the scales) */
+AI size_t qoff(int kind, int64_t nb) { return (size_t)(kind == K_Q4_1 ? 16 : 8) * (size_t)nb; }
+
+/* Blocks 4j .. 4j + nbj - 1 of a group g of 4 rows into the accumulators:
+ * Q4: a0 / a1 lanes 4k + g = row k's ggml lane g / 4 + g, a2 lane 4k = row k's sum of m_w s_x;
+ * Q8_0: a0 / a1 lanes 8i + g = lane g of row i / 2 + i. */
+AI void blocks4(int kind, int nbj, const uint8_t *g, int64_t nb, int64_t j, const int8_t *q, const float *dx,
+                const float *sx, const int32_t *gs, __m512 *a0, __m512 *a1, __m512 *a2) {
+  const uint8_t *Q = g + qoff(kind, nb);
+  const int64_t b0 = 4 * j;
+  const __m512 S = _mm512_mul_ps(ld_scales(g + 32 * j, nbj), bcast4(dx + b0, nbj));
   if (kind == K_Q8_0) {
-    /* acc0 = [row0 a0..a7 | row1 a0..a7], acc1 = rows 2, 3: a_i + a_(i+4) into lanes 0-3 / 8-11 */
-    const __m512 t0 = _mm512_add_ps(acc0, _mm512_shuffle_f32x4(acc0, acc0, 0xB1));
-    const __m512 t1 = _mm512_add_ps(acc1, _mm512_shuffle_f32x4(acc1, acc1, 0xB1));
-    t = _mm512_shuffle_f32x4(t0, t1, 0x88); /* row k's a_g + a_(g+4) in lanes 4k + g */
-  } else {
-    t = _mm512_add_ps(acc0, acc1); /* lane 4k + g: a_g + a_(g+4) of row k */
+    const __m512 S01 = _mm512_shuffle_f32x4(S, S, 0x50), S23 = _mm512_shuffle_f32x4(S, S, 0xFA);
+#pragma GCC unroll 4
+    for (int h = 0; h < 4; h++) {
+      if (h >= nbj) break;
+      const int64_t b = b0 + h;
+      const __m512i xv = bcast256(q + 32 * b);
+      const __m512i c = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bcast256(gs + 8 * b), 7));
+      const __m512i p01 = _mm512_dpbusd_epi32(c, _mm512_loadu_si512(Q + 128 * b), xv);
+      const __m512i p23 = _mm512_dpbusd_epi32(c, _mm512_loadu_si512(Q + 128 * b + 64), xv);
+      *a0 = _mm512_fmadd_ps(lane_h(S01, h), _mm512_cvtepi32_ps(p01), *a0);
+      *a1 = _mm512_fmadd_ps(lane_h(S23, h), _mm512_cvtepi32_ps(p23), *a1);
+    }
+    return;
   }
-  t = _mm512_add_ps(t, _mm512_permute_ps(t, 0x4E)); /* lane 4k: (a0+a4) + (a2+a6), 4k+1: (a1+a5) + (a3+a7) */
+  const __m512i lom = _mm512_set1_epi8(0x0F);
+  __m512 M = _mm512_setzero_ps();
+  if (kind == K_Q4_1) M = _mm512_mul_ps(ld_scales(g + 8 * nb + 32 * j, nbj), bcast4(sx + b0, nbj));
+#pragma GCC unroll 4
+  for (int h = 0; h < 4; h++) {
+    if (h >= nbj) break;
+    const int64_t b = b0 + h;
+    const __m512i v = _mm512_loadu_si512(Q + 64 * b);
+    __m512i c0 = _mm512_setzero_si512(), c1 = c0;
+    if (kind == K_Q4_0) {
+      c0 = _mm512_sub_epi32(c0, _mm512_slli_epi32(bcast128(gs + 8 * b), 3));
+      c1 = _mm512_sub_epi32(c1, _mm512_slli_epi32(bcast128(gs + 8 * b + 4), 3));
+    }
+    const __m512i lo = _mm512_and_si512(v, lom), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), lom);
+    const __m512i pl = _mm512_dpbusd_epi32(c0, lo, bcast128(q + 32 * b));
+    const __m512i ph = _mm512_dpbusd_epi32(c1, hi, bcast128(q + 32 * b + 16));
+    const __m512 s = lane_h(S, h);
+    *a0 = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(pl), *a0);
+    *a1 = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(ph), *a1);
+    if (kind == K_Q4_1) *a2 = _mm512_add_ps(*a2, h == 0 ? M : lane_h(M, h));
+  }
+}
+
+/* y[k] (k < nr) = row k of group w . token; rows nr..3 are the group's zero padding */
+AI void tile(int kind, const uint8_t *w, size_t gb, int nr, int64_t nb, const int8_t *q, const float *dx,
+             const float *sx, const int32_t *gs, float *y, int pf, ts__pfq *side) {
+  if (pf)
+    for (size_t o = 0; o < gb; o += 64) _mm_prefetch((const char *)w + PF_BYTES + o, _MM_HINT_T0);
+  if (side) ts__pfq_pump(side, PF_SIDE_LINES);
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0;
+  int64_t j = 0;
+  for (; 4 * j + 4 <= nb; j++) blocks4(kind, 4, w, nb, j, q, dx, sx, gs, &a0, &a1, &a2);
+  switch (nb - 4 * j) { /* the last 1..3 blocks (constant counts: unrolled like the rest) */
+    case 1: blocks4(kind, 1, w, nb, j, q, dx, sx, gs, &a0, &a1, &a2); break;
+    case 2: blocks4(kind, 2, w, nb, j, q, dx, sx, gs, &a0, &a1, &a2); break;
+    case 3: blocks4(kind, 3, w, nb, j, q, dx, sx, gs, &a0, &a1, &a2); break;
+    default: break;
+  }
+  /* hsum8 per row: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), row k's result in lane 4k */
+  __m512 t;
+  if (kind == K_Q8_0) { /* a_i + a_(i+4) into lanes 0-3 / 8-11 of each pair, then rows 0..3 in 128-bit lanes */
+    const __m512 t0 = _mm512_add_ps(a0, _mm512_shuffle_f32x4(a0, a0, 0xB1));
+    const __m512 t1 = _mm512_add_ps(a1, _mm512_shuffle_f32x4(a1, a1, 0xB1));
+    t = _mm512_shuffle_f32x4(t0, t1, 0x88);
+  } else {
+    t = _mm512_add_ps(a0, a1); /* lane 4k + g: a_g + a_(g+4) of row k */
+  }
+  t = _mm512_add_ps(t, _mm512_permute_ps(t, 0x4E));
   t = _mm512_add_ps(t, _mm512_permute_ps(t, 0xB1));
-  _Alignas(64) float o[16];
-  _mm512_store_ps(o, t);
-  float sm[4];
-  _mm_storeu_ps(sm, summ);
-  for (int k = 0; k < nr; k++) y[(size_t)k * (size_t)ldy] = kind == K_Q4_1 ? o[4 * k] + sm[k] : o[4 * k];
+  if (kind == K_Q4_1) t = _mm512_add_ps(t, a2);
+  const __m128 r = _mm512_castps512_ps128(
+      _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), t));
+  _mm_mask_storeu_ps(y, (__mmask8)((1u << nr) - 1u), r);
 }
 
 #define CHUNK_BYTES (32 * 1024)
@@ -171,7 +155,8 @@ AI void tile(int kind, const uint8_t *w, size_t rb, int nr, int64_t n, const int
 AI void pgemm(int kind, const void *P, size_t rb, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy) {
   const uint8_t *base = P;
   const int64_t n = x->n, nb = n / 32;
-  int64_t chunk = (int64_t)(CHUNK_BYTES / rb) & ~(int64_t)3;
+  const size_t gb = 4 * rb; /* bytes per group */
+  int64_t chunk = (int64_t)(CHUNK_BYTES / gb) * 4;
   if (chunk < 4) chunk = 4;
   if (x->T == 1) chunk = rows;
   for (int64_t c0 = 0; c0 < rows; c0 += chunk) {
@@ -182,7 +167,7 @@ AI void pgemm(int kind, const void *P, size_t rb, int64_t rows, const ts__qbatch
       const int32_t *gs = x->gsum + (size_t)t * (size_t)nb * 8;
       for (int64_t r = c0; r < c1; r += 4) {
         const int nr = c1 - r < 4 ? (int)(c1 - r) : 4;
-        tile(kind, base + (size_t)r * rb, rb, nr, n, q, dx, sx, gs, y + (size_t)t * (size_t)ldy + r, 1, t == 0,
+        tile(kind, base + (size_t)r * rb, gb, nr, nb, q, dx, sx, gs, y + (size_t)t * (size_t)ldy + r, t == 0,
              t == 0 ? x->pf : NULL);
       }
     }
@@ -208,8 +193,9 @@ void ts__prep_packed_avx512(int64_t n, int T, const int8_t *q, int32_t *gsum) {
     int32_t *g = gsum + (size_t)t * (size_t)nb * 8;
     for (int64_t b = 0; b < nb; b += 2) {
       const int64_t bytes = (nb - b) * 32;
-      const __m512i s = _mm512_dpbusd_epi32(z, ones, ld64(qt + 32 * b, bytes));
-      _mm512_mask_storeu_epi32(g + 8 * b, mask16((nb - b) * 8), s);
+      const __m512i s = _mm512_dpbusd_epi32(z, ones, bytes >= 64 ? _mm512_loadu_si512(qt + 32 * b)
+                                                                 : _mm512_maskz_loadu_epi8(((__mmask64)1 << bytes) - 1, qt + 32 * b));
+      _mm512_mask_storeu_epi32(g + 8 * b, bytes >= 64 ? (__mmask16)0xFFFF : (__mmask16)0x00FF, s);
     }
   }
 }

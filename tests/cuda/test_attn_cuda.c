@@ -260,10 +260,11 @@ static int vt_schedules(const ts_bitmap *m, int64_t d, ts_attn_schedule *out, co
   CHECK_OK(ts_attn_schedule_blockskip(&out[k++], m->rows, 32, 32));
   names[k] = "blockskip 24x48"; /* the 32x64 chunk shape */
   CHECK_OK(ts_attn_schedule_blockskip(&out[k++], m->rows, 24, 48));
-  /* compact passes: 4-key runs and single keys (items' keys listed in plan->runs) */
-  const int32_t compact[2][2] = {{16, 64}, {8, 16}};
+  /* compact passes: 4-key runs and single keys (items' keys listed in plan->runs); 128 keys per
+   * item, the scheduler's default */
+  const int32_t compact[2][2] = {{16, 128}, {8, 16}};
   for (int c = 0; c < 2; c++) {
-    names[k] = c ? "compact 8x16" : "compact 16x64";
+    names[k] = c ? "compact 8x16" : "compact 16x128";
     CHECK_OK(ts_attn_schedule_blockskip(&out[k], m->rows, compact[c][0], m->rows));
     for (int64_t g = 0; g < out[k].nsegs; g++) out[k].segs[g].kind = TS_ATTN_SEG_COMPACT, out[k].segs[g].bc = compact[c][1];
     k++;

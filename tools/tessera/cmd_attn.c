@@ -15,12 +15,12 @@ static void usage(void) {
   printf("usage: tessera attn plan  (--pattern SPEC | --mask FILE) --heads H --head-dim D [--reorder M]\n"
          "                          [--solver ilp|greedy] [--time-limit S] [--dtype f32|bf16] [--out plan.json]\n"
          "                          [--cost analytic|profile] [--profile-level L] [--compact H,..|none]\n"
-         "                          [--calibrate on|off] [--no-cache] [--threads N] [--json]\n"
+         "                          [--calibrate on|off] [--guard on|off] [--no-cache] [--threads N] [--json]\n"
          "       tessera attn bench (--pattern SPEC | --mask FILE) --heads H --head-dim D [--dtype f32|bf16]\n"
          "                          [--reorder M] [--batch B] [--threads N] [--repeats R] [--rounds R] [--cpu-clock]\n"
          "                          [--solver ...]\n"
          "                          [--cost analytic|profile] [--profile-level L] [--compact H,..|none]\n"
-         "                          [--calibrate on|off] [--json]\n\n"
+         "                          [--calibrate on|off] [--guard on|off] [--json]\n\n"
          "plan: reorders the mask (--reorder, default auto: the candidate whose 16-row compact passes compute\n"
          "the fewest cells), covers it with dense blocks, and schedules them: per block piece a tile from the\n"
          "menu (8..128 x 16..128) or the panel's compact pass, and a thread per row panel, minimizing the\n"
@@ -53,6 +53,8 @@ static void usage(void) {
          "                     costs to the measured time before solving, then time the schedule against\n"
          "                     the 3 fixed tiles the model ranks first and keep a fixed tile that is more\n"
          "                     than 3%% faster (on)\n"
+         "  --guard on|off     with --calibrate on: the measured comparison after solving (off: the solved\n"
+         "                     schedule as it is, e.g. to time the greedy's and the ILP's own choices) (on)\n"
          "  --compact H,..     row heights the compact passes may use (8,16,32), or none: every block runs\n"
          "                     as its own segment and the residue with a 16 x 32 block-skip tile\n"
          "  --no-cache         plan: neither read nor write the plan cache\n"
@@ -83,6 +85,7 @@ static int parse(int argc, char **argv, args *A) {
   A->profile = true; /* the measured model by default (docs/ARCHITECTURE.md, "attention cost model") */
   A->heights[0] = 8, A->heights[1] = 16, A->heights[2] = 32, A->nheights = 3;
   A->calibrate = true;
+  A->guard = true;
   int i = 1;
   if (argc < 2) return cli_usage_error(CMD, "expected a sub-command: plan or bench (see --help)");
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -133,6 +136,10 @@ static int parse(int argc, char **argv, args *A) {
       if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
       if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) return cli_usage_error(CMD, "--calibrate expects on or off, got '%s'", v);
       A->calibrate = v[1] == 'n';
+    } else if (strcmp(o, "--guard") == 0) {
+      if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
+      if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) return cli_usage_error(CMD, "--guard expects on or off, got '%s'", v);
+      A->guard = v[1] == 'n';
     } else if (strcmp(o, "--compact") == 0) {
       if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
       if (!parse_heights(v, A)) return cli_usage_error(CMD, "--compact expects up to 4 row heights in 1..256 like 8,16,32, or none; got '%s'", v);
@@ -176,6 +183,7 @@ ts_attn_sched_opts attn_cli_sched_opts(const args *A, const planned *P, ts_attn_
   o.nheights = A->nheights;
   o.calibrate_d = A->calibrate ? A->d : 0;
   o.calibrate_dtype = A->bf16 ? TS_BF16 : TS_F32;
+  o.guard = A->guard;
   memcpy(o.heights, A->heights, sizeof o.heights);
   if (P->model) o.cost = ts_attn_cost_profiled, o.cost_user = P->model;
   return o;
@@ -268,6 +276,22 @@ void attn_cli_info_json(cJSON *j, const ts_attn_sched_info *g, const ts_attn_sch
   cJSON_AddBoolToObject(j, "ilp_tiles_fixed", x->tiles_fixed);
   cJSON_AddNumberToObject(j, "ilp_vars", x->ilp_vars);
   cJSON_AddBoolToObject(j, "ilp_skipped", x->ilp_skipped);
+  if (x->cover_run) { /* the ILP's exact coverage stage; the greedy's solution priced by the same model */
+    cJSON_AddNumberToObject(j, "predicted_greedy_exact", x->greedy_makespan);
+    cJSON *c = cJSON_AddObjectToObject(j, "cover");
+    if (c) {
+      cJSON_AddNumberToObject(c, "ms", x->cover_ms);
+      cJSON_AddNumberToObject(c, "pieces_fixed", (double)x->cover_fixed);
+      cJSON_AddNumberToObject(c, "pieces_free", (double)x->cover_free);
+      cJSON_AddNumberToObject(c, "components_enumerated", (double)x->cover_enum);
+      cJSON_AddNumberToObject(c, "components_cbc", (double)x->cover_cbc);
+      cJSON_AddNumberToObject(c, "cbc_vars", (double)x->cover_cbc_vars);
+      cJSON_AddNumberToObject(c, "cbc_seconds", x->cover_cbc_seconds);
+      cJSON_AddNumberToObject(c, "cbc_unproven", (double)x->cover_cbc_unproven);
+      cJSON_AddNumberToObject(c, "timeouts", (double)x->cover_timeouts);
+      cJSON_AddNumberToObject(c, "heights_pruned", (double)x->cover_pruned);
+    }
+  }
   cJSON_AddBoolToObject(j, "calibrated", x->calibrated);
   if (x->calibrated) {
     cJSON *cs = cJSON_AddArrayToObject(j, "calib_scale");
@@ -325,7 +349,7 @@ static void options_text(const args *A, const planned *P, char *buf, size_t cap)
            (unsigned long long)r->seed, (int)b->method, b->rho, (long long)b->min_nnz, b->max_rows, b->max_cols,
            b->max_group, b->block_cost, ts_attn_solver_name(A->solver), A->solver == TS_ATTN_SOLVER_ILP ? A->time_limit : 0.0);
   size_t len = strlen(buf);
-  len += (size_t)snprintf(buf + len, cap - len, " calibrate=%d guard=1 order=attn compact=", A->calibrate);
+  len += (size_t)snprintf(buf + len, cap - len, " calibrate=%d guard=%d order=attn compact=", A->calibrate, A->guard);
   for (int h = 0; h < A->nheights && len < cap; h++) len += (size_t)snprintf(buf + len, cap - len, "%s%d", h ? "," : "", A->heights[h]);
   if (A->profile)
     snprintf(buf + len, cap - len, " cost=profile level=%s date=%s", ts_attn_profile_level_name(A->level), P->profile_date);

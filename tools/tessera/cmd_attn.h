@@ -21,6 +21,7 @@ typedef struct args {
   bool profile;                 /* --cost profile */
   ts_attn_profile_level level;  /* --profile-level */
   bool calibrate;               /* --calibrate on|off */
+  bool guard;                   /* --guard on|off */
   int32_t heights[4];           /* --compact: row heights of the compact passes (nheights 0: none) */
   int nheights;
   const char *out;
