@@ -28,6 +28,9 @@ assert r["cached"] is False and r["n"] == 256 and r["reorder"] == "hilbert", r
 assert r["solver_used"] in ("ilp", "greedy") and r["ilp_status"] in ("optimal", "feasible"), r
 assert r["guarded"] is True and r["guard_schedule_ms"] > 0 and r["guard_fixed_ms"] > 0, r
 assert r["predicted_ilp"] <= r["predicted_greedy"] * (1 + 1e-12), r
+c = r["cover"]  # the ILP's exact compact-pass stage; the greedy's schedule priced by the same model
+assert r["predicted_ilp"] <= r["predicted_greedy_exact"] * (1 + 1e-12), r
+assert c["ms"] >= 0 and c["components_enumerated"] >= 0 and c["components_cbc"] >= 0 and c["timeouts"] >= 0, c
 assert os.path.exists(os.path.join(sys.argv[3], "plans", r["key"] + ".json")), "no cache entry"
 assert p["format"] == "tessera-attn-plan" and p["key"] == r["key"], p.keys()
 d = p["desc"]
@@ -93,6 +96,13 @@ then ok; else bad "attn plan --compact none --calibrate off: $(cat "$tmp/p7.json
 # human output
 if "$T" attn plan --cost analytic --pattern "$SPEC" --heads 2 --head-dim 32 --no-cache --solver greedy >"$tmp/h.txt" 2>&1 &&
   grep -q "^schedule   greedy" "$tmp/h.txt"; then ok; else bad "plan text: $(cat "$tmp/h.txt")"; fi
+if "$T" attn plan --cost analytic --pattern "$SPEC" --heads 2 --head-dim 32 --no-cache --threads 2 --time-limit 1 >"$tmp/h2.txt" 2>&1 &&
+  grep -q "^cover      exact compact-pass model" "$tmp/h2.txt"; then ok; else bad "plan text (ilp): $(cat "$tmp/h2.txt")"; fi
+# --guard off: the solved schedule as it is, another plan key
+if "$T" attn plan --cost analytic --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
+    --guard off --json >"$tmp/g.json" 2>"$tmp/err" &&
+  python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert b["guarded"] is False and b["calibrated"] is True and a["key"]!=b["key"], b' \
+    "$tmp/p1.json" "$tmp/g.json"; then ok; else bad "attn plan --guard off: $(cat "$tmp/g.json" "$tmp/err")"; fi
 
 # bench --json: every field
 if "$T" attn bench --cost analytic --pattern "window2d:h=16,w=16,k=5" --heads 2 --head-dim 32 --repeats 2 --rounds 2 --threads 2 --time-limit 1 \
@@ -151,6 +161,7 @@ usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --cost measured
 usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --compact 8,0
 usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --compact 8,16,32,64,128
 usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --calibrate maybe
+usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --guard sometimes
 usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --rounds 0
 usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --cost profile --profile-level huge
 usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --threads 2 --cpu-clock

@@ -458,6 +458,16 @@ static void test_bad(void) {
   b_u32(&b, TS_QT_F32);
   b_u64(&b, 0);
   BAD(&b, TS_ERR_OVERFLOW, "overflows");
+  /* ... also behind a zero dimension (0 elements, yet no shape to index or re-encode; fuzz_gguf) */
+  b_hdr(&b, 3, 1, 0);
+  b_str(&b, "t");
+  b_u32(&b, 3);
+  b_u64(&b, 0);
+  b_u64(&b, 1ull << 40);
+  b_u64(&b, 1ull << 40);
+  b_u32(&b, TS_QT_F32);
+  b_u64(&b, 0);
+  BAD(&b, TS_ERR_OVERFLOW, "overflows int64 at dimension 2");
   b_hdr(&b, 3, 1, 0);
   b_str(&b, "t");
   b_u32(&b, 1);

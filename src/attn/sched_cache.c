@@ -45,6 +45,12 @@ void ts_attn_plan_desc_init(ts_attn_plan_desc *d, int64_t n, int64_t heads, int6
   copy_str(d->kernels, sizeof d->kernels, ts_isa_name(ts_isa_active()));
 }
 
+/* The planner's version, salted into both keys: a plan cached by an earlier scheduler is made
+ * again (3: the ILP's exact compact-pass model, 128-key compact items, the calibration's residue
+ * pricing). */
+#define PLANNER_SALT "tessera-attn-plan-3"
+#define SOURCE_SALT "tessera-attn-plan-source-3"
+
 ts_status ts_attn_plan_key(const ts_csr *m, const int32_t *perm, const ts_attn_plan_desc *d, char key[17]) {
   if (!m || !d || !key) return ts_error(TS_ERR_INVALID_ARG, "attn plan key: NULL argument");
   TS_TRY(ts_csr_validate(m));
@@ -52,7 +58,7 @@ ts_status ts_attn_plan_key(const ts_csr *m, const int32_t *perm, const ts_attn_p
     return ts_error(TS_ERR_SHAPE, "attn plan key: mask is %lld x %lld, desc n = %lld", (long long)m->rows, (long long)m->cols,
                     (long long)d->n);
   if (perm) TS_TRY(ts_perm_validate(perm, m->rows));
-  uint64_t h = fnv_str(FNV_OFFSET, "tessera-attn-plan-2");
+  uint64_t h = fnv_str(FNV_OFFSET, PLANNER_SALT);
   h = fnv_i64(h, m->rows);
   h = fnv(h, m->rowptr, (size_t)(m->rows + 1) * sizeof *m->rowptr);
   h = fnv(h, m->col, (size_t)m->nnz * sizeof *m->col);
@@ -68,7 +74,7 @@ ts_status ts_attn_plan_key(const ts_csr *m, const int32_t *perm, const ts_attn_p
 ts_status ts_attn_plan_source_key(const ts_csr *m, const char *options, const ts_attn_plan_desc *d, char key[17]) {
   if (!m || !d || !key) return ts_error(TS_ERR_INVALID_ARG, "attn plan source key: NULL argument");
   TS_TRY(ts_csr_validate(m));
-  uint64_t h = fnv_str(FNV_OFFSET, "tessera-attn-plan-source-2");
+  uint64_t h = fnv_str(FNV_OFFSET, SOURCE_SALT);
   h = fnv_i64(fnv_i64(h, m->rows), m->cols);
   h = fnv(h, m->rowptr, (size_t)(m->rows + 1) * sizeof *m->rowptr);
   h = fnv(h, m->col, (size_t)m->nnz * sizeof *m->col);

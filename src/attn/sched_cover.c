@@ -47,7 +47,7 @@
 #define COVER_CBC_MAX_S 0.1
 /* A panel's model at a height is solved only when its lower bound there is more than this fraction
  * below the panel's best known load (below it the gain is far inside the cost model's error). */
-#define COVER_GAP 0.005
+#define COVER_GAP 0.01
 
 /* Keys and 4-key runs (leftmost greedy, starts clamped to n - 4 as the plan does) of u[0 .. nw),
  * word 0 = columns 64 w0 .. */
@@ -124,7 +124,9 @@ static ts_status cov_build(cov *C, const ts_bitmap *mask, const ts_attn_panel *P
   }
   for (int64_t i = 0; i < nr; i++) /* the panel's cells per sub-tile */
     for (int64_t w = 0; w < W; w++) cells[i / hh] += __builtin_popcountll(R[i * W + w]);
-  /* the pieces' owned cells (ownership order), OR-ed per sub-tile and taken from R */
+  /* the pieces' owned cells (ownership order), OR-ed per sub-tile and taken from R (blocks from
+   * ts_blocks_extract are disjoint; with overlapping blocks a later standalone piece would take
+   * the cells a merged earlier one leaves, which this prices in the pass: a pricing error only) */
   for (int64_t k = 0; k < npc; k++) {
     const ts_attn_segment *g = &pieces[k];
     const int64_t a = g->r0 - P->r0, b = a + g->nr, c0 = g->c0, c1 = c0 + g->nc, w0 = c0 >> 6, w1 = (c1 - 1) >> 6;
@@ -497,6 +499,10 @@ ts_status ts__sched_cover_solve(const ts__sched_build *B, const ts_attn_sched_pr
       lsum += L[p], lmax = L[p] > lmax ? L[p] : lmax;
     }
     for (int q = 0; q < P; q++) gm = gl[q] > gm ? gl[q] : gm, im = il[q] > im ? il[q] : im;
+    double ol[TS_ATTN_THREAD_MAX] = {0}, om = 0; /* the greedy's assignment over the ILP's loads */
+    for (int64_t p = 0; p < np; p++) ol[thread[p]] += L[p];
+    for (int q = 0; q < P; q++) om = ol[q] > om ? ol[q] : om;
+    if (om < im) memcpy(ith, thread, (size_t)np * sizeof *ith), im = om;
     info->greedy_makespan_linear = info->greedy_makespan;
     info->greedy_makespan = gm, info->greedy_total = gt;
     info->ilp_makespan = im;

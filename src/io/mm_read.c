@@ -156,19 +156,10 @@ static ts_status parse_size(mm_in *in, ts_mm_symmetry sym, int64_t *rows, int64_
   if (sym == TS_MM_SYMMETRIC && v[0] != v[1])
     return ts_error(TS_ERR_FORMAT, "%s: line %lld: symmetric matrix must be square, size is %lld x %lld", in->name,
                     (long long)in->line, (long long)v[0], (long long)v[1]);
-  /* Most entries the matrix can hold: rows*cols, or n(n+1)/2 for a stored lower triangle. */
-  int64_t cap, a = v[0], b = v[1];
-  bool big = false;
-  if (sym == TS_MM_SYMMETRIC) { /* n(n+1)/2, halving whichever factor is even */
-    big = __builtin_add_overflow(a, 1, &b);
-    if (a % 2 == 0) a /= 2;
-    else b /= 2;
-  }
-  big = big || __builtin_mul_overflow(a, b, &cap);
-  if (!big && v[2] > cap)
-    return ts_error(TS_ERR_FORMAT, "%s: line %lld: NNZ %lld exceeds the %lld entries a %s %lld x %lld matrix can hold",
-                    in->name, (long long)in->line, (long long)v[2], (long long)cap,
-                    sym == TS_MM_SYMMETRIC ? "symmetric (lower triangle)" : "general", (long long)v[0], (long long)v[1]);
+  /* NNZ is not bounded by ROWS*COLS: duplicate coordinates are legal (the sparse formats sum them),
+   * and a symmetric file with duplicates mirrors into more entries than a general file of its size
+   * could hold, which must still read back after ts_mm_write. Allocation is bounded by the file size
+   * instead (ts_mm_read_mem), and a short file fails as truncated. */
   *rows = v[0], *cols = v[1], *nnz = v[2];
   return TS_OK;
 }

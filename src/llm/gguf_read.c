@@ -175,7 +175,9 @@ static ts_status parse_tensor(cur *c, int64_t i, ts_gguf_tensor *t, size_t *name
   if (nd < 1 || nd > TS_GGUF_MAX_DIMS)
     return ts_error(TS_ERR_FORMAT, "%s: %s: n_dims is %u (must be 1..%d)", c->name, what, nd, TS_GGUF_MAX_DIMS);
   t->n_dims = (int)nd;
-  uint64_t nelem = 1;
+  /* nz: the product of the nonzero dimensions, which must fit too (a zero dimension does not make
+   * {0, 2^62, 2^62} a shape anything downstream can index, nor one the writer re-encodes). */
+  uint64_t nelem = 1, nz = 1;
   for (int d = 0; d < TS_GGUF_MAX_DIMS; d++) t->ne[d] = 1;
   for (uint32_t d = 0; d < nd; d++) {
     uint64_t v;
@@ -183,9 +185,10 @@ static ts_status parse_tensor(cur *c, int64_t i, ts_gguf_tensor *t, size_t *name
     if (v > (uint64_t)INT64_MAX)
       return ts_error(TS_ERR_FORMAT, "%s: %s: dimension %u is %llu (negative as int64)", c->name, what, d,
                       (unsigned long long)v);
-    if (v && nelem > (uint64_t)INT64_MAX / v)
+    if (v && nz > (uint64_t)INT64_MAX / v)
       return ts_error(TS_ERR_OVERFLOW, "%s: %s: element count overflows int64 at dimension %u", c->name, what, d);
     nelem *= v;
+    if (v) nz *= v;
     t->ne[d] = (int64_t)v;
   }
   t->nelem = (int64_t)nelem;

@@ -2,7 +2,8 @@
  * llama.cpp's CPU order (cpu_order.h) so that scores, probabilities and outputs equal its values bit
  * for bit.
  *
- * Cache (llm_internal.h): K^T [hd][n_ctx] and V [n_ctx][hd] per layer and KV head, fp16. A work
+ * Cache (llm_internal.h): K in blocks of 16 keys ([hd][16] each) and V [n_ctx][hd] per layer and KV
+ * head, fp16. A work
  * item is rows of one KV head: up to TS__ATT_ROWS consecutive tokens of one query head (rows r at
  * positions p0 + r), or in decode the query heads sharing the KV head (all at p0); a row at
  * position p sees keys j < valid = p + 1:
@@ -70,7 +71,7 @@ void ts__att_item_ref(const ts__att_item *it) {
     float *S = it->S + (size_t)r * (size_t)it->lds;
     for (int i = 0; i < hd; i++) qr[i] = r16(it->q[(size_t)r * (size_t)it->ldq + (size_t)i]);
     for (int j = 0; j < valid; j++) {
-      for (int i = 0; i < hd; i++) col[i] = ts_f16_to_f32(it->KT[(size_t)i * (size_t)it->ldk + (size_t)j]);
+      for (int i = 0; i < hd; i++) col[i] = ts_f16_to_f32(it->KT[ts__kidx(hd, i, j)]);
       S[j] = (it->one ? dot_one(hd, qr, col) : dot_many(hd, qr, col)) * it->scale;
     }
     softmax_row(S, valid);
@@ -115,10 +116,9 @@ void ts__att_queue_kv(ts_llm_state *s, int tid, int l, int pos) {
   ts__att_heads(s, tid, &h0, &h1);
   ts__pfq *q = &s->tb[tid].pf;
   for (int kh = h0 / G; h1 > h0 && kh <= (h1 - 1) / G; kh++) {
-    const size_t base = ((size_t)l * (size_t)nkv + (size_t)kh) * (size_t)hd * (size_t)s->n_ctx;
-    /* K^T: hd rows of pos + 1 keys; V: pos + 1 rows of hd values */
-    ts__pfq_add(q, s->kc + base, (int64_t)(pos + 1) * 2, (int64_t)s->n_ctx * 2, hd, 0);
-    ts__pfq_add(q, s->vc + base, (int64_t)(pos + 1) * hd * 2, 0, 1, 0);
+    /* K: the blocks of keys 0..pos; V: pos + 1 rows of hd values */
+    ts__pfq_add(q, s->kc + ts__kbase(s, l, kh, nkv, hd), (int64_t)(pos / 16 + 1) * hd * 32, 0, 1, 0);
+    ts__pfq_add(q, s->vc + ts__vbase(s, l, kh, nkv, hd), (int64_t)(pos + 1) * hd * 2, 0, 1, 0);
   }
 }
 
@@ -128,7 +128,7 @@ void ts__llm_attention(ts_llm_state *s, int l, int T, int pos, int tid) {
   const int64_t ldo = (int64_t)nh * hd;
   const int nchunks = (T + TS__ATT_ROWS - 1) / TS__ATT_ROWS;
   const float scale = 1.0f / sqrtf((float)hd);
-  ts__att_item it = {.hd = hd, .one = T == 1, .scale = scale, .ldk = s->n_ctx, .lds = s->scores_ld,
+  ts__att_item it = {.hd = hd, .one = T == 1, .scale = scale, .lds = s->scores_ld,
                      .S = s->scores + (size_t)tid * TS__ATT_ROWS * (size_t)s->scores_ld};
   if (T == 1) {
     /* decode: the thread's contiguous heads, grouped by KV head (rows = query heads sharing it, so
@@ -137,14 +137,13 @@ void ts__llm_attention(ts_llm_state *s, int l, int T, int pos, int tid) {
     ts__att_heads(s, tid, &h0, &h1);
     for (int h = h0; h < h1;) {
       const int kh = h / G, he = (kh + 1) * G < h1 ? (kh + 1) * G : h1;
-      const size_t base = ((size_t)l * (size_t)nkv + (size_t)kh) * (size_t)hd * (size_t)s->n_ctx;
       it.m = he - h;
       it.p0 = pos;
       it.dp = 0;
       it.q = s->qkv + (size_t)h * (size_t)hd;
       it.ldq = hd;
-      it.KT = s->kc + base;
-      it.V = s->vc + base;
+      it.KT = s->kc + ts__kbase(s, l, kh, nkv, hd);
+      it.V = s->vc + ts__vbase(s, l, kh, nkv, hd);
       it.out = s->att + (size_t)h * (size_t)hd;
       it.ldo = hd;
       s->ops->att(&it);
@@ -159,14 +158,13 @@ void ts__llm_attention(ts_llm_state *s, int l, int T, int pos, int tid) {
     const int t0 = ch * TS__ATT_ROWS, m = T - t0 < TS__ATT_ROWS ? T - t0 : TS__ATT_ROWS;
     for (int h = 0; h < nh; h++, item++) {
       if (item % s->nrun != tid) continue;
-      const size_t base = ((size_t)l * (size_t)nkv + (size_t)(h / G)) * (size_t)hd * (size_t)s->n_ctx;
       it.m = m;
       it.p0 = pos + t0;
       it.dp = 1;
       it.q = s->qkv + (size_t)t0 * (size_t)s->ldq + (size_t)h * (size_t)hd;
       it.ldq = s->ldq;
-      it.KT = s->kc + base;
-      it.V = s->vc + base;
+      it.KT = s->kc + ts__kbase(s, l, h / G, nkv, hd);
+      it.V = s->vc + ts__vbase(s, l, h / G, nkv, hd);
       it.out = s->att + (size_t)t0 * (size_t)ldo + (size_t)h * (size_t)hd;
       it.ldo = ldo;
       s->ops->att(&it);

@@ -1,13 +1,17 @@
 /* AVX-512 attention work item (llm_attn.c has the definition and the reference; the two agree bit
- * for bit). One query row at a time:
- *   scores, 16 keys per vector (lanes = keys) from K^T rows: llama.cpp's per-key dot order is over
- *     16 lanes of dimensions, so there are 16 accumulators, one per dimension lane l, each taking
- *     dimensions l, l+16, .. in its order (dot_f16_many: one fma chain; dot_f16_one: four chains
- *     per 64 dimensions, then (a0+a2)+(a1+a3)), and the 16 are summed with sum16's tree;
- *   softmax: vector exp per 16 keys, a double sum of sum16 per group;
- *   output, 16 dimensions per vector (lanes = dimensions): the dot over keys has 16 key lanes, so
- *     again 16 accumulators (one per key lane) with keys l, l+16, ... (many) or four chains per
- *     64 keys (one), summed with sum16's tree. */
+ * for bit). In llama.cpp's two dot orders (cpu_order.h):
+ *   batches (dot_f16_many), one query row at a time:
+ *     scores, 16 keys per vector (lanes = keys) from K^T rows: the per-key dot runs over 16 lanes of
+ *       dimensions, so there are 16 accumulators, one per dimension lane l, each taking dimensions
+ *       l, l+16, .. in one fma chain, and the 16 are summed with sum16's tree;
+ *     softmax: vector exp per 16 keys, a double sum of sum16 per group;
+ *     output, 16 dimensions per vector (lanes = dimensions): the dot over keys has 16 key lanes, so
+ *       again 16 accumulators (one per key lane) with keys l, l+16, ..., summed with sum16's tree;
+ *   decode (dot_f16_one: per 64 elements four chains, then (a0+a2)+(a1+a3)), the query heads that
+ *     share a KV head (up to 4 rows at once) together: each converted K^T row piece (16 keys) and V
+ *     row slice (16 dimensions) serves every row; the dimension lanes (scores) and key lanes
+ *     (output) are walked in the order of sum16's tree, (l, l+8) pairs then + 4 apart, so that only
+ *     ~3 partial sums per row are live (all 16 lanes' sums at once spilled). */
 #include <immintrin.h>
 
 #include "llm/llm_avx512.h"
@@ -18,28 +22,14 @@
 static inline __m512 ld16h(const uint16_t *p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
 static inline __mmask16 mask16(int n) { return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u); }
 
-/* s[j0..j0+16) (masked to nk keys) = dot(q, K[j]) * scale */
-static void scores16(int hd, const float *q, const uint16_t *KT, int64_t ldk, int j0, int nk, int one, float scale,
-                     float *s) {
+/* s[j0..j0+16) (masked to nk keys) = dot_f16_many(q, K[j]) * scale */
+static void scores16(int hd, const float *q, const uint16_t *KT, int j0, int nk, float scale, float *s) {
   const __mmask16 mk = mask16(nk - j0);
   __m512 a[16];
-  if (!one) {
-    for (int l = 0; l < 16; l++) a[l] = _mm512_setzero_ps();
-    for (int c = 0; c < hd; c += 16)
-      for (int l = 0; l < 16; l++)
-        a[l] = _mm512_fmadd_ps(_mm512_set1_ps(q[c + l]), ld16h(KT + (size_t)(c + l) * (size_t)ldk + j0, mk), a[l]);
-  } else {
-    for (int l = 0; l < 16; l++) {
-      __m512 p[4];
-      for (int j = 0; j < 4; j++) p[j] = _mm512_setzero_ps();
-      for (int c = 0; c < hd; c += 64)
-        for (int j = 0; j < 4; j++) {
-          const int i = c + 16 * j + l;
-          p[j] = _mm512_fmadd_ps(_mm512_set1_ps(q[i]), ld16h(KT + (size_t)i * (size_t)ldk + j0, mk), p[j]);
-        }
-      a[l] = _mm512_add_ps(_mm512_add_ps(p[0], p[2]), _mm512_add_ps(p[1], p[3]));
-    }
-  }
+  for (int l = 0; l < 16; l++) a[l] = _mm512_setzero_ps();
+  for (int c = 0; c < hd; c += 16)
+    for (int l = 0; l < 16; l++)
+      a[l] = _mm512_fmadd_ps(_mm512_set1_ps(q[c + l]), ld16h(KT + ts__kidx(hd, c + l, j0), mk), a[l]);
   _mm512_mask_storeu_ps(s + j0, mk, _mm512_mul_ps(ts__sum16x(a), _mm512_set1_ps(scale)));
 }
 
@@ -60,27 +50,132 @@ static void softmax_row(float *s, int valid) {
                                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
 }
 
-/* out[i0..i0+16) = sum over keys j < valid of P[j] V[j][i] (P zero-padded to a multiple of 16) */
-static void pv16(int valid, int one, const float *P, const uint16_t *V, int hd, int i0, float *out) {
+/* out[i0..i0+16) = dot_f16_many over keys j < valid of P[j] V[j][i] */
+static void pv16(int valid, const float *P, const uint16_t *V, int hd, int i0, float *out) {
   __m512 a[16];
-  if (!one) {
-    for (int l = 0; l < 16; l++) a[l] = _mm512_setzero_ps();
-    for (int c = 0; c < valid; c += 16)
-      for (int l = 0; l < 16 && c + l < valid; l++)
-        a[l] = _mm512_fmadd_ps(_mm512_set1_ps(P[c + l]), ld16h(V + (size_t)(c + l) * (size_t)hd + i0, 0xFFFF), a[l]);
-  } else {
-    for (int l = 0; l < 16; l++) {
-      __m512 p[4];
-      for (int j = 0; j < 4; j++) p[j] = _mm512_setzero_ps();
-      for (int c = 0; c < valid; c += 64)
-        for (int j = 0; j < 4; j++) {
-          const int k = c + 16 * j + l;
-          if (k < valid) p[j] = _mm512_fmadd_ps(_mm512_set1_ps(P[k]), ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF), p[j]);
-        }
-      a[l] = _mm512_add_ps(_mm512_add_ps(p[0], p[2]), _mm512_add_ps(p[1], p[3]));
-    }
-  }
+  for (int l = 0; l < 16; l++) a[l] = _mm512_setzero_ps();
+  for (int c = 0; c < valid; c += 16)
+    for (int l = 0; l < 16 && c + l < valid; l++)
+      a[l] = _mm512_fmadd_ps(_mm512_set1_ps(P[c + l]), ld16h(V + (size_t)(c + l) * (size_t)hd + i0, 0xFFFF), a[l]);
   _mm512_storeu_ps(out + i0, ts__sum16x(a));
+}
+
+/* ---- decode (dot_f16_one), R <= 4 rows sharing a KV head -------------------------------- */
+
+#define AI static inline __attribute__((always_inline))
+#define RMAX 4
+#define PF_KBLK 2 /* K blocks prefetched ahead */
+
+/* Lane l's a_r = (p0+p2)+(p1+p3) of a 16-key block B ([hd][16]), p_c = the chain over 64-dim
+ * chunks cc of q_r[i] B[i] (i = cc + 16c + l). The asm pins a_r here: gcc otherwise moved a whole
+ * block's loads and products ahead of the sums and spilled them. */
+AI void sc_lane(int R, const int hd, const float (*q)[HD_MAX], const uint16_t *B, __mmask16 mk, int l, __m512 *a) {
+  __m512 p[RMAX][4];
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < 4; c++) p[r][c] = _mm512_setzero_ps();
+  for (int cc = 0; cc < hd; cc += 64)
+    for (int c = 0; c < 4; c++) {
+      const int i = cc + 16 * c + l;
+      const __m512 kv = ld16h(B + 16 * i, mk);
+      for (int r = 0; r < R; r++) p[r][c] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][i]), kv, p[r][c]);
+    }
+  for (int r = 0; r < R; r++) {
+    a[r] = _mm512_add_ps(_mm512_add_ps(p[r][0], p[r][2]), _mm512_add_ps(p[r][1], p[r][3]));
+    __asm__ volatile("" : "+v"(a[r])::"memory");
+  }
+}
+
+/* sum16's first two levels for lane g < 4: (a_g + a_(g+8)) + (a_(g+4) + a_(g+12)) */
+AI void sc_quad(int R, const int hd, const float (*q)[HD_MAX], const uint16_t *B, __mmask16 mk, int g, __m512 *u) {
+  __m512 a0[RMAX], a1[RMAX], a2[RMAX], a3[RMAX];
+  sc_lane(R, hd, q, B, mk, g, a0);
+  sc_lane(R, hd, q, B, mk, g + 8, a1);
+  sc_lane(R, hd, q, B, mk, g + 4, a2);
+  sc_lane(R, hd, q, B, mk, g + 12, a3);
+  for (int r = 0; r < R; r++) u[r] = _mm512_add_ps(_mm512_add_ps(a0[r], a1[r]), _mm512_add_ps(a2[r], a3[r]));
+}
+
+/* S_r[keys of block B] = dot_f16_one(q_r, K[key]) * scale, masked to mk */
+AI void sc_block(int R, const int hd, const float (*q)[HD_MAX], const uint16_t *B, __mmask16 mk, float scale, float *S,
+                 int64_t lds) {
+  __m512 u0[RMAX], u1[RMAX], u2[RMAX], u3[RMAX];
+  sc_quad(R, hd, q, B, mk, 0, u0);
+  sc_quad(R, hd, q, B, mk, 2, u2);
+  for (int r = 0; r < R; r++) u0[r] = _mm512_add_ps(u0[r], u2[r]);
+  sc_quad(R, hd, q, B, mk, 1, u1);
+  sc_quad(R, hd, q, B, mk, 3, u3);
+  for (int r = 0; r < R; r++)
+    _mm512_mask_storeu_ps(S + (size_t)r * (size_t)lds, mk,
+                          _mm512_mul_ps(_mm512_add_ps(u0[r], _mm512_add_ps(u1[r], u3[r])), _mm512_set1_ps(scale)));
+}
+
+/* out_r[i0..i0+16) = dot_f16_one over keys k < valid of P_r[k] V[k][i0..] (key lane l = k % 16,
+ * chain j = k / 16 % 4), the lanes in sum16's order */
+AI void pv_slice(int R, int valid, const float *P, int64_t lds, const uint16_t *V, int hd, int i0, float *out,
+                 int64_t ldo) {
+  static const int kL[8] = {0, 4, 2, 6, 1, 5, 3, 7}; /* (l, l+8) pairs: t0 + t4 = u0, t2 + t6 = u2, .. */
+  __m512 u[RMAX][4], w02[RMAX];
+#pragma GCC unroll 8
+  for (int li = 0; li < 8; li++) {
+    __m512 t[RMAX];
+#pragma GCC unroll 2
+    for (int half = 0; half < 2; half++) {
+      const int l = kL[li] + 8 * half;
+      __m512 p[RMAX][4];
+      for (int r = 0; r < R; r++)
+        for (int j = 0; j < 4; j++) p[r][j] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; j++)
+        for (int k = 16 * j + l; k < valid; k += 64) {
+          const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
+          for (int r = 0; r < R; r++) p[r][j] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, p[r][j]);
+        }
+      for (int r = 0; r < R; r++) {
+        const __m512 a = _mm512_add_ps(_mm512_add_ps(p[r][0], p[r][2]), _mm512_add_ps(p[r][1], p[r][3]));
+        t[r] = half ? _mm512_add_ps(t[r], a) : a;
+      }
+    }
+    for (int r = 0; r < R; r++) u[r][kL[li] & 3] = kL[li] < 4 ? t[r] : _mm512_add_ps(u[r][kL[li] & 3], t[r]);
+    if (li == 3)
+      for (int r = 0; r < R; r++) w02[r] = _mm512_add_ps(u[r][0], u[r][2]);
+  }
+  for (int r = 0; r < R; r++)
+    _mm512_storeu_ps(out + (size_t)r * (size_t)ldo + i0, _mm512_add_ps(w02[r], _mm512_add_ps(u[r][1], u[r][3])));
+}
+
+/* R rows (q fp16-rounded in qs) at one position: scores, softmax, output */
+AI void decode_rows(int R, const int hd, const ts__att_item *it, const float (*qs)[HD_MAX], float *S, float *out) {
+  const int valid = it->p0 + 1;
+  for (int j0 = 0; j0 < valid; j0 += 16) {
+    /* K a few blocks ahead and this block's V rows (read by the output pass): the cache was last
+     * read a token ago, and the side prefetches of the matmuls (llm_layer.c) do not hold all of it */
+    const char *kn = (const char *)(it->KT + (size_t)(j0 + 16 * PF_KBLK) * (size_t)hd), *vb = (const char *)(it->V + (size_t)j0 * (size_t)hd);
+    if (j0 + 16 * PF_KBLK < valid)
+      for (int o = 0; o < 32 * hd; o += 64) _mm_prefetch(kn + o, _MM_HINT_T0);
+    for (int o = 0; o < 32 * hd && j0 + o / (2 * hd) < valid; o += 64) _mm_prefetch(vb + o, _MM_HINT_T1);
+    sc_block(R, hd, qs, it->KT + (size_t)j0 * (size_t)hd, mask16(valid - j0), it->scale, S + j0, it->lds);
+  }
+  for (int r = 0; r < R; r++) softmax_row(S + (size_t)r * (size_t)it->lds, valid);
+  for (int i0 = 0; i0 < hd; i0 += 16) pv_slice(R, valid, S, it->lds, it->V, hd, i0, out, it->ldo);
+}
+
+#define DECODE_R(HD)                                                 \
+  switch (R) {                                                       \
+    case 1: decode_rows(1, HD, it, qs + r0, S, out); break;          \
+    case 2: decode_rows(2, HD, it, qs + r0, S, out); break;          \
+    case 3: decode_rows(3, HD, it, qs + r0, S, out); break;          \
+    default: decode_rows(4, HD, it, qs + r0, S, out); break;         \
+  }
+
+static void decode_item(const ts__att_item *it, const float (*qs)[HD_MAX]) {
+  for (int r0 = 0; r0 < it->m; r0 += RMAX) {
+    const int R = it->m - r0 < RMAX ? it->m - r0 : RMAX;
+    float *S = it->S + (size_t)r0 * (size_t)it->lds, *out = it->out + (size_t)r0 * (size_t)it->ldo;
+    if (it->hd == 64) DECODE_R(64)
+    else if (it->hd == 128) DECODE_R(128)
+    else if (it->hd == 192) DECODE_R(192)
+    else DECODE_R(256)
+  }
 }
 
 void ts__att_item_avx512(const ts__att_item *it) {
@@ -98,14 +193,19 @@ void ts__att_item_avx512(const ts__att_item *it) {
       _mm512_store_ps(qs[r] + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(it->q + (size_t)r * (size_t)it->ldq + i),
                                                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
   }
+  if (it->one) { /* single-token batches: one position (dp 0) in decode */
+    if (it->dp == 0) decode_item(it, (const float(*)[HD_MAX])qs);
+    else ts__att_item_ref(it);
+    return;
+  }
   /* rows inside the key and dimension loops: a block of K^T (16 keys x hd) and a slice of V
    * (16 dimensions of every key) are read once from memory for all rows */
   for (int j0 = 0; j0 < vmax; j0 += 16)
     for (int r = 0; r < m; r++)
       if (j0 < valid[r])
-        scores16(hd, qs[r], it->KT, it->ldk, j0, valid[r], it->one, it->scale, it->S + (size_t)r * (size_t)it->lds);
+        scores16(hd, qs[r], it->KT, j0, valid[r], it->scale, it->S + (size_t)r * (size_t)it->lds);
   for (int r = 0; r < m; r++) softmax_row(it->S + (size_t)r * (size_t)it->lds, valid[r]);
   for (int i0 = 0; i0 < hd; i0 += 16)
     for (int r = 0; r < m; r++)
-      pv16(valid[r], it->one, it->S + (size_t)r * (size_t)it->lds, it->V, hd, i0, it->out + (size_t)r * (size_t)it->ldo);
+      pv16(valid[r], it->S + (size_t)r * (size_t)it->lds, it->V, hd, i0, it->out + (size_t)r * (size_t)it->ldo);
 }

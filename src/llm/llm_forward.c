@@ -71,9 +71,10 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
   s->mem = calloc((size_t)(16 + 8 * s->nt), sizeof *s->mem);
   s->tb = ts_calloc((size_t)s->nt, sizeof *s->tb); /* 64-byte aligned: no line shared across threads */
   bool ok = s->mem && s->tb;
+  s->kcap = ((int64_t)n_ctx + 15) & ~(int64_t)15;
   const size_t B = (size_t)n_batch, cache = (size_t)c->n_layer * (size_t)c->n_head_kv * (size_t)hd * (size_t)n_ctx;
   if (ok) {
-    s->kc = alloc(s, cache, sizeof(uint16_t), &ok);
+    s->kc = alloc(s, cache / (size_t)n_ctx * (size_t)s->kcap, sizeof(uint16_t), &ok);
     s->vc = alloc(s, cache, sizeof(uint16_t), &ok);
     s->x = alloc(s, B * (size_t)d, sizeof(float), &ok);
     s->tmp = alloc(s, B * (size_t)d, sizeof(float), &ok);
@@ -115,7 +116,6 @@ int ts_llm_state_n_ctx(const ts_llm_state *s) { return s->n_ctx; }
 void ts_llm_state_timing(const ts_llm_state *s, ts_llm_timing *t) { *t = s->tm; }
 void ts_llm_state_timing_reset(ts_llm_state *s) { memset(&s->tm, 0, sizeof s->tm); }
 
-double prof_work[2][6], prof_wait[2][6], prof_ntok;
 /* One batch of T <= n_batch tokens; logits of tokens [from, T) when logits != NULL. */
 static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, int from, float *logits) {
   const int nl = s->m->cfg.n_layer;
@@ -141,16 +141,14 @@ static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, i
     ts__pfq *pf = T == 1 ? &s->tb[tid].pf : NULL;
     if (pf) ts__pfq_reset(pf);
     double waited = 0; /* this thread's time at barriers (imbalance, a descheduled partner) */
-    double pw0 = ts_now(); int ph = 0;
 #define BAR()                            \
   do {                                   \
     const double w0 = ts_now();          \
     ts__barrier_wait(&s->bar, pf);       \
     waited += ts_now() - w0;             \
-    if (T == 1) { prof_work[tid][ph] += w0 - pw0; prof_wait[tid][ph] += ts_now() - w0; pw0 = ts_now(); ph = (ph + 1) % 6; } \
   } while (0)
     ts__step_embed(s, tid, tokens, T);
-    BAR(); ph = 1;
+    BAR();
     LAP(5)
     for (int l = 0; l < nl; l++) {
       ts__step_qkv(s, tid, l, T, pos);
@@ -165,7 +163,7 @@ static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, i
       ts__step_gate_up(s, tid, l, T, pos);
       BAR();
       ts__step_down(s, tid, l, T);
-      BAR(); ph = 1;
+      BAR();
       LAP(3)
     }
     if (logits && from < T) ts__step_output(s, tid, T, from, logits);
@@ -184,7 +182,6 @@ static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, i
   s->tm.total += ts_now() - t_start;
   s->tm.wait += wait_sum / s->nrun;
   s->tm.tokens += T;
-  if (T == 1) prof_ntok += 1;
   s->tm.calls++;
 }
 

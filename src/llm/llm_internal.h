@@ -100,13 +100,22 @@ typedef struct ts__tbuf {
                * off the other threads' lines */
 } ts__tbuf;
 
+/* K cache layout: blocks of 16 keys, each [hd][16] fp16 (one 32-byte load = 16 keys of one
+ * dimension, and a block's 2 hd bytes contiguous, so that attention reads K as one stream: with K^T
+ * rows of the whole context, a block's hd rows were hd interleaved streams, which neither the
+ * prefetchers nor (at power-of-two strides) L1's sets took well). */
+static inline size_t ts__kidx(int hd, int i, int j) {
+  return ((size_t)(j >> 4) * (size_t)hd + (size_t)i) * 16 + (size_t)(j & 15);
+}
+
 /* Query rows (tokens) per attention work item. */
 #define TS__ATT_ROWS 8
 
 /* One attention work item (llm_attn.c): m <= TS__ATT_ROWS query rows q[r * ldq + i] (fp32; rounded
  * to fp16 inside), row r at position p0 + r dp (dp 1: consecutive tokens of a batch; 0: query
- * heads of one KV head at one position, decode), against keys 0..position of one KV head:
- * KT[i * ldk + j] (ldk = n_ctx) and V[j * hd + i], fp16. S: scratch of m rows of lds floats
+ * heads of one KV head at one position, decode), against keys 0..position of one KV head: K in
+ * blocks of 16 keys (KT[ts__kidx(hd, i, j)] = dimension i of key j) and V[j * hd + i], fp16. S:
+ * scratch of m rows of lds floats
  * (lds >= round_up(last position + 1, 64) + 64). out[r * ldo + i] = the row's output. `one`: the
  * eval batch is a single token, which llama.cpp evaluates with other dot orders (cpu_order.h:
  * dot_f16_one instead of dot_f16_many). */
@@ -116,7 +125,6 @@ typedef struct ts__att_item {
   const float *q;
   int64_t ldq;
   const uint16_t *KT, *V;
-  int64_t ldk;
   float *S;
   int64_t lds;
   float *out;
@@ -164,7 +172,8 @@ struct ts_llm_state {
   int nrun;      /* threads of the running team (<= nt): the work splits use it */
   int64_t wmax;  /* max(d, n_ff, n_head hd) */
   int64_t ldq;   /* (n_head + 2 n_kv) hd */
-  uint16_t *kc;  /* K^T fp16: [layer][kv_head][hd][n_ctx] (16 keys of one dim per 32-byte load) */
+  uint16_t *kc;  /* K fp16: [layer][kv_head][kcap / 16][hd][16] (ts__kidx) */
+  int64_t kcap;  /* n_ctx rounded up to a multiple of 16 */
   uint16_t *vc;  /* V fp16: [layer][kv_head][n_ctx][hd] (one position's values contiguous) */
   float *x;      /* [n_batch][d] residual stream */
   float *tmp;    /* [n_batch][d] matmul output before the residual add */
@@ -199,6 +208,13 @@ void ts__step_output(ts_llm_state *s, int tid, int T, int from, float *logits);
 /* Query heads [h0, h1) of thread tid when a batch is one chunk of TS__ATT_ROWS tokens or fewer
  * (decode): contiguous, so that a thread reads the fewest KV heads. */
 void ts__att_heads(const ts_llm_state *s, int tid, int *h0, int *h1);
+/* Offsets of layer l, KV head kh in the K (blocked, ts__kidx) and V caches. */
+static inline size_t ts__kbase(const ts_llm_state *s, int l, int kh, int nkv, int hd) {
+  return ((size_t)l * (size_t)nkv + (size_t)kh) * (size_t)hd * (size_t)s->kcap;
+}
+static inline size_t ts__vbase(const ts_llm_state *s, int l, int kh, int nkv, int hd) {
+  return ((size_t)l * (size_t)nkv + (size_t)kh) * (size_t)hd * (size_t)s->n_ctx;
+}
 /* Queues, on thread tid's side-prefetch queue, the K and V of layer l that its single-token
  * attention at position pos will read (pumped by the matmul tiles before that). */
 void ts__att_queue_kv(ts_llm_state *s, int tid, int l, int pos);

@@ -32,7 +32,9 @@ static ts__actb actb_from(const ts__actb *b, int64_t n, int from) {
 /* Decode: the first bytes of this thread's share of a later weight phase go in front of its side
  * prefetch queue, so that the phase does not start at memory latency (the tiles' own prefetch runs
  * PF_BYTES ahead of what they read, from the second tile on). */
+#ifndef HEAD_BYTES
 #define HEAD_BYTES 16384
+#endif
 static void queue_head(ts_llm_state *s, int tid, const ts__wmat *w, int64_t r0, int64_t r1) {
   if (!w->packed || r1 <= r0) return;
   int64_t bytes = (r1 - r0) * (int64_t)w->row_bytes;
@@ -42,7 +44,9 @@ static void queue_head(ts_llm_state *s, int tid, const ts__wmat *w, int64_t r0, 
 /* The rows of a phase, cut into units of work (ts__share): `unit` rows, a multiple of `align`,
  * about UNIT_BYTES of weights (a unit's claim, ~10 ns, then stays ~1% of its time; the stealing
  * thread's last unit ends at most that far behind). */
+#ifndef UNIT_BYTES
 #define UNIT_BYTES 16384
+#endif
 typedef struct grid {
   int64_t n, unit;
 } grid;
@@ -156,12 +160,13 @@ static void qkv_rows(ts_llm_state *s, int tid, int l, int T, int pos, const floa
         s->ops->rope(v + i0, cs + i0, (int)((i1 < c->n_rot ? i1 : c->n_rot) - i0), neox);
       if (u >= nh) {
         const int kh = (int)(u < nh + nkv ? u - nh : u - nh - nkv);
-        const size_t base = (((size_t)l * (size_t)nkv + (size_t)kh) * (size_t)hd) * (size_t)s->n_ctx;
-        if (u < nh + nkv) /* K^T: dim i of position p at [i][p] */
-          for (int64_t i = i0; i < i1; i++)
-            s->kc[base + (size_t)i * (size_t)s->n_ctx + (size_t)(pos + t)] = ts_f32_to_f16(v[i]);
-        else /* V: position p's values contiguous */
-          ts_f32_to_f16_array(v + i0, s->vc + base + (size_t)(pos + t) * (size_t)hd + (size_t)i0, (size_t)(i1 - i0));
+        if (u < nh + nkv) { /* K: dim i of position p in p's block of 16 keys */
+          uint16_t *kb = s->kc + ts__kbase(s, l, kh, nkv, hd);
+          for (int64_t i = i0; i < i1; i++) kb[ts__kidx(hd, (int)i, pos + t)] = ts_f32_to_f16(v[i]);
+        } else { /* V: position p's values contiguous */
+          ts_f32_to_f16_array(v + i0, s->vc + ts__vbase(s, l, kh, nkv, hd) + (size_t)(pos + t) * (size_t)hd + (size_t)i0,
+                              (size_t)(i1 - i0));
+        }
       }
       a = b;
     }

@@ -24,8 +24,9 @@ static void usage(void) {
          "plan: reorders the mask (--reorder, default auto: the candidate whose 16-row compact passes compute\n"
          "the fewest cells), covers it with dense blocks, and schedules them: per block piece a tile from the\n"
          "menu (8..128 x 16..128) or the panel's compact pass, and a thread per row panel, minimizing the\n"
-         "predicted thread makespan (greedy: per piece + LPT; ilp: CBC from the greedy start under\n"
-         "--time-limit, default 2 s). The plan\n"
+         "predicted thread makespan (greedy: each piece priced alone + LPT; ilp: the exact model of the\n"
+         "keys the compact passes compute, per panel by CBC from the greedy start, then panels to threads,\n"
+         "under --time-limit, default 2 s). The plan\n"
          "(schedule + permutation perm[new] = old) goes to <cache>/plans/<key>.json and to --out.\n"
          "bench: times dense flash (64 x 64), fixed-tile block skip at every menu tile on the original and\n"
          "on the reordered mask, and the greedy and ILP schedules (median of --repeats after warm-up, the\n"
@@ -449,6 +450,11 @@ static int cmd_plan(args *A, planned *P) {
       if (P->ii.ilp_run)
         printf("ilp        %s, gap %.3g, %.2f s%s\n", ts_ilp_status_name(P->ii.ilp_status), P->ii.ilp_gap, P->ii.ilp_seconds,
                P->ii.tiles_fixed ? ", tiles fixed (aggregated)" : "");
+      if (P->ii.cover_run)
+        printf("cover      exact compact-pass model: %lld components enumerated, %lld by CBC (%.2f s, %lld unproven), "
+               "%lld left at the warm start, %lld heights skipped by the bound; %.0f ms\n",
+               (long long)P->ii.cover_enum, (long long)P->ii.cover_cbc, P->ii.cover_cbc_seconds, (long long)P->ii.cover_cbc_unproven,
+               (long long)P->ii.cover_timeouts, (long long)P->ii.cover_pruned, P->ii.cover_ms);
       printf("solve      %.1f ms\n", P->solve_ms);
       if (!A->no_cache) printf("cached     %s\n", path);
     }

@@ -515,8 +515,6 @@ static int do_bench(const opts *o, run *r) {
       printf("bandwidth   %.2f GB/s = %.1f%% of the profile's %.2f GB/s (bound %.1f tok/s)\n", gbs, pct, bw, bw * 1e9 / bpt);
     if (bw_run > 0)
       printf("            %.1f%% of %.2f GB/s read in this run (bound %.1f tok/s)\n", pct_run, bw_run, bw_run * 1e9 / bpt);
-    { extern double prof_work[2][6], prof_wait[2][6], prof_ntok; const double u = 1e6 / prof_ntok; const char *nm[6] = {"embed","qkv","attn","wo","gateup","down"};
-      for (int t = 0; t < 2; t++) { printf("T%d", t); for (int i = 1; i < 6; i++) printf(" %s %.1f/%.1f", nm[i], prof_work[t][i]*u, prof_wait[t][i]*u); printf("\n"); } }
     printf("decode time qkv %.1f%%, attention %.1f%%, wo %.1f%%, mlp %.1f%%, output %.1f%%, rest %.1f%% (barrier waits %.1f%%)\n",
            100 * tm.qkv / tot, 100 * tm.attn / tot, 100 * tm.wo / tot, 100 * tm.mlp / tot, 100 * tm.output / tot,
            100 * (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot, 100 * tm.wait / tot);
