@@ -8,11 +8,7 @@
 set -u
 T=${1:?usage: cli_attn.sh path/to/tessera}
 export TESSERA_QUIET=1
-fail=0 pass=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cli_common.sh"
 export TESSERA_CACHE="$tmp/cache"
 SPEC="permute:window2d:h=16,w=16,k=5,seed=7"
 
@@ -140,32 +136,25 @@ if "$T" attn bench --cost analytic --pattern "$SPEC" --heads 1 --head-dim 16 --r
   grep -q "^ilp " "$tmp/t.txt" && grep -q "^fixed_best_reordered" "$tmp/t.txt"; then ok; else
   bad "bench bf16 table: $(cat "$tmp/t.txt" "$tmp/err")"; fi
 
-# usage errors: exit 2, one line
-usage_case() {
-  "$T" attn "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-  if [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ]; then ok; else
-    bad "attn $* exited $rc (want 2): $(cat "$tmp/err")"; fi
-}
-usage_case
-usage_case frobnicate --pattern "$SPEC"
-usage_case plan --pattern "$SPEC" --head-dim 32
-usage_case plan --pattern "$SPEC" --heads 2 --head-dim 0
-usage_case plan --pattern "$SPEC" --mask x.npy --heads 2 --head-dim 32
-usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --solver cplex
-usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder magic
-usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --dtype f16
-usage_case bench --pattern "window2d:h=4" --heads 2 --head-dim 32
-usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --bogus
-usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --cost measured
-usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --compact 8,0
-usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --compact 8,16,32,64,128
-usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --calibrate maybe
-usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --guard sometimes
-usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --rounds 0
-usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --cost profile --profile-level huge
-usage_case bench --pattern "$SPEC" --heads 2 --head-dim 32 --threads 2 --cpu-clock
-usage_case plan --pattern "$SPEC" --heads 2 --head-dim 32 --threads 1 --cpu-clock
+expect_usage attn
+expect_usage attn frobnicate --pattern "$SPEC"
+expect_usage attn plan --pattern "$SPEC" --head-dim 32
+expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 0
+expect_usage attn plan --pattern "$SPEC" --mask x.npy --heads 2 --head-dim 32
+expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --solver cplex
+expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --reorder magic
+expect_usage attn bench --pattern "$SPEC" --heads 2 --head-dim 32 --dtype f16
+expect_usage attn bench --pattern "window2d:h=4" --heads 2 --head-dim 32
+expect_usage attn bench --pattern "$SPEC" --heads 2 --head-dim 32 --bogus
+expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --cost measured
+expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --compact 8,0
+expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --compact 8,16,32,64,128
+expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --calibrate maybe
+expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --guard sometimes
+expect_usage attn bench --pattern "$SPEC" --heads 2 --head-dim 32 --rounds 0
+expect_usage attn bench --pattern "$SPEC" --heads 2 --head-dim 32 --cost profile --profile-level huge
+expect_usage attn bench --pattern "$SPEC" --heads 2 --head-dim 32 --threads 2 --cpu-clock
+expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --threads 1 --cpu-clock
 # failure: exit 1
 "$T" attn plan --cost analytic --mask "$tmp/missing.npy" --heads 2 --head-dim 32 >"$tmp/out" 2>"$tmp/err"
 rc=$?
@@ -173,5 +162,4 @@ if [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ]; then ok; else bad "missing
 # help
 if "$T" attn --help | grep -q "usage: tessera attn plan"; then ok; else bad "attn --help"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish cli_attn

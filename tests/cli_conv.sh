@@ -10,29 +10,17 @@
 set -u
 T=${1:?usage: cli_conv.sh path/to/tessera}
 export TESSERA_QUIET=1 OMP_WAIT_POLICY=passive
-fail=0 pass=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/cache"
-# reuse the suite's machine profile when there is one (measuring it takes seconds)
-[ -f "${TESSERA_CACHE:-/nonexistent}/machine.json" ] && cp "$TESSERA_CACHE/machine.json" "$tmp/cache/"
-export TESSERA_CACHE="$tmp/cache"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cli_common.sh"
+scratch_cache # with the suite's machine profile: bench reports % of its peak
 SMALL=(--model vgg16 --res 32 --threads 2 --repeats 1 --min-time 0)
 
-usage() { # expected exit 2 and a single line on stderr
-  "$T" conv "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ]; then ok; else bad "conv $* exited $rc: $(cat "$tmp/err")"; fi
-}
-usage
-usage frobnicate --model vgg16
-usage bench
-usage bench --model alexnet
-usage bench --model vgg16 --batch 0
-usage plan --model vgg16 --algo magic
-usage bench --model vgg16 --bogus
+expect_usage conv
+expect_usage conv frobnicate --model vgg16
+expect_usage conv bench
+expect_usage conv bench --model alexnet
+expect_usage conv bench --model vgg16 --batch 0
+expect_usage conv plan --model vgg16 --algo magic
+expect_usage conv bench --model vgg16 --bogus
 if "$T" conv --help | grep -q 'per-layer'; then ok; else bad "conv --help"; fi
 
 # layers
@@ -126,5 +114,4 @@ if [ $rc -eq 1 ] && grep -q "missing.json" "$tmp/err"; then ok; else bad "missin
 if "$T" conv bench "${SMALL[@]}" --no-baselines --no-e2e >"$tmp/b.txt" 2>"$tmp/err" && grep -q 'selection (why)' "$tmp/b.txt" &&
   grep -q 'auto (per-layer selection)' "$tmp/b.txt"; then ok; else bad "conv bench text: $(cat "$tmp/err")"; fi
 
-echo "cli_conv: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_conv

@@ -12,37 +12,25 @@
 set -u
 T=${1:?usage: cli_gconv.sh path/to/tessera}
 export TESSERA_QUIET=1 OMP_WAIT_POLICY=passive
-fail=0 pass=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/cache"
-# reuse the suite's machine profile when there is one (bench reports % of its peak; measuring takes seconds)
-[ -f "${TESSERA_CACHE:-/nonexistent}/machine.json" ] && cp "$TESSERA_CACHE/machine.json" "$tmp/cache/"
-export TESSERA_CACHE="$tmp/cache"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cli_common.sh"
+scratch_cache # with the suite's machine profile: bench reports % of its peak
 FAST=(--cost analytic --time-limit 0.05 --threads 2)
 BFAST=("${FAST[@]}" --repeats 1 --min-time 0)
 
-usage() { # expected exit 2 and a single line on stderr
-  "$T" gconv "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ]; then ok; else bad "gconv $* exited $rc: $(cat "$tmp/err")"; fi
-}
-usage
-usage frobnicate
-usage bench
-usage bench --model condensenet --gen 'randconn:cin=8,cout=8,density=0.5,seed=1'
-usage bench --model alexnet
-usage bench --model condensenet --condense 3
-usage bench --model condensenet --connectivity magic
-usage bench --model condensenet --layers 3-1
-usage plan --model condensenet
-usage plan --gen 'randconn:cin=8,cout=8,density=0.5,seed=1' --hw 8
-usage plan --gen 'randconn:cin=8,cout=8,density=0.5,seed=1' --hw 8 --ksize 2
-usage plan --gen 'randconn:cin=8,cout=8,density=0.5,seed=1' --hw 8 --ksize 1 --reorder none,morton,bogus
-usage bench --model condensenet --weights w.npy
-usage bench --model condensenet --bogus
+expect_usage gconv
+expect_usage gconv frobnicate
+expect_usage gconv bench
+expect_usage gconv bench --model condensenet --gen 'randconn:cin=8,cout=8,density=0.5,seed=1'
+expect_usage gconv bench --model alexnet
+expect_usage gconv bench --model condensenet --condense 3
+expect_usage gconv bench --model condensenet --connectivity magic
+expect_usage gconv bench --model condensenet --layers 3-1
+expect_usage gconv plan --model condensenet
+expect_usage gconv plan --gen 'randconn:cin=8,cout=8,density=0.5,seed=1' --hw 8
+expect_usage gconv plan --gen 'randconn:cin=8,cout=8,density=0.5,seed=1' --hw 8 --ksize 2
+expect_usage gconv plan --gen 'randconn:cin=8,cout=8,density=0.5,seed=1' --hw 8 --ksize 1 --reorder none,morton,bogus
+expect_usage gconv bench --model condensenet --weights w.npy
+expect_usage gconv bench --model condensenet --bogus
 if "$T" gconv --help | grep -q 'knapsack'; then ok; else bad "gconv --help"; fi
 
 # plan: every candidate, a plan file, a cache entry; the second plan is the cached one
@@ -149,5 +137,4 @@ for run in "condensenet --layers 2-3 --connectivity shared" "condensenet --layer
     bad "gconv bench --model $run: $(cat "$tmp/err") $(cat "$tmp/b.txt")"; fi
 done
 
-echo "cli_gconv: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_gconv

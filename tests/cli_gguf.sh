@@ -6,11 +6,7 @@ set -u
 T=${1:?usage: cli_gguf.sh path/to/tessera}
 SRC=${TESSERA_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 SEEDS=$SRC/fuzz/seeds/gguf
-fail=0 pass=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cli_common.sh"
 
 if "$T" gguf "$SEEDS/good_all_types.gguf" >"$tmp/out" 2>"$tmp/err"; then ok; else bad "gguf exited $?: $(cat "$tmp/err")"; fi
 for want in "general.architecture" '"llama"' "string[3]" "blk.0.w5" "q4_1" "totals per type" "bf16"; do
@@ -58,5 +54,4 @@ if [ $? -eq 2 ]; then ok; else bad "two FILEs should exit 2"; fi
 if [ $? -eq 2 ]; then ok; else bad "unknown option should exit 2"; fi
 if "$T" gguf --help | grep -q "usage: tessera gguf"; then ok; else bad "--help"; fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_gguf

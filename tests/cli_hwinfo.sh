@@ -7,11 +7,7 @@ T=${1:?usage: cli_hwinfo.sh path/to/tessera}
 CACHE=${TESSERA_CACHE:-$(mktemp -d)}/cli_hwinfo
 mkdir -p "$CACHE"
 export TESSERA_CACHE=$CACHE TESSERA_QUIET=1
-fail=0 pass=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cli_common.sh"
 
 # a full measurement, saved to the cache
 if "$T" hwinfo --json --threads 2 >"$tmp/out.json" 2>"$tmp/err"; then ok; else bad "hwinfo --json exited $?: $(cat "$tmp/err")"; fi
@@ -68,5 +64,4 @@ for args in "--bogus" "--threads" "--threads 0" "--threads x" "extra"; do
 done
 if "$T" --help | grep -q "hwinfo"; then ok; else bad "tessera --help does not list hwinfo"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish cli_hwinfo

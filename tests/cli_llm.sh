@@ -7,11 +7,7 @@
 set -u
 T=${1:?usage: cli_llm.sh path/to/tessera}
 SRC=${TESSERA_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
-fail=0 pass=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cli_common.sh"
 export TESSERA_CACHE=${TESSERA_CACHE:-$tmp/cache} TESSERA_QUIET=1
 
 # usage: exit 2
@@ -76,5 +72,4 @@ PY
   then ok; else bad "bench --json: $(cat "$tmp/bench.json")"; fi
 fi
 
-echo "cli_llm: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_llm

@@ -6,11 +6,7 @@
 set -u
 T=${1:?usage: cli_pattern.sh path/to/tessera}
 export TESSERA_QUIET=1
-fail=0 pass=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cli_common.sh"
 
 # --json fields of a 2-D window pattern (8x8 grid, k=3: 9 keys per query)
 if "$T" pattern window2d:h=8,w=8,k=3 --json >"$tmp/j" 2>"$tmp/err" && python3 - "$tmp/j" <<'PY'
@@ -124,5 +120,4 @@ if "$T" pattern --help >"$tmp/h" 2>&1 && grep -q "usage: tessera pattern" "$tmp/
   grep -q "permute:SPEC" "$tmp/h"; then ok; else bad "pattern --help: $(head -5 "$tmp/h")"; fi
 if "$T" --help | grep -q "pattern"; then ok; else bad "tessera --help does not list pattern"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish cli_pattern

@@ -7,11 +7,7 @@
 set -u
 T=${1:?usage: cli_reorder.sh path/to/tessera}
 export TESSERA_QUIET=1
-fail=0 pass=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cli_common.sh"
 P=permute:window2d:h=16,w=16,k=5,seed=3
 
 # reorder --json: fields, values, the permutation file
@@ -125,5 +121,4 @@ rc=$?
 if [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "missing.mtx" "$tmp/err"; then ok; else
   bad "missing file: exit $rc $(cat "$tmp/err")"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish cli_reorder

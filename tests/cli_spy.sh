@@ -6,11 +6,7 @@
 set -u
 T=${1:?usage: cli_spy.sh path/to/tessera}
 export TESSERA_QUIET=1
-fail=0 pass=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cli_common.sh"
 SPEC="permute:window2d:h=16,w=16,k=5,seed=7"
 
 # PNG: before and after rcm
@@ -84,5 +80,4 @@ done
 if "$T" spy --help >"$tmp/help" 2>&1 && grep -q "usage: tessera spy" "$tmp/help"; then ok; else bad "--help"; fi
 if "$T" --help | grep -q " spy "; then ok; else bad "tessera --help does not list spy"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish cli_spy

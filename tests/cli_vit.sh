@@ -7,11 +7,7 @@
 set -u
 T=${1:?usage: cli_vit.sh path/to/tessera}
 export TESSERA_QUIET=1 OMP_WAIT_POLICY=passive
-fail=0 pass=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cli_common.sh"
 export TESSERA_CACHE="$tmp/cache" # the scheduled plan is cached: start empty
 
 if "$T" vit bench --cost analytic --model deit-s --res 128 --pattern window2d:k=3 --depth 1 --repeats 1 --threads 2 --json \
@@ -60,27 +56,20 @@ for args in "vit --help" "vit bench --help"; do
   if "$T" $args >"$tmp/h.txt" 2>&1 && grep -q "usage: tessera vit bench" "$tmp/h.txt"; then ok; else bad "$args"; fi
 done
 
-# bad usage exits 2 with one line on stderr
-expect2() {
-  "$T" "$@" >/dev/null 2>"$tmp/err"
-  local rc=$?
-  if [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" -ge 1 ]; then ok; else bad "'$*' exited $rc (want 2): $(cat "$tmp/err")"; fi
-}
-expect2 vit bench --model resnet50 --res 224 --pattern window2d:k=13
-expect2 vit bench --model deit-s --res 200 --pattern window2d:k=13
-expect2 vit bench --model deit-s --res 0 --pattern window2d:k=13
-expect2 vit bench --model deit-s --res 224 --pattern window2d:k=4
-expect2 vit bench --model deit-s --res 224 --pattern nosuch:k=4
-expect2 vit bench --model deit-s --res 224
-expect2 vit bench --res 224 --pattern dense
-expect2 vit bench --model deit-s --res 224 --pattern dense --fixed-tile 64
-expect2 vit bench --model deit-s --res 224 --pattern dense --reorder sideways
-expect2 vit bench --model deit-s --res 224 --pattern dense --depth 0
-expect2 vit bench --model deit-s --res 224 --pattern dense --solver simplex
-expect2 vit bench --model deit-s --res 224 --pattern dense --solve-time -1
-expect2 vit bench --model deit-s --res 224 --pattern dense --bogus
-expect2 vit frobnicate
-expect2 vit
+expect_usage vit bench --model resnet50 --res 224 --pattern window2d:k=13
+expect_usage vit bench --model deit-s --res 200 --pattern window2d:k=13
+expect_usage vit bench --model deit-s --res 0 --pattern window2d:k=13
+expect_usage vit bench --model deit-s --res 224 --pattern window2d:k=4
+expect_usage vit bench --model deit-s --res 224 --pattern nosuch:k=4
+expect_usage vit bench --model deit-s --res 224
+expect_usage vit bench --res 224 --pattern dense
+expect_usage vit bench --model deit-s --res 224 --pattern dense --fixed-tile 64
+expect_usage vit bench --model deit-s --res 224 --pattern dense --reorder sideways
+expect_usage vit bench --model deit-s --res 224 --pattern dense --depth 0
+expect_usage vit bench --model deit-s --res 224 --pattern dense --solver simplex
+expect_usage vit bench --model deit-s --res 224 --pattern dense --solve-time -1
+expect_usage vit bench --model deit-s --res 224 --pattern dense --bogus
+expect_usage vit frobnicate
+expect_usage vit
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish cli_vit

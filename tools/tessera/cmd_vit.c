@@ -429,10 +429,7 @@ done:
 }
 
 int cmd_vit(int argc, char **argv) {
-  if (argc < 2) {
-    usage_top();
-    return cli_usage_error(CMD, "missing verb (bench)");
-  }
+  if (argc < 2) return cli_usage_error(CMD, "missing verb (bench)"); /* one line on stderr, as every command */
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     usage_top();
     return CLI_OK;
