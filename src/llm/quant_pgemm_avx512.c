@@ -121,12 +121,23 @@ AI void blocks4(int kind, int nbj, const uint8_t *g, int64_t nb, int64_t j, cons
 /* y[k] (k < nr) = row k of group w . token; rows nr..3 are the group's zero padding */
 AI void tile(int kind, const uint8_t *w, size_t gb, int nr, int64_t nb, const int8_t *q, const float *dx,
              const float *sx, const int32_t *gs, float *y, int pf, ts__pfq *side) {
-  if (pf)
-    for (size_t o = 0; o < gb; o += 64) _mm_prefetch((const char *)w + PF_BYTES + o, _MM_HINT_T0);
+  /* The group PF_BYTES ahead: Q8_0's lines spread over the steps of 4 blocks (per lines each),
+   * the others' all at once. One burst of ~20-35 prefetches stalls when the core's miss buffers are
+   * full (the samples pile up on the prefetches); spread, the Q8_0 vocabulary projection streamed
+   * ~6% faster from memory (1 thread; Q4_1: no change; docs/BENCHMARKS.md, issue 7). */
+  const int64_t steps = nb / 4, lines = (int64_t)((gb + 63) / 64);
+  const int64_t per = kind == K_Q8_0 && steps > 0 ? (lines + steps - 1) / steps : lines;
+  const char *pw = (const char *)w + PF_BYTES;
+  if (pf && per == lines)
+    for (int64_t o = 0; o < lines; o++) _mm_prefetch(pw + 64 * o, _MM_HINT_T0);
   if (side) ts__pfq_pump(side, PF_SIDE_LINES);
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0;
   int64_t j = 0;
-  for (; 4 * j + 4 <= nb; j++) blocks4(kind, 4, w, nb, j, q, dx, sx, gs, &a0, &a1, &a2);
+  for (; 4 * j + 4 <= nb; j++) {
+    if (pf && per < lines)
+      for (int64_t o = j * per; o < (j + 1) * per && o < lines; o++) _mm_prefetch(pw + 64 * o, _MM_HINT_T0);
+    blocks4(kind, 4, w, nb, j, q, dx, sx, gs, &a0, &a1, &a2);
+  }
   switch (nb - 4 * j) { /* the last 1..3 blocks (constant counts: unrolled like the rest) */
     case 1: blocks4(kind, 1, w, nb, j, q, dx, sx, gs, &a0, &a1, &a2); break;
     case 2: blocks4(kind, 2, w, nb, j, q, dx, sx, gs, &a0, &a1, &a2); break;
