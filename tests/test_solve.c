@@ -778,12 +778,44 @@ static void test_ga_single(void) {
   CHECK_STATUS(ts_ga_run(NULL, &o, &a), TS_ERR_INVALID_ARG);
 }
 
+/* The row builder: terms pushed past its first growth reach the model as one row, the builder is
+ * empty and reusable after each add, and a bad term fails the add without adding a row. */
+static void test_ilp_row_builder(void) {
+  ts_ilp *m = NULL;
+  CHECK_OK(ts_ilp_create(&m));
+  enum { N = 150 };
+  int v[N];
+  for (int i = 0; i < N; i++) CHECK_OK(ts_ilp_add_binary(m, NULL, -1.0, &v[i])); /* maximize the count */
+  ts_ilp_row r = {0};
+  for (int i = 0; i < N; i++) CHECK_OK(ts_ilp_row_push(&r, v[i], 1.0));
+  CHECK(r.n == N && r.cap >= N, "builder holds %d of %d terms", r.n, N);
+  CHECK_OK(ts_ilp_row_add(m, &r, TS_ILP_LE, 100.0)); /* sum x <= 100 */
+  CHECK(r.n == 0 && ts_ilp_num_rows(m) == 1, "builder emptied after add");
+  CHECK_OK(ts_ilp_row_push(&r, v[0], 1.0));
+  CHECK_OK(ts_ilp_row_push(&r, v[1], 1.0));
+  CHECK_OK(ts_ilp_row_add(m, &r, TS_ILP_EQ, 0.0)); /* x0 = x1 = 0 */
+  CHECK_OK(ts_ilp_row_push(&r, N + 7, 1.0));       /* no such variable */
+  CHECK_ERR_CONTAINS(ts_ilp_row_add(m, &r, TS_ILP_LE, 1.0), "names variable");
+  CHECK(r.n == 0 && ts_ilp_num_rows(m) == 2, "a failed add adds no row and empties the builder");
+  ts_ilp_result res;
+  CHECK_OK(ts_ilp_solve(m, NULL, &res));
+  CHECK(res.x && res.objective == -100 && res.x[0] == 0 && res.x[1] == 0, "rows from the builder hold (objective %g)",
+        res.objective);
+  ts_ilp_result_free(&res);
+  ts_ilp_row_free(&r);
+  CHECK(!r.vars && !r.coefs && r.n == 0 && r.cap == 0, "freed builder is zeroed");
+  ts_ilp_row_free(NULL);
+  CHECK_STATUS(ts_ilp_row_push(NULL, 0, 1.0), TS_ERR_INVALID_ARG);
+  ts_ilp_destroy(m);
+}
+
 int main(void) {
   double t0 = ts_now();
   test_ilp_brute();
   test_ilp_lp();
   test_ilp_limits();
   test_ilp_errors();
+  test_ilp_row_builder();
   double t1 = ts_now();
   test_knapsack();
   test_knapsack_mc();

@@ -77,6 +77,18 @@ void ts_ilp_set_maximize(ts_ilp *m, bool maximize);
 ts_status ts_ilp_add_row(ts_ilp *m, const char *name, int nnz, const int *vars, const double *coefs, ts_ilp_cmp cmp,
                          double rhs, int *row);
 
+/* A row built term by term (grows as needed; zero-initialize it): push terms, then
+ * ts_ilp_row_add adds the row to the model and empties the builder for the next one, keeping its
+ * memory. Free it with ts_ilp_row_free. */
+typedef struct ts_ilp_row {
+  int *vars;
+  double *coefs;
+  int n, cap;
+} ts_ilp_row;
+ts_status ts_ilp_row_push(ts_ilp_row *r, int var, double coef);
+ts_status ts_ilp_row_add(ts_ilp *m, ts_ilp_row *r, ts_ilp_cmp cmp, double rhs);
+void ts_ilp_row_free(ts_ilp_row *r);
+
 /* A full solution vector [nvars] to start from (copied). It is checked at solve time: when
  * feasible it is given to CBC as its MIP start and is the fallback result; when not, it is
  * ignored (result.warm_start_used = false). x == NULL clears it. */

@@ -10,32 +10,6 @@
 
 /* ---- the CBC model of one component --------------------------------------------------------------- */
 
-typedef struct vbuf {
-  int *v;
-  double *c;
-  int n, cap;
-} vbuf;
-
-static ts_status vb_push(vbuf *r, int v, double c) {
-  if (r->n == r->cap) {
-    int nc = r->cap ? r->cap * 2 : 32;
-    int *v2 = realloc(r->v, (size_t)nc * sizeof *v2);
-    if (v2) r->v = v2;
-    double *c2 = v2 ? realloc(r->c, (size_t)nc * sizeof *c2) : NULL;
-    if (c2) r->c = c2;
-    if (!v2 || !c2) return ts_error(TS_ERR_OOM, "attn scheduler: cannot grow a coverage row to %d entries", nc);
-    r->cap = nc;
-  }
-  r->v[r->n] = v, r->c[r->n++] = c;
-  return TS_OK;
-}
-
-static ts_status vb_row(ts_ilp *m, vbuf *r, ts_ilp_cmp cmp, double rhs) {
-  ts_status st = ts_ilp_add_row(m, NULL, r->n, r->v, r->c, cmp, rhs, NULL);
-  r->n = 0;
-  return st;
-}
-
 /* Variables of a model: warm start and objective (accumulated, set at the end), in order. */
 typedef struct mvars {
   double *w, *obj;
@@ -86,7 +60,7 @@ typedef struct cmodel {
   const unsigned char *merged; /* warm start */
   ts_ilp *m;
   mvars V;
-  vbuf rb;
+  ts_ilp_row rb;
   double scale;
   int *xv;                     /* [npiece] x_i */
   int *s0, *s1;                /* [npiece] piece's single-key / run share in the current sub-tile (-1: none) */
@@ -96,9 +70,9 @@ typedef struct cmodel {
 } cmodel;
 
 static ts_status row2(cmodel *M, int a, double ca, int b, double cb, ts_ilp_cmp cmp, double rhs) {
-  TS_TRY(vb_push(&M->rb, a, ca));
-  if (b >= 0) TS_TRY(vb_push(&M->rb, b, cb));
-  return vb_row(M->m, &M->rb, cmp, rhs);
+  TS_TRY(ts_ilp_row_push(&M->rb, a, ca));
+  if (b >= 0) TS_TRY(ts_ilp_row_push(&M->rb, b, cb));
+  return ts_ilp_row_add(M->m, &M->rb, cmp, rhs);
 }
 
 /* Sub-tile s of the component (see the file comment). The mode is fixed when the bounds decide it
@@ -158,7 +132,7 @@ static ts_status sub_model(cmodel *M, int64_t s) {
     } else {
       TS_TRY(mv_add(M->m, &M->V, false, xw * (1 - wmode), &M->s0[a]));
       TS_TRY(mv_add(M->m, &M->V, false, xw * wmode, &M->s1[a]));
-      TS_TRY(vb_push(&M->rb, M->s0[a], 1.0));
+      TS_TRY(ts_ilp_row_push(&M->rb, M->s0[a], 1.0));
       TS_TRY(row2(M, M->s1[a], 1.0, M->xv[a], -1.0, TS_ILP_EQ, 0.0));
       TS_TRY(row2(M, M->s0[a], 1.0, mv, 1.0, TS_ILP_LE, 1.0));
       TS_TRY(row2(M, M->s1[a], 1.0, mv, -1.0, TS_ILP_LE, 0.0));
@@ -254,9 +228,9 @@ static ts_status sub_model(cmodel *M, int64_t s) {
         for (int b = 0; b < ns_ && st == TS_OK; b++) {
           int last = -1;
           for (int64_t u2 = t; u2 >= a && keys[u2] >= k - (TS__ATTN_RUN - 1) && st == TS_OK; u2--)
-            if (M->yv[keys[u2]] != last) st = vb_push(&M->rb, M->yv[keys[u2]], 1.0), last = M->yv[keys[u2]];
-          if (st == TS_OK && M->src[b] >= 0) st = vb_push(&M->rb, M->src[b], -1.0);
-          if (st == TS_OK) st = vb_row(M->m, &M->rb, TS_ILP_GE, M->src[b] >= 0 ? 0.0 : 1.0);
+            if (M->yv[keys[u2]] != last) st = ts_ilp_row_push(&M->rb, M->yv[keys[u2]], 1.0), last = M->yv[keys[u2]];
+          if (st == TS_OK && M->src[b] >= 0) st = ts_ilp_row_push(&M->rb, M->src[b], -1.0);
+          if (st == TS_OK) st = ts_ilp_row_add(M->m, &M->rb, TS_ILP_GE, M->src[b] >= 0 ? 0.0 : 1.0);
         }
       }
     }
@@ -315,7 +289,7 @@ ts_status ts__cov_comp_cbc(const cov *C, const comp *K, const unsigned char *mer
   }
   ts_ilp_result_free(&res);
   ts_ilp_destroy(M.m);
-  free(M.V.w), free(M.V.obj), free(M.rb.v), free(M.rb.c), free(M.xv), free(M.s0), free(M.s1), free(M.src), free(M.yv), free(wb), free(allm);
+  free(M.V.w), free(M.V.obj), ts_ilp_row_free(&M.rb), free(M.xv), free(M.s0), free(M.s1), free(M.src), free(M.yv), free(wb), free(allm);
   return st;
 }
 

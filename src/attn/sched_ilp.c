@@ -8,32 +8,6 @@
 
 #include "attn/sched_internal.h"
 
-typedef struct rowbuf {
-  int *v;
-  double *c;
-  int n, cap;
-} rowbuf;
-
-static ts_status rb_push(rowbuf *r, int v, double c) {
-  if (r->n == r->cap) {
-    int nc = r->cap ? r->cap * 2 : 64;
-    int *v2 = realloc(r->v, (size_t)nc * sizeof *v2);
-    if (v2) r->v = v2;
-    double *c2 = v2 ? realloc(r->c, (size_t)nc * sizeof *c2) : NULL;
-    if (c2) r->c = c2;
-    if (!v2 || !c2) return ts_error(TS_ERR_OOM, "attn scheduler: cannot grow an ILP row to %d entries", nc);
-    r->cap = nc;
-  }
-  r->v[r->n] = v, r->c[r->n++] = c;
-  return TS_OK;
-}
-
-static ts_status rb_add(ts_ilp *m, rowbuf *r, ts_ilp_cmp cmp, double rhs) {
-  ts_status st = ts_ilp_add_row(m, NULL, r->n, r->v, r->c, cmp, rhs, NULL);
-  r->n = 0;
-  return st;
-}
-
 /* Threads relabelled by first use along the rank order (so panel of rank r uses a thread <= r). */
 static void relabel(const ts__sched *S, const int32_t *thread, int32_t *out) {
   int32_t map[TS_ATTN_THREAD_MAX];
@@ -97,7 +71,7 @@ ts_status ts__sched_ilp_aggregated(const ts__sched *S, const ts_attn_sched_opts 
   int *av = malloc((size_t)(np * P) * sizeof *av), Mv = -1;
   int32_t *rel = malloc((size_t)np * sizeof *rel);
   double *w = NULL, *gl = calloc((size_t)P, sizeof *gl);
-  rowbuf rb = {0};
+  ts_ilp_row rb = {0};
   ts_ilp *m = NULL;
   ts_ilp_result res = {0};
   ts_status st = TS_OK;
@@ -106,14 +80,14 @@ ts_status ts__sched_ilp_aggregated(const ts__sched *S, const ts_attn_sched_opts 
   if (st == TS_OK) st = add_assign_vars(S, m, scale, av, &Mv);
   for (int64_t p = 0; p < np && st == TS_OK; p++) { /* one thread per panel */
     for (int q = 0; q < P && st == TS_OK; q++)
-      if (av[p * P + q] >= 0) st = rb_push(&rb, av[p * P + q], 1.0);
-    if (st == TS_OK) st = rb_add(m, &rb, TS_ILP_EQ, 1.0);
+      if (av[p * P + q] >= 0) st = ts_ilp_row_push(&rb, av[p * P + q], 1.0);
+    if (st == TS_OK) st = ts_ilp_row_add(m, &rb, TS_ILP_EQ, 1.0);
   }
   for (int q = 0; q < P && st == TS_OK; q++) { /* thread loads <= M */
     for (int64_t p = 0; p < np && st == TS_OK; p++)
-      if (av[p * P + q] >= 0) st = rb_push(&rb, av[p * P + q], scale * S->lbest[p]);
-    if (st == TS_OK) st = rb_push(&rb, Mv, -1.0);
-    if (st == TS_OK) st = rb_add(m, &rb, TS_ILP_LE, 0.0);
+      if (av[p * P + q] >= 0) st = ts_ilp_row_push(&rb, av[p * P + q], scale * S->lbest[p]);
+    if (st == TS_OK) st = ts_ilp_row_push(&rb, Mv, -1.0);
+    if (st == TS_OK) st = ts_ilp_row_add(m, &rb, TS_ILP_LE, 0.0);
   }
   if (st == TS_OK && !(w = calloc((size_t)ts_ilp_num_vars(m), sizeof *w)))
     st = ts_error(TS_ERR_OOM, "attn scheduler: cannot allocate the warm start");
@@ -134,7 +108,7 @@ ts_status ts__sched_ilp_aggregated(const ts__sched *S, const ts_attn_sched_opts 
   }
   ts_ilp_result_free(&res);
   ts_ilp_destroy(m);
-  free(av), free(rel), free(w), free(gl), free(rb.v), free(rb.c);
+  free(av), free(rel), free(w), free(gl), ts_ilp_row_free(&rb);
   return st;
 }
 
@@ -144,15 +118,15 @@ static int cand_choice(const ts__sched *S, int64_t i, int c) {
 }
 
 /* Appends -L_p(x, y) (panel p's load without its base, scaled) to the row being built. */
-static ts_status push_load(const ts__sched *S, rowbuf *rb, const int *xv, const int *yv, int64_t p, double scale) {
+static ts_status push_load(const ts__sched *S, ts_ilp_row *rb, const int *xv, const int *yv, int64_t p, double scale) {
   const ts_attn_sched_problem *pb = S->pb;
   const int nh = S->nh, nc = S->k + nh;
   for (int64_t x = S->pstart[p]; x < S->pstart[p + 1]; x++)
     for (int c = 0; c < nc; c++) {
       int64_t i = S->plist[x];
-      TS_TRY(rb_push(rb, xv[i * nc + c], -scale * ts__sched_choice(pb, i, cand_choice(S, i, c))));
+      TS_TRY(ts_ilp_row_push(rb, xv[i * nc + c], -scale * ts__sched_choice(pb, i, cand_choice(S, i, c))));
     }
-  for (int h = 0; h < nh; h++) TS_TRY(rb_push(rb, yv[p * nh + h], -scale * ts__sched_open(pb, p, h)));
+  for (int h = 0; h < nh; h++) TS_TRY(ts_ilp_row_push(rb, yv[p * nh + h], -scale * ts__sched_open(pb, p, h)));
   return TS_OK;
 }
 
@@ -166,7 +140,7 @@ ts_status ts__sched_ilp_full(const ts__sched *S, const ts_attn_sched_opts *o, do
   int *av = malloc((size_t)(np * P) * sizeof *av), *wv = malloc((size_t)(np * P) * sizeof *wv), Mv = -1;
   int32_t *rel = malloc((size_t)np * sizeof *rel);
   double *w = NULL, *gl = calloc((size_t)P, sizeof *gl), bsum = 0;
-  rowbuf rb = {0};
+  ts_ilp_row rb = {0};
   ts_ilp *m = NULL;
   ts_ilp_result res = {0};
   ts_status st = TS_OK;
@@ -184,41 +158,41 @@ ts_status ts__sched_ilp_full(const ts__sched *S, const ts_attn_sched_opts *o, do
       if (av[p * P + q] >= 0) st = ts_ilp_add_continuous(m, NULL, 0.0, scale * S->umax[p], 0.0, &wv[p * P + q]);
     }
   for (int64_t i = 0; i < ni && st == TS_OK; i++) { /* one choice per piece; merged only at an open height */
-    for (int c = 0; c < nc && st == TS_OK; c++) st = rb_push(&rb, xv[i * nc + c], 1.0);
-    if (st == TS_OK) st = rb_add(m, &rb, TS_ILP_EQ, 1.0);
+    for (int c = 0; c < nc && st == TS_OK; c++) st = ts_ilp_row_push(&rb, xv[i * nc + c], 1.0);
+    if (st == TS_OK) st = ts_ilp_row_add(m, &rb, TS_ILP_EQ, 1.0);
     for (int h = 0; h < nh && st == TS_OK; h++) {
-      st = rb_push(&rb, xv[i * nc + S->k + h], 1.0);
-      if (st == TS_OK) st = rb_push(&rb, yv[pb->piece_panel[i] * nh + h], -1.0);
-      if (st == TS_OK) st = rb_add(m, &rb, TS_ILP_LE, 0.0);
+      st = ts_ilp_row_push(&rb, xv[i * nc + S->k + h], 1.0);
+      if (st == TS_OK) st = ts_ilp_row_push(&rb, yv[pb->piece_panel[i] * nh + h], -1.0);
+      if (st == TS_OK) st = ts_ilp_row_add(m, &rb, TS_ILP_LE, 0.0);
     }
   }
   for (int64_t p = 0; p < np && st == TS_OK; p++) { /* at most one height (exactly one with residue); one thread */
     if (nh > 0) {
-      for (int h = 0; h < nh && st == TS_OK; h++) st = rb_push(&rb, yv[p * nh + h], 1.0);
-      if (st == TS_OK) st = rb_add(m, &rb, ts__sched_must(pb, p) ? TS_ILP_EQ : TS_ILP_LE, 1.0);
+      for (int h = 0; h < nh && st == TS_OK; h++) st = ts_ilp_row_push(&rb, yv[p * nh + h], 1.0);
+      if (st == TS_OK) st = ts_ilp_row_add(m, &rb, ts__sched_must(pb, p) ? TS_ILP_EQ : TS_ILP_LE, 1.0);
     }
     for (int q = 0; q < P && st == TS_OK; q++)
-      if (av[p * P + q] >= 0) st = rb_push(&rb, av[p * P + q], 1.0);
-    if (st == TS_OK) st = rb_add(m, &rb, TS_ILP_EQ, 1.0);
+      if (av[p * P + q] >= 0) st = ts_ilp_row_push(&rb, av[p * P + q], 1.0);
+    if (st == TS_OK) st = ts_ilp_row_add(m, &rb, TS_ILP_EQ, 1.0);
   }
   for (int64_t p = 0; p < np && st == TS_OK; p++) /* w[p,q] - L_p - U_p a[p,q] >= base_p - U_p */
     for (int q = 0; q < P && st == TS_OK; q++) {
       if (av[p * P + q] < 0) continue;
       double U = scale * S->umax[p];
       st = push_load(S, &rb, xv, yv, p, scale);
-      if (st == TS_OK) st = rb_push(&rb, wv[p * P + q], 1.0);
-      if (st == TS_OK) st = rb_push(&rb, av[p * P + q], -U);
-      if (st == TS_OK) st = rb_add(m, &rb, TS_ILP_GE, scale * ts__sched_base(pb, p) - U);
+      if (st == TS_OK) st = ts_ilp_row_push(&rb, wv[p * P + q], 1.0);
+      if (st == TS_OK) st = ts_ilp_row_push(&rb, av[p * P + q], -U);
+      if (st == TS_OK) st = ts_ilp_row_add(m, &rb, TS_ILP_GE, scale * ts__sched_base(pb, p) - U);
     }
   for (int64_t p = 0; p < np; p++) bsum += scale * ts__sched_base(pb, p);
   for (int64_t p = 0; p < np && st == TS_OK; p++) st = push_load(S, &rb, xv, yv, p, scale); /* P M - sum L >= sum base */
-  if (st == TS_OK) st = rb_push(&rb, Mv, P);
-  if (st == TS_OK) st = rb_add(m, &rb, TS_ILP_GE, bsum);
+  if (st == TS_OK) st = ts_ilp_row_push(&rb, Mv, P);
+  if (st == TS_OK) st = ts_ilp_row_add(m, &rb, TS_ILP_GE, bsum);
   for (int q = 0; q < P && st == TS_OK; q++) { /* sum_p w[p,q] <= M */
     for (int64_t p = 0; p < np && st == TS_OK; p++)
-      if (wv[p * P + q] >= 0) st = rb_push(&rb, wv[p * P + q], 1.0);
-    if (st == TS_OK) st = rb_push(&rb, Mv, -1.0);
-    if (st == TS_OK) st = rb_add(m, &rb, TS_ILP_LE, 0.0);
+      if (wv[p * P + q] >= 0) st = ts_ilp_row_push(&rb, wv[p * P + q], 1.0);
+    if (st == TS_OK) st = ts_ilp_row_push(&rb, Mv, -1.0);
+    if (st == TS_OK) st = ts_ilp_row_add(m, &rb, TS_ILP_LE, 0.0);
   }
   if (st == TS_OK && !(w = calloc((size_t)ts_ilp_num_vars(m), sizeof *w)))
     st = ts_error(TS_ERR_OOM, "attn scheduler: cannot allocate the warm start");
@@ -263,6 +237,6 @@ ts_status ts__sched_ilp_full(const ts__sched *S, const ts_attn_sched_opts *o, do
   }
   ts_ilp_result_free(&res);
   ts_ilp_destroy(m);
-  free(xv), free(yv), free(av), free(wv), free(rel), free(w), free(gl), free(rb.v), free(rb.c);
+  free(xv), free(yv), free(av), free(wv), free(rel), free(w), free(gl), ts_ilp_row_free(&rb);
   return st;
 }

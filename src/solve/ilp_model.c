@@ -184,6 +184,34 @@ ts_status ts_ilp_add_row(ts_ilp *m, const char *name, int nnz, const int *vars, 
   return TS_OK;
 }
 
+ts_status ts_ilp_row_push(ts_ilp_row *r, int var, double coef) {
+  if (!r) return ts_error(TS_ERR_INVALID_ARG, "ts_ilp_row_push: row is NULL");
+  if (r->n == r->cap) {
+    if (r->cap >= (1 << 29)) return ts_error(TS_ERR_OVERFLOW, "ILP row builder: more than 2^30 entries");
+    int cap = r->cap ? 2 * r->cap : 64;
+    /* each block is stored as soon as it is grown, so ts_ilp_row_free releases the right one */
+    if (!grow((void **)&r->vars, (size_t)cap, sizeof(int)) || !grow((void **)&r->coefs, (size_t)cap, sizeof(double)))
+      return ts_error(TS_ERR_OOM, "ILP row builder: out of memory for %d entries", cap);
+    r->cap = cap;
+  }
+  r->vars[r->n] = var, r->coefs[r->n++] = coef;
+  return TS_OK;
+}
+
+ts_status ts_ilp_row_add(ts_ilp *m, ts_ilp_row *r, ts_ilp_cmp cmp, double rhs) {
+  if (!r) return ts_error(TS_ERR_INVALID_ARG, "ts_ilp_row_add: row is NULL");
+  ts_status s = ts_ilp_add_row(m, NULL, r->n, r->vars, r->coefs, cmp, rhs, NULL);
+  r->n = 0;
+  return s;
+}
+
+void ts_ilp_row_free(ts_ilp_row *r) {
+  if (!r) return;
+  free(r->vars);
+  free(r->coefs);
+  memset(r, 0, sizeof *r);
+}
+
 ts_status ts_ilp_set_warm_start(ts_ilp *m, const double *x, int n) {
   if (!m) return ts_error(TS_ERR_INVALID_ARG, "ts_ilp_set_warm_start: model is NULL");
   if (!x) {
