@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "harness_attn.h"
 #include "tessera/attn_profile.h"
 #include "tessera/io.h"
 #include "tessera/reorder.h"
@@ -40,26 +41,6 @@ typedef struct cfg {
   cJSON *rows;
   FILE *csv; /* --blocks-csv: one line per block */
 } cfg;
-
-/* The reordered mask as CSR and bitmap. */
-static ts_status prepare(const char *spec, ts_reorder_method method, ts_csr *perm_csr, ts_bitmap *mask) {
-  ts_csr csr = {0};
-  ts_pattern_info info;
-  memset(&info, 0, sizeof info);
-  TS_TRY(ts_pattern_generate(spec, &csr, &info));
-  ts_reorder_opts ro;
-  ts_reorder_opts_default(&ro);
-  ro.method = method;
-  ro.grid_h = info.grid_h, ro.grid_w = info.grid_w, ro.grid_pos = info.base_index;
-  int32_t *perm = malloc((size_t)csr.rows * sizeof *perm);
-  ts_status s = perm ? ts_reorder(&csr, &ro, perm, NULL, NULL) : ts_error(TS_ERR_OOM, "perm");
-  if (s == TS_OK) s = ts_csr_permute(&csr, perm, perm, perm_csr);
-  if (s == TS_OK) s = ts_csr_to_bitmap(perm_csr, mask);
-  free(perm);
-  ts_csr_free(&csr);
-  ts_pattern_info_free(&info);
-  return s;
-}
 
 static void add_error(cJSON *o, const char *key, const ts_attn_model_error *e) {
   cJSON *x = cJSON_AddObjectToObject(o, key);
@@ -219,7 +200,7 @@ static ts_status run_case(cfg *c, const char *spec, const char *method_name, con
   ts_bitmap mask = {0};
   ts_blocks bx;
   memset(&bx, 0, sizeof bx);
-  ts_status s = prepare(spec, method, &pc, &mask);
+  ts_status s = ts_bench_attn_mask(spec, method, &pc, &mask, NULL);
   ts_blocks_opts bo;
   ts_blocks_opts_default(&bo);
   bo.method = em;

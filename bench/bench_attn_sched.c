@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "harness_attn.h"
 #include "tessera/attn_profile.h"
 #include "tessera/attn_sched.h"
 #include "tessera/reorder.h"
@@ -63,26 +64,12 @@ static double quantile(double *v, int n, double q) {
 
 /* The reordered mask (perm_csr, bitmap) and its blocks, as `tessera attn plan` makes them. */
 static ts_status prepare(const char *spec, ts_csr *pm, ts_bitmap *bp, ts_blocks *blk, char *method, size_t cap) {
-  ts_csr csr = {0};
-  ts_pattern_info info;
-  memset(&info, 0, sizeof info);
-  TS_TRY(ts_pattern_generate(spec, &csr, &info));
-  ts_reorder_opts ro;
-  ts_reorder_opts_default(&ro);
-  ro.method = TS_REORDER_AUTO;
-  ro.grid_h = info.grid_h, ro.grid_w = info.grid_w, ro.grid_pos = info.base_index;
-  ts_reorder_stats rst;
-  int32_t *perm = malloc((size_t)csr.rows * sizeof *perm);
-  ts_status s = perm ? ts_attn_reorder(&csr, &ro, perm, &rst) : ts_error(TS_ERR_OOM, "perm");
-  if (s == TS_OK) snprintf(method, cap, "%s", ts_reorder_method_name(rst.method));
-  if (s == TS_OK) s = ts_csr_permute(&csr, perm, perm, pm);
-  if (s == TS_OK) s = ts_csr_to_bitmap(pm, bp);
+  ts_reorder_method used = TS_REORDER_NONE;
+  ts_status s = ts_bench_attn_mask(spec, TS_REORDER_AUTO, pm, bp, &used);
+  if (s == TS_OK) snprintf(method, cap, "%s", ts_reorder_method_name(used));
   ts_blocks_opts bo;
   ts_blocks_opts_default(&bo);
   if (s == TS_OK) s = ts_blocks_extract(pm, &bo, blk);
-  free(perm);
-  ts_csr_free(&csr);
-  ts_pattern_info_free(&info);
   return s;
 }
 

@@ -201,6 +201,13 @@ static ts_status cov_build(cov *C, const ts_bitmap *mask, const ts_attn_panel *P
   return TS_OK;
 }
 
+/* C->u |= the keys merged piece k needs in sub-tile s. */
+static void or_needs(const cov *C, int64_t k, int64_t s) {
+  for (int64_t x = C->nstart[k]; x < C->nstart[k + 1]; x++)
+    if (C->need[x].sub == s)
+      for (int32_t w = 0; w < C->need[x].nw; w++) C->u[C->need[x].w0 + w] |= C->bits[C->need[x].off + w];
+}
+
 /* Exact load of the panel when the pieces with merged[k] set merge (every piece, fixed or free). */
 static double cov_eval(const cov *C, const unsigned char *merged) {
   double L = 0;
@@ -208,9 +215,7 @@ static double cov_eval(const cov *C, const unsigned char *merged) {
   for (int64_t s = 0; s < C->ns; s++) {
     memcpy(C->u, C->res + s * C->W, (size_t)C->W * sizeof *C->u);
     for (int64_t k = 0; k < C->npc; k++)
-      for (int64_t x = C->nstart[k]; merged[k] && x < C->nstart[k + 1]; x++)
-        if (C->need[x].sub == s)
-          for (int32_t w = 0; w < C->need[x].nw; w++) C->u[C->need[x].w0 + w] |= C->bits[C->need[x].off + w];
+      if (merged[k]) or_needs(C, k, s);
     double K = kcov(C->u, 0, C->W, C->n);
     if (K > 0) L += C->alpha[s] + C->beta[s] * K;
   }
@@ -292,9 +297,7 @@ double ts__cov_comp_eval(const cov *C, const comp *K, const unsigned char *merge
     memcpy(C->u, C->fixed + s * C->W, (size_t)C->W * sizeof *C->u);
     for (int64_t a = 0; a < K->npiece; a++) {
       const int64_t k = K->piece[a];
-      for (int64_t x = C->nstart[k]; merged[k] && x < C->nstart[k + 1]; x++)
-        if (C->need[x].sub == s)
-          for (int32_t w = 0; w < C->need[x].nw; w++) C->u[C->need[x].w0 + w] |= C->bits[C->need[x].off + w];
+      if (merged[k]) or_needs(C, k, s);
     }
     double Kc = kcov(C->u, 0, C->W, C->n);
     if (Kc > 0) L += C->alpha[s] + C->beta[s] * Kc;
