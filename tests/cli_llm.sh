@@ -11,7 +11,8 @@ SRC=${TESSERA_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 export TESSERA_CACHE=${TESSERA_CACHE:-$tmp/cache} TESSERA_QUIET=1
 
 # usage: exit 2
-for args in "" "bogus" "generate" "generate --model x --bogus 1" "info --model x --prompt y" "bench --model x --gen 0"; do
+for args in "" "bogus" "generate" "generate --model x --bogus 1" "info --model x --prompt y" "bench --model x --gen 0" \
+  "bench --model x --adaptive-threads maybe" "perplexity --model x --text y --adaptive-threads on"; do
   # shellcheck disable=SC2086
   "$T" llm $args >/dev/null 2>"$tmp/err"
   rc=$?
@@ -59,7 +60,7 @@ j = json.load(open(sys.argv[1]))
 assert j["chunks"] == 2 and j["scored"] == 62 and 1.0 < j["ppl"] < 3.0, j
 PY
   then ok; else bad "perplexity: $(cat "$tmp/ppl.json")"; fi
-  if "$T" llm bench --model "$M" --prompt-len 8 --gen 4 --repeats 1 --bw-seconds 0 --json >"$tmp/bench.json" &&
+  if "$T" llm bench --model "$M" --prompt-len 8 --gen 4 --repeats 1 --bw-seconds 0 --adaptive-threads off --json >"$tmp/bench.json" &&
     python3 - "$tmp/bench.json" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -68,6 +69,7 @@ for k in ("prefill_tps", "decode_tps", "bytes_per_token", "gbs", "pct_bandwidth"
 w = j["weight_bytes_per_token"]
 assert 96.5e6 < w < 96.7e6, w
 assert j["kv_bytes_per_token"] == 23040 * (8 + 2.5), j["kv_bytes_per_token"]
+assert j["adaptive_threads"] is False and j["decode_solo_share"] == 0, (j["adaptive_threads"], j["decode_solo_share"])
 PY
   then ok; else bad "bench --json: $(cat "$tmp/bench.json")"; fi
 fi

@@ -109,6 +109,25 @@ static void check_forward(uint32_t wtype, const char *file, bool tied, bool wide
       ts_llm_timing tm;
       ts_llm_state_timing(s, &tm);
       CHECK(tm.tokens == 2 * NSEQ + NSEQ && tm.total > 0, "timing counted %lld tokens", (long long)tm.tokens);
+      if (threads == 2 && batch == 1) { /* the adaptive decode team: steps on one thread, the same logits */
+        float *again = tst_alloc_guarded((size_t)NSEQ * nv);
+        for (int adapt = 0; adapt <= 1; adapt++) {
+          ts_llm_state_set_adaptive(s, adapt);
+          ts_llm_state_timing_reset(s);
+          tst_poison(again, (size_t)NSEQ * nv);
+          for (int t = 0; t < NSEQ; t++) {
+            if (adapt && t == 3) s->team.solo = 1, s->team.probe = 0; /* as if the team had gone solo */
+            if (adapt && t == 12) s->team.solo = 0, s->team.probe = 0;
+            CHECK_OK(ts_llm_eval(s, &kSeq[t], 1, t, TS_LLM_LOGITS_LAST, again + (size_t)t * nv));
+          }
+          CHECK(!memcmp(again, step, (size_t)NSEQ * nv * sizeof *again), "%s adaptive=%d: decode logits differ",
+                ts_qtype_name(wtype), adapt);
+          ts_llm_state_timing(s, &tm);
+          CHECK(adapt ? tm.solo_steps >= 9 : tm.solo_steps == 0, "adaptive=%d: %lld solo steps", adapt,
+                (long long)tm.solo_steps);
+        }
+        ts_free(again);
+      }
       ts_llm_state_destroy(s);
     }
     ts_context_destroy(ctx);
@@ -119,6 +138,43 @@ static void check_forward(uint32_t wtype, const char *file, bool tied, bool wide
   free(one_thread);
   free(ref);
   ts_llm_model_free(m);
+}
+
+/* The adaptive decode team's policy (llm_team.c) on synthetic step timings. */
+static int team_step(ts__team_ctl *c, double t_team, double t_solo, double wait) {
+  const int n = ts__team_size(c, 2);
+  ts__team_update(c, 2, n, n > 1 ? t_team : t_solo, n > 1 ? wait : 0);
+  return n;
+}
+static void check_team_policy(void) {
+  ts__team_ctl c = {0};
+  int solo = 0;
+  /* quiet: the team waits a few % at its barriers; never a step on one thread */
+  for (int i = 0; i < 500; i++) solo += team_step(&c, 3e-3, 5e-3, 0.04) == 1;
+  CHECK(solo == 0 && !c.solo, "quiet machine: %d steps on one thread", solo);
+  /* another process busy: 75% waiting, a team step 11 ms, alone 5 ms -> solo within a few steps */
+  int first = -1;
+  for (int i = 0; i < 10 && first < 0; i++)
+    if (team_step(&c, 11e-3, 5e-3, 0.75) == 1 && c.solo) first = i;
+  CHECK(first >= 0 && first <= 4, "loaded: solo after %d steps", first);
+  /* still loaded: one team probe per TS__TEAM_PROBE_EVERY steps, and solo stays */
+  int team = 0;
+  for (int i = 0; i < 4 * TS__TEAM_PROBE_EVERY; i++) team += team_step(&c, 11e-3, 5e-3, 0.75) > 1;
+  CHECK(c.solo && team >= 3 && team <= 5, "loaded: %d team probes in %d steps (solo %d)", team, 4 * TS__TEAM_PROBE_EVERY,
+        c.solo);
+  /* the load leaves: the next probe takes the team back */
+  int back = -1;
+  for (int i = 0; i <= TS__TEAM_PROBE_EVERY + 1 && back < 0; i++)
+    if (team_step(&c, 3e-3, 5e-3, 0.04) > 1 && !c.solo) back = i;
+  CHECK(back >= 0, "the team did not come back after the load left");
+  /* waits high but the team still faster than one thread: stays, probing at most every 16 steps */
+  ts__team_ctl d = {0};
+  solo = 0;
+  for (int i = 0; i < 320; i++) solo += team_step(&d, 4e-3, 6e-3, 0.5) == 1;
+  CHECK(!d.solo && solo <= 320 / 16 + 1, "team faster than solo: %d solo probes in 320 steps (solo %d)", solo, d.solo);
+  /* one thread: always 1 */
+  ts__team_ctl e = {0};
+  CHECK(ts__team_size(&e, 1) == 1, "team of one");
 }
 
 static void check_eval_errors(void) {
@@ -380,6 +436,7 @@ int main(void) {
   check_forward(TS_QT_Q4_0, "llm_q40.gguf", true, false);
   check_forward(TS_QT_Q4_1, "llm_q41w.gguf", true, true);
   check_forward(TS_QT_F32, "llm_f32w.gguf", false, true);
+  check_team_policy();
   check_eval_errors();
   check_load_errors();
   check_gemm();

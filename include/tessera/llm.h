@@ -86,6 +86,12 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
                               ts_llm_state **out);
 void ts_llm_state_destroy(ts_llm_state *s);
 int ts_llm_state_n_ctx(const ts_llm_state *s);
+/* Adaptive decode team (on by default; no effect with one thread): single-token evals leave the
+ * other threads out while they mostly wait at the phase barriers for a partner the OS has
+ * descheduled (another process busy on the machine), and take them back once a probe step with the
+ * whole team is faster again. The logits do not depend on the team size (every output element is
+ * computed by one thread in a fixed order). Off: every eval uses the whole team. */
+void ts_llm_state_set_adaptive(ts_llm_state *s, bool on);
 
 /* Which logits ts_llm_eval writes. */
 typedef enum ts_llm_logits {
@@ -115,6 +121,7 @@ typedef struct ts_llm_timing {
   double qkv, attn, wo, mlp, output, other, total;
   int64_t tokens, calls;
   double wait;
+  int64_t solo_steps; /* single-token evals the adaptive decode team ran on one thread */
 } ts_llm_timing;
 void ts_llm_state_timing(const ts_llm_state *s, ts_llm_timing *t);
 void ts_llm_state_timing_reset(ts_llm_state *s);

@@ -107,11 +107,18 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
   s->ops = ts__llm_ops_active();
   s->nrun = s->nt;
   ts__barrier_init(&s->bar, s->nt);
+  s->adapt = true;
   *out = s;
   return TS_OK;
 }
 
 int ts_llm_state_n_ctx(const ts_llm_state *s) { return s->n_ctx; }
+
+void ts_llm_state_set_adaptive(ts_llm_state *s, bool on) {
+  if (!s) return;
+  s->adapt = on;
+  memset(&s->team, 0, sizeof s->team);
+}
 
 void ts_llm_state_timing(const ts_llm_state *s, ts_llm_timing *t) { *t = s->tm; }
 void ts_llm_state_timing_reset(ts_llm_state *s) { memset(&s->tm, 0, sizeof s->tm); }
@@ -120,8 +127,10 @@ void ts_llm_state_timing_reset(ts_llm_state *s) { memset(&s->tm, 0, sizeof s->tm
 static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, int from, float *logits) {
   const int nl = s->m->cfg.n_layer;
   double acc[6] = {0}, wait_sum = 0;
+  /* decode: the adaptive team's size (llm_team.c); batches always run on the whole team */
+  const int team = T == 1 && s->adapt ? ts__team_size(&s->team, s->nt) : s->nt;
   double t_start = ts_now();
-#pragma omp parallel num_threads(s->nt)
+#pragma omp parallel num_threads(team)
   {
     const int tid = omp_get_thread_num();
     /* the team may be smaller than asked (OMP_THREAD_LIMIT, a nested region): split over it */
@@ -179,8 +188,13 @@ static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, i
   s->tm.mlp += acc[3];
   s->tm.output += acc[4];
   s->tm.other += acc[5];
-  s->tm.total += ts_now() - t_start;
+  const double elapsed = ts_now() - t_start;
+  s->tm.total += elapsed;
   s->tm.wait += wait_sum / s->nrun;
+  if (T == 1 && s->adapt) {
+    ts__team_update(&s->team, s->nt, team, elapsed, elapsed > 0 ? wait_sum / s->nrun / elapsed : 0);
+    if (team == 1 && s->nt > 1) s->tm.solo_steps++;
+  }
   s->tm.tokens += T;
   s->tm.calls++;
 }

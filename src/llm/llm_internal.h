@@ -59,6 +59,26 @@ void ts__barrier_init(ts__barrier *b, int n);
  * core another thread needs). */
 void ts__barrier_wait(ts__barrier *b, ts__pfq *pf);
 
+/* The adaptive decode team (ts_llm_state_set_adaptive): before each single-token eval
+ * ts__team_size says how many threads run it, after it ts__team_update takes its wall time and the
+ * share of it the threads spent waiting at barriers. The full team runs while that share stays low
+ * (a quiet machine: a few %, and no probing at all); when its running average passes
+ * TS__TEAM_WAIT_SOLO, one probe step runs on a single thread, and if that was faster than the
+ * team's average the decode goes solo. Solo, every TS__TEAM_PROBE_EVERY steps one probe runs with
+ * the full team, which takes over again when it beat the solo average. */
+#define TS__TEAM_WAIT_SOLO 0.35
+#define TS__TEAM_PROBE_EVERY 32
+typedef struct ts__team_ctl {
+  int solo;        /* decode runs on one thread */
+  int probe;       /* the next step is a probe of the other size */
+  int since;       /* steps since the last probe (or since going solo) */
+  double wait_ew;  /* running average of the full team's barrier-wait share */
+  double t_team;   /* running averages of a step's wall time, full team and solo (0: none yet) */
+  double t_solo;
+} ts__team_ctl;
+int ts__team_size(const ts__team_ctl *c, int nt);
+void ts__team_update(ts__team_ctl *c, int nt, int used, double seconds, double wait_share);
+
 /* [lo, hi) of n items for thread t of nt, in multiples of `align` (the last part takes the rest). */
 void ts__split(int64_t n, int t, int nt, int64_t align, int64_t *lo, int64_t *hi);
 
@@ -190,6 +210,8 @@ struct ts_llm_state {
   ts__share *share; /* [nt] */
   const ts__llm_ops *ops;
   ts_llm_timing tm;
+  bool adapt;       /* adaptive decode team (ts_llm_state_set_adaptive) */
+  ts__team_ctl team;
 };
 
 /* Y[t][r] = W[r] . X[t] for rows [r0, r1) and tokens [0, T): Y at y + t * ldy + r. Float weight

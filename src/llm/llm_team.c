@@ -89,3 +89,50 @@ int64_t ts__share_next(ts__share *sh, int tid, int nt) {
   for (int k = 1; u < 0 && k < nt; k++) u = take(&sh[(tid + k) % nt], 1);
   return u;
 }
+
+/* ---- adaptive decode team ------------------------------------------------------------------ */
+
+#define EW 0.3 /* weight of the newest step in the running averages */
+
+static double ew(double avg, double x) { return avg > 0 ? (1 - EW) * avg + EW * x : x; }
+
+int ts__team_size(const ts__team_ctl *c, int nt) {
+  if (nt <= 1) return 1;
+  return (c->solo != c->probe) ? 1 : nt; /* solo, or a probe of solo from the team */
+}
+
+void ts__team_update(ts__team_ctl *c, int nt, int used, double seconds, double wait_share) {
+  if (nt <= 1 || !(seconds > 0)) return;
+  if (used > 1) { /* a full-team step */
+    if (c->probe) { /* probe from solo: take the team back when it beat the solo average */
+      c->probe = 0;
+      c->since = 0;
+      if (seconds < c->t_solo && wait_share < TS__TEAM_WAIT_SOLO) {
+        c->solo = 0;
+        c->t_team = seconds;
+        c->wait_ew = wait_share;
+      }
+      return;
+    }
+    c->t_team = ew(c->t_team, seconds);
+    c->wait_ew = ew(c->wait_ew, wait_share);
+    c->since++;
+    if (c->wait_ew > TS__TEAM_WAIT_SOLO && c->since >= 2) c->probe = 1; /* try one thread next */
+    return;
+  }
+  /* a one-thread step */
+  if (c->probe) { /* probe from the team: go solo when it beat the team's average */
+    c->probe = 0;
+    c->since = 0;
+    if (seconds < c->t_team) {
+      c->solo = 1;
+      c->t_solo = seconds;
+    } else { /* the waits were not worth leaving for: stay, and probe again after 16 steps at the earliest */
+      c->wait_ew = 0;
+      c->since = 2 - 16;
+    }
+    return;
+  }
+  c->t_solo = ew(c->t_solo, seconds);
+  if (++c->since >= TS__TEAM_PROBE_EVERY) c->probe = 1;
+}

@@ -19,23 +19,25 @@
 
 enum { O_MODEL = 1, O_PROMPT = 2, O_N = 4, O_TEMP = 8, O_SEED = 16, O_TEXT = 32, O_CTX = 64, O_FULL = 128,
        O_CHUNKS = 256, O_CHAT = 512, O_SPECIAL = 1024, O_OUT = 2048, O_PLEN = 4096, O_GEN = 8192,
-       O_REPEATS = 16384, O_TOPK = 32768, O_FILE = 65536, O_BATCH = 131072, O_BWS = 262144 };
+       O_REPEATS = 16384, O_TOPK = 32768, O_FILE = 65536, O_BATCH = 131072, O_BWS = 262144, O_ADAPT = 524288 };
 
 typedef struct opts {
   cli_common_opts c;
   const char *model, *prompt, *text, *out, *file;
   long n, seed, ctx, chunks, plen, gen, repeats, topk, batch;
   double temp, bw_seconds;
-  bool full, chat, special, ctx_set;
+  bool full, chat, special, ctx_set, adapt;
 } opts;
 
 static const struct { const char *name; unsigned allowed; const char *usage; } kSubs[] = {
-    {"generate", O_MODEL | O_PROMPT | O_N | O_TEMP | O_SEED | O_CTX | O_CHAT | O_TOPK | O_BATCH | O_SPECIAL,
-     "generate --model FILE --prompt TEXT [-n 64] [--temp 0] [--top-k 40] [--seed 1] [--chat] [--special] [--ctx N] [--json]"},
+    {"generate", O_MODEL | O_PROMPT | O_N | O_TEMP | O_SEED | O_CTX | O_CHAT | O_TOPK | O_BATCH | O_SPECIAL | O_ADAPT,
+     "generate --model FILE --prompt TEXT [-n 64] [--temp 0] [--top-k 40] [--seed 1] [--chat] [--special] [--ctx N]\n"
+     "                       [--adaptive-threads on|off] [--json]"},
     {"perplexity", O_MODEL | O_TEXT | O_CTX | O_FULL | O_CHUNKS | O_BATCH,
      "perplexity --model FILE --text FILE [--ctx 512] [--full] [--chunks N] [--json]"},
-    {"bench", O_MODEL | O_PLEN | O_GEN | O_REPEATS | O_CTX | O_BWS,
-     "bench --model FILE [--prompt-len 128] [--gen 64] [--repeats 5] [--bw-seconds 0.5] [--json]"},
+    {"bench", O_MODEL | O_PLEN | O_GEN | O_REPEATS | O_CTX | O_BWS | O_ADAPT,
+     "bench --model FILE [--prompt-len 128] [--gen 64] [--repeats 5] [--bw-seconds 0.5] [--adaptive-threads on|off]\n"
+     "                       [--json]"},
     {"tokenize", O_MODEL | O_PROMPT | O_FILE | O_SPECIAL, "tokenize --model FILE (--prompt TEXT | --file FILE) [--special] [--json]"},
     {"logits", O_MODEL | O_PROMPT | O_OUT | O_SPECIAL | O_BATCH, "logits --model FILE --prompt TEXT --out FILE.npy [--special] [--json]"},
     {"info", O_MODEL, "info --model FILE [--json]"},
@@ -52,11 +54,15 @@ static void print_help(void) {
          "window (--full: every position). bench times a --prompt-len prefill and --gen decode steps (median\n"
          "of --repeats) and reports bytes read per decoded token (weights + the fp16 KV cache attended), the\n"
          "GB/s that makes and its %% of `tessera hwinfo`'s read bandwidth (and of the same read test run\n"
-         "right after the timed decode for --bw-seconds; 0 skips it).\n");
+         "right after the timed decode for --bw-seconds; 0 skips it). --adaptive-threads (on by default)\n"
+         "lets decode steps leave all but one thread out while the threads mostly wait for a partner the OS\n"
+         "has descheduled (another busy process), probing the whole team again every 32 steps; the text\n"
+         "does not depend on it (bench reports the share of steps run on one thread).\n");
 }
 
 static int parse(int argc, char **argv, int *sub, opts *o) {
-  *o = (opts){.n = 64, .seed = 1, .ctx = 0, .plen = 128, .gen = 64, .repeats = 5, .topk = 40, .batch = 512, .bw_seconds = 0.5};
+  *o = (opts){.n = 64, .seed = 1, .ctx = 0, .plen = 128, .gen = 64, .repeats = 5, .topk = 40, .batch = 512, .bw_seconds = 0.5,
+              .adapt = true};
   *sub = -1;
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     o->c.help = true;
@@ -90,18 +96,24 @@ static int parse(int argc, char **argv, int *sub, opts *o) {
     else if (!strcmp(a, "--batch")) bit = O_BATCH, num = &o->batch, lo = 1, hi = 8192;
     else if (!strcmp(a, "--temp")) bit = O_TEMP;
     else if (!strcmp(a, "--bw-seconds")) bit = O_BWS;
+    else if (!strcmp(a, "--adaptive-threads")) bit = O_ADAPT;
     else if (!strcmp(a, "--full")) bit = O_FULL, o->full = true;
     else if (!strcmp(a, "--chat")) bit = O_CHAT, o->chat = true;
     else if (!strcmp(a, "--special")) bit = O_SPECIAL, o->special = true;
     else return cli_usage_error(CMD, "%s: unknown option '%s'", kSubs[*sub].name, a);
     if (!(allowed & bit)) return cli_usage_error(CMD, "%s does not take %s", kSubs[*sub].name, a);
-    if (str || num || bit == O_TEMP || bit == O_BWS) {
+    if (str || num || bit == O_TEMP || bit == O_BWS || bit == O_ADAPT) {
       const char *v = cli_value(CMD, argc, argv, &i);
       if (!v) return CLI_USAGE;
       if (str) *str = v;
       else if (num && !cli_parse_int(CMD, a, v, lo, hi, num)) return CLI_USAGE;
       else if (bit == O_TEMP && !cli_parse_double(CMD, a, v, 0, 100, &o->temp)) return CLI_USAGE;
       else if (bit == O_BWS && !cli_parse_double(CMD, a, v, 0, 60, &o->bw_seconds)) return CLI_USAGE;
+      else if (bit == O_ADAPT) {
+        if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+          return cli_usage_error(CMD, "--adaptive-threads expects on or off, got '%s'", v);
+        o->adapt = !strcmp(v, "on");
+      }
     }
   }
   if (o->c.help) return CLI_OK;
@@ -204,6 +216,7 @@ static int do_generate(const opts *o, run *r) {
   int32_t *out = malloc(((size_t)o->n + 1) * sizeof *out);
   if (!logits || !out) s = ts_error(TS_ERR_OOM, "out of memory");
   if (s == TS_OK) s = ts_llm_state_create(r->m, r->ctx, (int)ctx, (int)o->batch, &st);
+  if (s == TS_OK) ts_llm_state_set_adaptive(st, o->adapt);
   ts_rng rng;
   ts_rng_seed(&rng, (uint64_t)o->seed);
   double t0 = ts_now(), t_prefill = 0;
@@ -420,6 +433,7 @@ static int do_bench(const opts *o, run *r) {
   double *tp = malloc((size_t)(R + 1) * sizeof *tp), *td = malloc((size_t)(R + 1) * sizeof *td);
   ts_status s = logits && toks && tp && td ? TS_OK : ts_error(TS_ERR_OOM, "out of memory");
   if (s == TS_OK) s = ts_llm_state_create(r->m, r->ctx, ctx, P < 512 ? P : 512, &st);
+  if (s == TS_OK) ts_llm_state_set_adaptive(st, o->adapt);
   ts_rng rng;
   ts_rng_seed(&rng, 7);
   for (int i = 0; i < P && s == TS_OK; i++) toks[i] = 100 + (int32_t)ts_rng_below(&rng, (uint64_t)(c->n_vocab - 100));
@@ -504,6 +518,8 @@ static int do_bench(const opts *o, run *r) {
     cJSON_AddNumberToObject(b, "rest", (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot);
     cJSON_AddItemToObject(j, "decode_time_share", b);
     cJSON_AddNumberToObject(j, "decode_barrier_wait_share", tm.wait / tot);
+    cJSON_AddBoolToObject(j, "adaptive_threads", o->adapt);
+    cJSON_AddNumberToObject(j, "decode_solo_share", tm.tokens > 0 ? (double)tm.solo_steps / (double)tm.tokens : 0);
     cJSON_AddNumberToObject(j, "load_avg", load);
     cli_print_json(j);
   } else {
@@ -518,6 +534,9 @@ static int do_bench(const opts *o, run *r) {
     printf("decode time qkv %.1f%%, attention %.1f%%, wo %.1f%%, mlp %.1f%%, output %.1f%%, rest %.1f%% (barrier waits %.1f%%)\n",
            100 * tm.qkv / tot, 100 * tm.attn / tot, 100 * tm.wo / tot, 100 * tm.mlp / tot, 100 * tm.output / tot,
            100 * (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot, 100 * tm.wait / tot);
+    if (tm.solo_steps > 0)
+      printf("adaptive    %lld of %lld decode steps ran on one thread (the others waited on a descheduled partner)\n",
+             (long long)tm.solo_steps, (long long)tm.tokens);
   }
   return CLI_OK;
 }
