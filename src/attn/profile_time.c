@@ -7,9 +7,11 @@
 
 #include "attn/profile_internal.h"
 
-ts_status ts__attn_timer_init(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype dtype, int warmup, int repeats,
-                              double min_time_s, bool wall_clock) {
+static ts_status timer_init(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype dtype, int warmup, int repeats,
+                            double min_time_s, bool wall_clock, int threads, int64_t heads) {
   memset(t, 0, sizeof *t);
+  if (threads < 1 || heads < 1 || heads > 4096)
+    return ts_error(TS_ERR_INVALID_ARG, "attn profile: timer for %d threads, %lld heads", threads, (long long)heads);
   if (nmax < 1 || d < 1 || d > 4096)
     return ts_error(TS_ERR_INVALID_ARG, "attn profile: timer for blocks up to %lld with d = %lld", (long long)nmax,
                     (long long)d);
@@ -20,7 +22,11 @@ ts_status ts__attn_timer_init(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dty
   t->repeats = repeats < 1 ? 1 : repeats > TS__ATTN_MAX_CALLS ? TS__ATTN_MAX_CALLS : repeats;
   t->min_time_s = min_time_s < 0 ? 0 : min_time_s;
   t->wall_clock = wall_clock;
-  size_t ne = (size_t)(nmax * d);
+  t->heads = heads;
+  size_t ne;
+  if (!ts_mul_size((size_t)nmax, (size_t)d, &ne) || !ts_mul_size(ne, (size_t)heads, &ne) || ne > ((size_t)1 << 34))
+    return ts_error(TS_ERR_OVERFLOW, "attn profile: %lld heads of %lld x %lld is too large", (long long)heads, (long long)nmax,
+                    (long long)d);
   t->q = ts_malloc(ne * sizeof(float)), t->k = ts_malloc(ne * sizeof(float));
   t->v = ts_malloc(ne * sizeof(float)), t->o = ts_malloc(ne * sizeof(float));
   t->qb = ts_malloc(ne * 2), t->kb = ts_malloc(ne * 2), t->vb = ts_malloc(ne * 2);
@@ -38,9 +44,18 @@ ts_status ts__attn_timer_init(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dty
     for (size_t i = 0; i < ne; i++) bufs[b][i] = (float)(2.0 * ts_rng_uniform(&r) - 1.0);
     ts_f32_to_bf16_array(bufs[b], hb[b], ne);
   }
-  ts_status s = ts_context_create(&t->ctx, 1);
+  ts_status s = ts_context_create(&t->ctx, threads);
   if (s != TS_OK) ts__attn_timer_free(t);
   return s;
+}
+
+ts_status ts__attn_timer_init(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype dtype, int warmup, int repeats,
+                              double min_time_s, bool wall_clock) {
+  return timer_init(t, nmax, d, dtype, warmup, repeats, min_time_s, wall_clock, 1, 1);
+}
+
+ts_status ts__attn_timer_init_run(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype dtype, int threads, int64_t heads) {
+  return timer_init(t, nmax, d, dtype, 1, 1, 0.0, threads > 1, threads, heads);
 }
 
 void ts__attn_timer_free(ts__attn_timer *t) {
@@ -73,8 +88,9 @@ static double clock_now(bool wall) {
 }
 
 static ts_status run_once(ts__attn_timer *t, ts_attn_plan *plan, int64_t n) {
-  if (t->dtype == TS_BF16) return ts_attn_execute_bf16(t->ctx, plan, t->qb, t->kb, t->vb, t->o, 1, 1, n, t->d);
-  return ts_attn_execute(t->ctx, plan, t->q, t->k, t->v, t->o, 1, 1, n, t->d);
+  /* heads > 1: the timer's arrays are [heads][nmax][d]; a plan for n < nmax reads [heads][n][d] of them */
+  if (t->dtype == TS_BF16) return ts_attn_execute_bf16(t->ctx, plan, t->qb, t->kb, t->vb, t->o, 1, t->heads, n, t->d);
+  return ts_attn_execute(t->ctx, plan, t->q, t->k, t->v, t->o, 1, t->heads, n, t->d);
 }
 
 ts_status ts__attn_time_plan(ts__attn_timer *t, ts_attn_plan *plan, int64_t n, double *seconds) {

@@ -30,6 +30,7 @@ void ts_attn_sched_opts_default(ts_attn_sched_opts *o) {
   o->nheights = 3;
   o->compact_bc = 128;
   o->calibrate_dtype = TS_F32;
+  o->calibrate_heads = 1;
   o->guard = true;
   for (int f = 0; f < 5; f++) o->family_scale[f] = 1.0;
 }

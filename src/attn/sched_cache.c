@@ -47,9 +47,9 @@ void ts_attn_plan_desc_init(ts_attn_plan_desc *d, int64_t n, int64_t heads, int6
 
 /* The planner's version, salted into both keys: a plan cached by an earlier scheduler is made
  * again (3: the ILP's exact compact-pass model, 128-key compact items, the calibration's residue
- * pricing). */
-#define PLANNER_SALT "tessera-attn-plan-3"
-#define SOURCE_SALT "tessera-attn-plan-source-3"
+ * pricing; 4: the guard times the plans on the schedule's threads with the deployment's heads). */
+#define PLANNER_SALT "tessera-attn-plan-4"
+#define SOURCE_SALT "tessera-attn-plan-source-4"
 
 ts_status ts_attn_plan_key(const ts_csr *m, const int32_t *perm, const ts_attn_plan_desc *d, char key[17]) {
   if (!m || !d || !key) return ts_error(TS_ERR_INVALID_ARG, "attn plan key: NULL argument");

@@ -14,7 +14,9 @@
  *    rows took 0.64 and fixed 16 x 16 tiles 0.92, one head, one thread), and on masks where one
  *    tile fits everywhere (a band: window1d) the fixed tile can win.
  * All timings: plans side by side in interleaved rounds, compared by the median of their ratios to
- * the first plan within a round (ts__attn_time_plans), thread CPU time, batch = heads = 1. */
+ * the first plan within a round (ts__attn_time_plans). Calibration: thread CPU time, one thread,
+ * batch = heads = 1 (it scales per-thread costs). Guard: as the plans will run, on the schedule's
+ * threads (wall clock) with the deployment's heads (ts_attn_sched_opts.calibrate_heads, <= 8). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,10 @@
  * (below it the difference is noise, and the solved schedule keeps its thread assignment). */
 #define GUARD_TILES 3
 #define GUARD_MARGIN 0.03
+/* At most this many heads in the guard's executes, and heads x tokens at most GUARD_TOKENS (its
+ * time grows with them: 4 heads of 64^2 tokens, 1 of 128^2). */
+#define GUARD_HEADS 8
+#define GUARD_TOKENS 16384
 
 /* Pure configuration c of pb into choice/height: c < nh everything merged into passes of height c,
  * c = nh every piece standalone at its cheapest tile (residue passes at heights[0], or MIXED).
@@ -134,7 +140,11 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
     }
     st = ts_attn_schedule_blockskip(&cand[1 + nh + g], n, menu[best[g]].br, menu[best[g]].bc);
   }
-  if (st == TS_OK) st = ts__attn_timer_init(&T, n, o->calibrate_d, o->calibrate_dtype, 1, 1, 0.0, false);
+  /* as the plans will run: the schedule's threads, the deployment's heads (at most GUARD_HEADS) */
+  const int P = info->threads > 0 ? info->threads : 1;
+  int64_t H = o->calibrate_heads < 1 ? 1 : o->calibrate_heads > GUARD_HEADS ? GUARD_HEADS : o->calibrate_heads;
+  if (H > 1 && H * n > GUARD_TOKENS) H = GUARD_TOKENS / n > 1 ? GUARD_TOKENS / n : 1;
+  if (st == TS_OK) st = ts__attn_timer_init_run(&T, n, o->calibrate_d, o->calibrate_dtype, P, H);
   if (st == TS_OK) st = ts_attn_plan_create(&plans[0], T.ctx, s, mask, T.d);
   for (int h = 0; h < nh && st == TS_OK; h++)
     st = pure_plan(B, pb, h, &T, choice, height, &unused, &unused, &plans[1 + h], &cand[1 + h]);

@@ -130,6 +130,7 @@ static ts_status tile_schedule(ts_nn_attn *a, const ts_context *ctx, const ts_bl
     so.nheights = o->nheights < 0 ? 0 : o->nheights > 4 ? 4 : o->nheights;
     memcpy(so.heights, o->heights, sizeof so.heights);
     so.calibrate_d = o->calibrate ? a->d : 0;
+    so.calibrate_heads = o->heads > 1 ? o->heads : 1;
     ts_attn_sched_info si;
     TS_TRY(ts_attn_schedule_solve(blk, bm, &so, s, &si));
     a->info.solver = (int)si.solver;
@@ -213,12 +214,13 @@ static ts_status cache_request(const ts_nn_attn *b, const ts_context *ctx, const
   char txt[1024];
   int len = snprintf(txt, sizeof txt,
                      "nn-attn grid=%lldx%lld mode=%d cs=%d dist=%d tau=%.17g q=%d rw=%d ps=%d df=%.17g tile=%d seed=%llu "
-                     "ex=%d rho=%.17g mn=%lld mr=%d mc=%d mg=%d bcst=%.17g pr=%d res=%dx%d solver=%d tl=%.17g cal=%d v2 h=",
+                     "ex=%d rho=%.17g mn=%lld mr=%d mc=%d mg=%d bcst=%.17g pr=%d res=%dx%d solver=%d tl=%.17g cal=%d gh=%lld v3 h=",
                      (long long)mask->h, (long long)mask->w, (int)r->mode, r->cluster_size, (int)r->distance, r->tau,
                      r->quotient, r->refine_window, r->part_size, r->dense_frac, r->tile, (unsigned long long)r->seed,
                      (int)bo->method, bo->rho, (long long)bo->min_nnz, bo->max_rows, bo->max_cols, bo->max_group,
                      bo->block_cost, o->sched.panel_rows, o->sched.residue.br, o->sched.residue.bc, o->solver,
-                     o->solver == TS_ATTN_SOLVER_ILP ? o->solve_time_limit : 0.0, o->calibrate);
+                     o->solver == TS_ATTN_SOLVER_ILP ? o->solve_time_limit : 0.0, o->calibrate,
+                     (long long)(o->calibrate && o->heads > 1 ? o->heads : 1));
   if (len > 0 && (size_t)len < sizeof txt)
     len += snprintf(txt + len, sizeof txt - (size_t)len, "cost=%s align=%d ", o->cost ? (o->cost_tag ? o->cost_tag : "?") : "analytic",
                     o->sched.align);
