@@ -88,4 +88,24 @@ static inline __attribute__((always_inline)) void softmax_impl(float *st, int64_
   }
 }
 
+/* In-register transpose of 16 rows of 16 floats: r[c] becomes column c. */
+static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int a = 0; a < 16; a += 2) t[a] = _mm512_unpacklo_ps(r[a], r[a + 1]), t[a + 1] = _mm512_unpackhi_ps(r[a], r[a + 1]);
+  for (int a = 0; a < 16; a += 4) {
+    u[a] = _mm512_shuffle_ps(t[a], t[a + 2], 0x44), u[a + 1] = _mm512_shuffle_ps(t[a], t[a + 2], 0xEE);
+    u[a + 2] = _mm512_shuffle_ps(t[a + 1], t[a + 3], 0x44), u[a + 3] = _mm512_shuffle_ps(t[a + 1], t[a + 3], 0xEE);
+  }
+  /* u[4g + c] lane L = column 4L + c of rows 4g..4g+3 */
+  for (int h = 0; h < 16; h += 8)
+    for (int c = 0; c < 4; c++) {
+      t[h + c] = _mm512_shuffle_f32x4(u[h + c], u[h + 4 + c], 0x88);     /* columns c, c + 8 */
+      t[h + 4 + c] = _mm512_shuffle_f32x4(u[h + c], u[h + 4 + c], 0xDD); /* columns c + 4, c + 12 */
+    }
+  for (int c = 0; c < 8; c++) {
+    r[c] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0x88);
+    r[c + 8] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0xDD);
+  }
+}
+
 #endif
