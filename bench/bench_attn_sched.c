@@ -100,7 +100,6 @@ static ts_status run_case(const cfg *c, const char *spec, cJSON *rows) {
     o.time_limit = c->time_limit;
     o.cost = ts_attn_cost_profiled, o.cost_user = c->model;
     o.calibrate_d = d;
-    o.calibrate_heads = c->heads;
     o.guard = p >= 2;
     if (p != 1) {
       o.family_given = true;

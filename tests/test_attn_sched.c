@@ -414,6 +414,7 @@ static void test_scheduled_window2d(void) {
       ts_attn_sched_opts_default(&o);
       if (variant == 2 || variant == 3) o.nheights = 0; /* no compact passes: blocks and a MIXED residue */
       if (variant == 4) o.calibrate_d = 32;             /* measured: calibration, then the guard */
+      if (variant == 4 && sp % 2) o.calibrate_heads = 3; /* the guard's executes on 3 heads */
       o.solver = solver ? TS_ATTN_SOLVER_ILP : TS_ATTN_SOLVER_GREEDY;
       o.threads = 2;
       o.time_limit = 0.5;

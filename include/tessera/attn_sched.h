@@ -111,18 +111,18 @@ typedef struct ts_attn_sched_opts {
    * configurations (every piece merged into passes of one height, each height) and the block-skip
    * schedules (ts_attn_schedule_blockskip) of the 3 menu tiles the cost model ranks cheapest on
    * the mask; when one of them is more than 3% faster it replaces the schedule (info.fallback; it
-   * runs dynamically, without a thread assignment). The guard times the plans as they will run:
-   * on `threads` threads (wall clock when more than one) with min(calibrate_heads, 8) heads (and
-   * at most 16384 / n, at least 1), so
-   * that the schedule's thread assignment and the heads' traffic through the caches count (with one
-   * head its 4 arrays stay in L2/L3 from call to call; at window2d k = 7, 64^2 tokens, 8 heads on 2
-   * threads the ILP's schedule ran 5% faster than everything in 16-row passes, which one head on
-   * one thread had measured 3% faster). Timings compare plans by the median of their ratios within
+   * runs dynamically, without a thread assignment). The guard runs calibrate_heads heads per
+   * execute (at most 8, and at most 16384 / n; default 1), on one thread by its CPU clock (steady
+   * on a shared machine). More heads let the heads' traffic through the caches count as in a
+   * multi-head call (one head's 4 arrays stay in L2/L3 from call to call); measured with the
+   * deployment's heads (4 at 64^2 tokens) the guarded ILP and greedy schedules still ended within
+   * +-3% of each other while planning took 2-4x longer, so the tools keep the default (fourth
+   * session, docs/BENCHMARKS.md). Timings compare plans by the median of their ratios within
    * a round (7 rounds). Costs planning time: 1 + nheights plans and 8 one-head one-thread executes
    * each, then 4 + nheights plans and 8 executes each. */
   int64_t calibrate_d;
   ts_dtype calibrate_dtype;
-  int64_t calibrate_heads; /* heads the guard runs (1; the deployment's: attn plan/bench --heads, the ViT's) */
+  int64_t calibrate_heads; /* heads per execute of the guard's timings (1) */
   bool guard;
   /* The family scales to apply without calibrating (all 1 by default): e.g. an earlier solve's
    * info.calib_scale, so two solves compare under the same costs (family_given true). */

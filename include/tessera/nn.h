@@ -86,8 +86,8 @@ typedef struct ts_nn_attn_opts {
   int nheights;               /*   (0: blocks and a MIXED residue only) */
   bool calibrate;             /* scheduled with a solver: measure on this mask (ts_attn_sched_opts.calibrate_d
                                  = d: the cost families before solving, the guard after) (false) */
-  int64_t heads;              /* scheduled with calibrate: the heads the guard runs (the model's; 0 or 1:
-                                 one head; ts_attn_sched_opts.calibrate_heads) */
+  int64_t heads;              /* scheduled with calibrate: heads per execute of the guard's timings (0 or
+                                 1: one head; ts_attn_sched_opts.calibrate_heads) */
   ts_attn_cost_fn cost;       /* scheduled: the block cost (NULL: ts_attn_cost_default, with cost_user
                                  ignored); e.g. ts_attn_cost_profiled with a ts_attn_cost_model */
   void *cost_user;

@@ -140,11 +140,10 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
     }
     st = ts_attn_schedule_blockskip(&cand[1 + nh + g], n, menu[best[g]].br, menu[best[g]].bc);
   }
-  /* as the plans will run: the schedule's threads, the deployment's heads (at most GUARD_HEADS) */
-  const int P = info->threads > 0 ? info->threads : 1;
+  /* the deployment's heads (at most GUARD_HEADS), one thread on its CPU clock */
   int64_t H = o->calibrate_heads < 1 ? 1 : o->calibrate_heads > GUARD_HEADS ? GUARD_HEADS : o->calibrate_heads;
   if (H > 1 && H * n > GUARD_TOKENS) H = GUARD_TOKENS / n > 1 ? GUARD_TOKENS / n : 1;
-  if (st == TS_OK) st = ts__attn_timer_init_run(&T, n, o->calibrate_d, o->calibrate_dtype, P, H);
+  if (st == TS_OK) st = ts__attn_timer_init_run(&T, n, o->calibrate_d, o->calibrate_dtype, 1, H);
   if (st == TS_OK) st = ts_attn_plan_create(&plans[0], T.ctx, s, mask, T.d);
   for (int h = 0; h < nh && st == TS_OK; h++)
     st = pure_plan(B, pb, h, &T, choice, height, &unused, &unused, &plans[1 + h], &cand[1 + h]);

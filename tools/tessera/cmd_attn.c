@@ -184,7 +184,6 @@ ts_attn_sched_opts attn_cli_sched_opts(const args *A, const planned *P, ts_attn_
   o.nheights = A->nheights;
   o.calibrate_d = A->calibrate ? A->d : 0;
   o.calibrate_dtype = A->bf16 ? TS_BF16 : TS_F32;
-  o.calibrate_heads = A->heads;
   o.guard = A->guard;
   memcpy(o.heights, A->heights, sizeof o.heights);
   if (P->model) o.cost = ts_attn_cost_profiled, o.cost_user = P->model;

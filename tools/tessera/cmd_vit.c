@@ -339,7 +339,6 @@ static int bench(int argc, char **argv) {
   }
   if (s == TS_OK) s = make_fixed(&b, ctx, &mask, cfg.heads, hd, &be[1], &fixed64_ms);
   if (s == TS_OK) s = cost_setup(&b, hd);
-  b.sched.heads = cfg.heads; /* the guard times the plans with the model's heads */
   if (s == TS_OK) s = ts_nn_attn_create(&be[2], ctx, &mask, hd, &b.sched);
   run_result rr[3];
   if (s == TS_OK) s = run_models(m, be, img, logits, (int)b.repeats, rr);
