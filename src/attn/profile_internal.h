@@ -6,9 +6,9 @@
 
 /* In-cache inputs for timing blocks up to nmax x nmax: Q, K, V [nmax][d] (fp32 or bf16), O. */
 typedef struct ts__attn_timer {
-  ts_context *ctx; /* 1 thread (ts__attn_timer_init_run: `threads`) */
+  ts_context *ctx; /* 1 thread */
   int64_t nmax, d;
-  int64_t heads;   /* heads of every execute (batch 1): 1 (ts__attn_timer_init_run: `heads`) */
+  int64_t heads;   /* heads of every execute (batch 1): 1 (ts__attn_timer_init_heads: `heads`) */
   ts_dtype dtype;
   int warmup, repeats;
   double min_time_s;
@@ -22,11 +22,9 @@ typedef struct ts__attn_timer {
 
 ts_status ts__attn_timer_init(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype dtype, int warmup, int repeats,
                               double min_time_s, bool wall_clock);
-/* A timer whose executes run as a deployment does: on `threads` threads (a context of its own) with
- * `heads` heads of nmax x d each (batch 1), so that the plans are timed with their thread
- * assignment and with the heads' Q, K, V and O going through the caches as they will (one head
- * stays in L2/L3 from call to call; eight do not). Timings on the wall clock when threads > 1. */
-ts_status ts__attn_timer_init_run(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype dtype, int threads, int64_t heads);
+/* The same with `heads` heads of nmax x d per execute (batch 1): the heads' Q, K, V and O go
+ * through the caches as in a multi-head call (one head's stay in L2/L3 from call to call). */
+ts_status ts__attn_timer_init_heads(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype dtype, int64_t heads);
 void ts__attn_timer_free(ts__attn_timer *t);
 /* Median seconds of ts_attn_execute for one segment of `kind` with tile `tile` over the allowed
  * cells of `cells` (a rows x cols bitmap, block at the origin), see attn_profile.h's method. */

@@ -8,10 +8,9 @@
 #include "attn/profile_internal.h"
 
 static ts_status timer_init(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype dtype, int warmup, int repeats,
-                            double min_time_s, bool wall_clock, int threads, int64_t heads) {
+                            double min_time_s, bool wall_clock, int64_t heads) {
   memset(t, 0, sizeof *t);
-  if (threads < 1 || heads < 1 || heads > 4096)
-    return ts_error(TS_ERR_INVALID_ARG, "attn profile: timer for %d threads, %lld heads", threads, (long long)heads);
+  if (heads < 1 || heads > 4096) return ts_error(TS_ERR_INVALID_ARG, "attn profile: timer for %lld heads", (long long)heads);
   if (nmax < 1 || d < 1 || d > 4096)
     return ts_error(TS_ERR_INVALID_ARG, "attn profile: timer for blocks up to %lld with d = %lld", (long long)nmax,
                     (long long)d);
@@ -44,18 +43,18 @@ static ts_status timer_init(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype
     for (size_t i = 0; i < ne; i++) bufs[b][i] = (float)(2.0 * ts_rng_uniform(&r) - 1.0);
     ts_f32_to_bf16_array(bufs[b], hb[b], ne);
   }
-  ts_status s = ts_context_create(&t->ctx, threads);
+  ts_status s = ts_context_create(&t->ctx, 1);
   if (s != TS_OK) ts__attn_timer_free(t);
   return s;
 }
 
 ts_status ts__attn_timer_init(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype dtype, int warmup, int repeats,
                               double min_time_s, bool wall_clock) {
-  return timer_init(t, nmax, d, dtype, warmup, repeats, min_time_s, wall_clock, 1, 1);
+  return timer_init(t, nmax, d, dtype, warmup, repeats, min_time_s, wall_clock, 1);
 }
 
-ts_status ts__attn_timer_init_run(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype dtype, int threads, int64_t heads) {
-  return timer_init(t, nmax, d, dtype, 1, 1, 0.0, threads > 1, threads, heads);
+ts_status ts__attn_timer_init_heads(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype dtype, int64_t heads) {
+  return timer_init(t, nmax, d, dtype, 1, 1, 0.0, false, heads);
 }
 
 void ts__attn_timer_free(ts__attn_timer *t) {

@@ -14,9 +14,9 @@
  *    rows took 0.64 and fixed 16 x 16 tiles 0.92, one head, one thread), and on masks where one
  *    tile fits everywhere (a band: window1d) the fixed tile can win.
  * All timings: plans side by side in interleaved rounds, compared by the median of their ratios to
- * the first plan within a round (ts__attn_time_plans). Calibration: thread CPU time, one thread,
- * batch = heads = 1 (it scales per-thread costs). Guard: as the plans will run, on the schedule's
- * threads (wall clock) with the deployment's heads (ts_attn_sched_opts.calibrate_heads, <= 8). */
+ * the first plan within a round (ts__attn_time_plans), thread CPU time on one thread (a preempted
+ * call still reads its own run time), batch 1. Calibration: one head (it scales per-thread costs).
+ * Guard: ts_attn_sched_opts.calibrate_heads heads (default 1; <= GUARD_HEADS and GUARD_TOKENS). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,10 +140,10 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
     }
     st = ts_attn_schedule_blockskip(&cand[1 + nh + g], n, menu[best[g]].br, menu[best[g]].bc);
   }
-  /* the deployment's heads (at most GUARD_HEADS), one thread on its CPU clock */
+  /* calibrate_heads heads per execute (at most GUARD_HEADS, GUARD_TOKENS heads x tokens) */
   int64_t H = o->calibrate_heads < 1 ? 1 : o->calibrate_heads > GUARD_HEADS ? GUARD_HEADS : o->calibrate_heads;
   if (H > 1 && H * n > GUARD_TOKENS) H = GUARD_TOKENS / n > 1 ? GUARD_TOKENS / n : 1;
-  if (st == TS_OK) st = ts__attn_timer_init_run(&T, n, o->calibrate_d, o->calibrate_dtype, 1, H);
+  if (st == TS_OK) st = ts__attn_timer_init_heads(&T, n, o->calibrate_d, o->calibrate_dtype, H);
   if (st == TS_OK) st = ts_attn_plan_create(&plans[0], T.ctx, s, mask, T.d);
   for (int h = 0; h < nh && st == TS_OK; h++)
     st = pure_plan(B, pb, h, &T, choice, height, &unused, &unused, &plans[1 + h], &cand[1 + h]);
