@@ -116,7 +116,7 @@ typedef struct ts_attn_sched_opts {
    * on a shared machine). More heads let the heads' traffic through the caches count as in a
    * multi-head call (one head's 4 arrays stay in L2/L3 from call to call); measured with the
    * deployment's heads (4 at 64^2 tokens) the guarded ILP and greedy schedules still ended within
-   * +-3% of each other while planning took 2-4x longer, so the tools keep the default (fourth
+   * +-4% of each other while planning took 2-4x longer, so the tools keep the default (fourth
    * session, docs/BENCHMARKS.md). Timings compare plans by the median of their ratios within
    * a round (7 rounds). Costs planning time: 1 + nheights plans and 8 one-head one-thread executes
    * each, then 4 + nheights plans and 8 executes each. */
