@@ -19,7 +19,6 @@
  * order; random Q, K, V either way): the ratio per round, median. Correctness: the prototype's O
  * against ts_attn_reference on heads 0-1 (max abs error printed). */
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma")
-#include <cjson/cJSON.h>
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
@@ -31,6 +30,7 @@
 #include "attn/attn_internal.h"
 #include "harness.h"
 #include "tessera/attn.h"
+#include "tessera/attn_sched.h"
 #include "tessera/kernels.h"
 #include "tessera/sparse.h"
 
@@ -198,39 +198,22 @@ static int cmp_d(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* The plan file (ts_attn_plan_load) on the mask of `spec` seen through its permutation. */
 static ts_status load_plan(const char *path, ts_context *ctx, const char *spec, ts_attn_plan **plan) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return ts_error(TS_ERR_IO, "cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  rewind(f);
-  char *buf = malloc((size_t)len + 1);
-  size_t got = buf ? fread(buf, 1, (size_t)len, f) : 0;
-  fclose(f);
-  if (!buf || got != (size_t)len) return free(buf), ts_error(TS_ERR_IO, "cannot read %s", path);
-  buf[len] = 0;
-  cJSON *j = cJSON_Parse(buf);
-  free(buf);
-  if (!j) return ts_error(TS_ERR_FORMAT, "%s: not JSON", path);
   ts_csr m = {0}, pm = {0};
   ts_bitmap bm = {0};
   ts_attn_schedule s = {0};
-  ts_status st = ts_pattern_generate(spec, &m, NULL);
-  const cJSON *pj = cJSON_GetObjectItemCaseSensitive(j, "perm");
-  int32_t *perm = malloc((size_t)m.rows * sizeof *perm);
-  if (st == TS_OK && (!perm || !cJSON_IsArray(pj) || cJSON_GetArraySize(pj) != m.rows))
-    st = ts_error(TS_ERR_FORMAT, "%s: no perm of %lld tokens", path, (long long)m.rows);
-  for (int64_t i = 0; st == TS_OK && i < m.rows; i++) perm[i] = (int32_t)cJSON_GetArrayItem(pj, (int)i)->valueint;
-  if (st == TS_OK) st = ts_csr_permute(&m, perm, perm, &pm);
+  int32_t *perm = NULL;
+  ts_status st = ts_attn_plan_load(path, NULL, NULL, &perm, &s);
+  if (st == TS_OK) st = ts_pattern_generate(spec, &m, NULL);
+  if (st == TS_OK) st = perm ? ts_csr_permute(&m, perm, perm, &pm) : ts_csr_copy(&m, &pm);
   if (st == TS_OK) st = ts_csr_to_bitmap(&pm, &bm);
-  if (st == TS_OK) st = ts_attn_schedule_from_json(cJSON_GetObjectItemCaseSensitive(j, "schedule"), &s);
   if (st == TS_OK) st = ts_attn_plan_create(plan, ctx, &s, &bm, D);
   ts_attn_schedule_free(&s);
   ts_bitmap_free(&bm);
   ts_csr_free(&pm);
   ts_csr_free(&m);
-  free(perm);
-  cJSON_Delete(j);
+  ts_free(perm);
   return st;
 }
 

@@ -34,12 +34,16 @@ static void b_kv_u32(bb *b, const char *k, uint32_t v) {
   b_u32(b, v);
 }
 /* tensor info: 1-d f32 of n elements at offset */
-static void b_tensor(bb *b, const char *name, uint32_t type, uint64_t n, uint64_t off) {
+/* a tensor info of nd dimensions dims[0..nd) */
+static void b_tensor_nd(bb *b, const char *name, uint32_t nd, const uint64_t *dims, uint32_t type, uint64_t off) {
   b_str(b, name);
-  b_u32(b, 1);
-  b_u64(b, n);
+  b_u32(b, nd);
+  for (uint32_t d = 0; d < nd; d++) b_u64(b, dims[d]);
   b_u32(b, type);
   b_u64(b, off);
+}
+static void b_tensor(bb *b, const char *name, uint32_t type, uint64_t n, uint64_t off) {
+  b_tensor_nd(b, name, 1, &n, type, off);
 }
 static void b_pad(bb *b, size_t a) {
   while (b->n % a) b->p[b->n++] = 0;
@@ -438,42 +442,25 @@ static void test_bad(void) {
   b_kv_u32(&b, "general.alignment", 0);
   BAD(&b, TS_ERR_FORMAT, "power of two");
   /* tensors: n_dims 0 and 5 */
+  static const uint64_t ones[5] = {1, 1, 1, 1, 1};
   for (uint32_t nd = 0; nd <= 5; nd += 5) {
     b_hdr(&b, 3, 1, 0);
-    b_str(&b, "t");
-    b_u32(&b, nd);
-    for (uint32_t d = 0; d < nd; d++) b_u64(&b, 1);
-    b_u32(&b, TS_QT_F32);
-    b_u64(&b, 0);
+    b_tensor_nd(&b, "t", nd, ones, TS_QT_F32, 0);
     b_pad(&b, 32);
     b_zeros(&b, 32);
     BAD(&b, TS_ERR_FORMAT, "n_dims");
   }
   /* dims overflow and a dim negative as int64 */
+  static const uint64_t big[3] = {0, 1ull << 40, 1ull << 40};
   b_hdr(&b, 3, 1, 0);
-  b_str(&b, "t");
-  b_u32(&b, 2);
-  b_u64(&b, 1ull << 40);
-  b_u64(&b, 1ull << 40);
-  b_u32(&b, TS_QT_F32);
-  b_u64(&b, 0);
+  b_tensor_nd(&b, "t", 2, big + 1, TS_QT_F32, 0);
   BAD(&b, TS_ERR_OVERFLOW, "overflows");
   /* ... also behind a zero dimension (0 elements, yet no shape to index or re-encode; fuzz_gguf) */
   b_hdr(&b, 3, 1, 0);
-  b_str(&b, "t");
-  b_u32(&b, 3);
-  b_u64(&b, 0);
-  b_u64(&b, 1ull << 40);
-  b_u64(&b, 1ull << 40);
-  b_u32(&b, TS_QT_F32);
-  b_u64(&b, 0);
+  b_tensor_nd(&b, "t", 3, big, TS_QT_F32, 0);
   BAD(&b, TS_ERR_OVERFLOW, "overflows int64 at dimension 2");
   b_hdr(&b, 3, 1, 0);
-  b_str(&b, "t");
-  b_u32(&b, 1);
-  b_u64(&b, 1ull << 63);
-  b_u32(&b, TS_QT_F32);
-  b_u64(&b, 0);
+  b_tensor(&b, "t", TS_QT_F32, 1ull << 63, 0);
   BAD(&b, TS_ERR_FORMAT, "negative");
   /* byte size overflow: 2^62 f32 elements */
   b_hdr(&b, 3, 1, 0);
