@@ -29,6 +29,7 @@
 #include "attn/attn_avx512_inl.h"
 #include "attn/attn_internal.h"
 #include "harness.h"
+#include "harness_attn.h"
 #include "tessera/attn.h"
 #include "tessera/attn_sched.h"
 #include "tessera/kernels.h"
@@ -198,25 +199,6 @@ static int cmp_d(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* The plan file (ts_attn_plan_load) on the mask of `spec` seen through its permutation. */
-static ts_status load_plan(const char *path, ts_context *ctx, const char *spec, ts_attn_plan **plan) {
-  ts_csr m = {0}, pm = {0};
-  ts_bitmap bm = {0};
-  ts_attn_schedule s = {0};
-  int32_t *perm = NULL;
-  ts_status st = ts_attn_plan_load(path, NULL, NULL, &perm, &s);
-  if (st == TS_OK) st = ts_pattern_generate(spec, &m, NULL);
-  if (st == TS_OK) st = perm ? ts_csr_permute(&m, perm, perm, &pm) : ts_csr_copy(&m, &pm);
-  if (st == TS_OK) st = ts_csr_to_bitmap(&pm, &bm);
-  if (st == TS_OK) st = ts_attn_plan_create(plan, ctx, &s, &bm, D);
-  ts_attn_schedule_free(&s);
-  ts_bitmap_free(&bm);
-  ts_csr_free(&pm);
-  ts_csr_free(&m);
-  ts_free(perm);
-  return st;
-}
-
 int main(int argc, char **argv) {
   int threads = ts_default_threads(), rounds = 21;
   ts_bench_opts bo = ts_bench_opts_default();
@@ -269,7 +251,7 @@ int main(int argc, char **argv) {
   ts_context *ctx = NULL;
   ts_attn_plan *plan = NULL;
   st = ts_context_create(&ctx, threads);
-  if (st == TS_OK && plan_path) st = load_plan(plan_path, ctx, spec, &plan);
+  if (st == TS_OK && plan_path) st = ts_bench_attn_load_plan(plan_path, ctx, spec, D, &plan, NULL);
   if (st != TS_OK) return fprintf(stderr, "bench_attn_nat: %s\n", ts_last_error()), 1;
   ts_machine_profile prof;
   bool have = ts_bench_profile(&prof) == TS_OK;

@@ -2,6 +2,7 @@
 #ifndef TS_BENCH_HARNESS_ATTN_H
 #define TS_BENCH_HARNESS_ATTN_H
 
+#include "tessera/attn.h"
 #include "tessera/reorder.h"
 #include "tessera/sparse.h"
 
@@ -10,5 +11,11 @@
  * (*bp); *used (may be NULL) gets the method that ran. */
 ts_status ts_bench_attn_mask(const char *spec, ts_reorder_method method, ts_csr *pm, ts_bitmap *bp,
                              ts_reorder_method *used);
+
+/* The plan file `path` (ts_attn_plan_load, e.g. from `tessera attn plan --out`) made for the mask of
+ * pattern `spec`, created for head dimension d on the mask seen through the plan's permutation;
+ * *n (may be NULL) gets the token count. */
+ts_status ts_bench_attn_load_plan(const char *path, const ts_context *ctx, const char *spec, int64_t d, ts_attn_plan **plan,
+                                  int64_t *n);
 
 #endif

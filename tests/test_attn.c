@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 
+#include "attn/attn_internal.h"
 #include "tessera/attn.h"
 #include "attn_test_blocks.h"
 #include "tst.h"
@@ -436,6 +437,86 @@ static void test_compact_keys(void) {
   ts_context_destroy(ctx);
 }
 
+/* ---- key warming ------------------------------------------------------------------------------ */
+
+/* The keys panel p's items read, as a bitmap of n bits. */
+static void panel_keys(const ts_attn_plan *pl, int64_t p, uint64_t *u) {
+  memset(u, 0, (size_t)((pl->n + 63) / 64) * sizeof *u);
+  const ts__attn_cpanel *cp = &pl->panels[p];
+  for (int64_t x = 0; x < cp->nit; x++) {
+    const ts__attn_item *it = &pl->items[cp->it0 + x];
+    const int nq = it->qoff >= 0 ? it->bc / it->rl : 1, len = it->qoff >= 0 ? it->rl : it->bc;
+    for (int g = 0; g < nq; g++)
+      for (int64_t j = it->qoff >= 0 ? pl->runs[it->qoff + g] : it->j0, e = j + len; j < e && j < pl->n; j++)
+        u[j >> 6] |= (uint64_t)1 << (j & 63);
+  }
+}
+
+/* A plan's warming spans: panel p's runs are sorted, disjoint, not touching (maximal), and hold
+ * exactly the keys p reads that panel p - 1 does not; warming on or off gives the same bits. */
+static void check_warm(ts_attn_plan *pl, const ts_context *ctx, data *D, const char *what) {
+  const int64_t n = pl->n, W = (n + 63) / 64;
+  uint64_t *cur = ts_calloc((size_t)W, 8), *prev = ts_calloc((size_t)W, 8), *got = ts_calloc((size_t)W, 8);
+  int bad = 0;
+  for (int64_t p = 0; p < pl->npanels && !bad; p++) {
+    panel_keys(pl, p, cur);
+    memset(got, 0, (size_t)W * 8);
+    const ts__attn_cpanel *cp = &pl->panels[p];
+    for (int32_t r = 0; r < cp->nks && !bad; r++) {
+      const int32_t a = pl->kspan[cp->ks0 + 2 * r], c = pl->kspan[cp->ks0 + 2 * r + 1];
+      if (c < 1 || a < 0 || a + c > n || (r > 0 && a <= pl->kspan[cp->ks0 + 2 * r - 2] + pl->kspan[cp->ks0 + 2 * r - 1])) bad = 1;
+      for (int64_t j = a; j < a + c && !bad; j++) got[j >> 6] |= (uint64_t)1 << (j & 63);
+    }
+    for (int64_t w = 0; w < W && !bad; w++)
+      if (got[w] != (cur[w] & (p > 0 ? ~prev[w] : ~(uint64_t)0))) bad = 1;
+    CHECK(!bad, "%s: panel %lld's warming runs are not its new keys", what, (long long)p);
+    memcpy(prev, cur, (size_t)W * 8);
+  }
+  ts_free(cur), ts_free(prev), ts_free(got);
+  const size_t t = (size_t)D->total;
+  float *o2 = ts_malloc(t * 4);
+  for (int bf16 = 0; bf16 < 2; bf16++) {
+    for (int w = 0; w < 2; w++) {
+      ts_attn_plan_set_warm(pl, w);
+      float *o = w ? o2 : D->o;
+      if (bf16) CHECK_OK(ts_attn_execute_bf16(ctx, pl, D->qb, D->kb, D->vb, o, D->B, D->H, D->n, D->d));
+      else CHECK_OK(ts_attn_execute(ctx, pl, D->q, D->k, D->v, o, D->B, D->H, D->n, D->d));
+    }
+    CHECK(memcmp(D->o, o2, t * 4) == 0, "%s %s: warming changed the output", what, bf16 ? "bf16" : "f32");
+    CHECK(tst_max_abs_diff(o2, bf16 ? D->refb : D->ref, t) / D->vmax <= (bf16 ? TOL_DOT : TOL), "%s: warmed output wrong", what);
+  }
+  ts_attn_plan_set_warm(pl, true);
+  ts_free(o2);
+}
+
+static void test_warm(void) {
+  ts_context *ctx;
+  CHECK_OK(ts_context_create(&ctx, 2));
+  ts_bitmap masks[] = {mask_window2d(12, 12, 3), mask_band(150, 9, 3), mask_random(97, 0.1, 5)};
+  static const char *names[] = {"window2d k=3", "band+global", "random"};
+  for (int mi = 0; mi < 3; mi++) {
+    const ts_bitmap *m = &masks[mi];
+    data D;
+    data_make(&D, 2, 3, m->rows, 24, m, 91 + mi, 2.0f);
+    for (int kind = 0; kind < 3; kind++) {
+      ts_attn_schedule s;
+      if (kind == 0) compact_schedule(&s, m->rows, 16, 16, 64);
+      else if (kind == 1) CHECK_OK(ts_attn_schedule_blockskip(&s, m->rows, 16, 32));
+      else CHECK_OK(ts_attn_schedule_dense(&s, m->rows, 32, 16));
+      char what[96];
+      snprintf(what, sizeof what, "warm %s %s", names[mi], kind == 0 ? "compact" : kind == 1 ? "block skip" : "dense");
+      ts_attn_plan *pl = NULL;
+      CHECK_OK(ts_attn_plan_create(&pl, ctx, &s, m, D.d));
+      if (pl) check_warm(pl, ctx, &D, what);
+      ts_attn_plan_destroy(pl);
+      ts_attn_schedule_free(&s);
+    }
+    data_free(&D);
+    mk_free(&masks[mi]);
+  }
+  ts_context_destroy(ctx);
+}
+
 /* ---- errors, counters, JSON ------------------------------------------------------------------ */
 
 static void test_validation(void) {
@@ -617,6 +698,7 @@ static void test_json(void) {
 }
 
 int main(void) {
+  test_warm();
   test_compact_keys();
   test_validation();
   test_counters();

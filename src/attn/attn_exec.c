@@ -5,6 +5,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "attn/attn_internal.h"
@@ -208,6 +209,8 @@ typedef struct exec_io {
   int64_t hsz; /* n * d */
 } exec_io;
 
+static volatile uint32_t g_warm_sink; /* keeps warm_keys' loads */
+
 /* Hints the caches towards the bytes [p, p + bytes): read (rw 0) or about to be written (rw 1). */
 static void prefetch_range(const void *p, int64_t bytes, int rw) {
   const char *c = p;
@@ -215,6 +218,35 @@ static void prefetch_range(const void *p, int64_t bytes, int rw) {
     if (rw) __builtin_prefetch(c + x, 1, 2);
     else __builtin_prefetch(c + x, 0, 2);
   }
+}
+
+/* Loads one value of every 64-byte line of the K and V rows of the panel's new keys (kspan: those
+ * the plan's previous panel did not read) and of its Q rows, before its items run. With Q, K, V and
+ * O in DRAM (8 heads of 4096 x 64: 32 MB), window2d k = 7 ran 1.25-1.35x faster with these loads
+ * (2 threads; swin 1.13-1.24x, window2d k = 13 1.03-1.10x), where software prefetches of the same
+ * lines (the next panel's keys, at once or spread over the current panel's items, or the next
+ * head's, into L1 or L2) changed nothing measurable: prefetches that find the core's miss buffers
+ * full are dropped, loads wait, so the panel's misses overlap one another instead of each
+ * stalling its kernel. While the arrays stay in L3 (2 heads), the loads cost 1-5%.
+ * bench/bench_attn_warm.c and docs/BENCHMARKS.md (issue 4). */
+static uint32_t touch_lines(const char *p, int64_t bytes) { /* one load in each line of [p, p + bytes) */
+  uint32_t acc = 0;
+  for (const char *e = p + bytes; p < e; p = (const char *)(((uintptr_t)p | 63) + 1)) acc += *(const volatile uint8_t *)p;
+  return acc;
+}
+
+static void warm_keys(const ts_attn_plan *pl, const exec_io *io, int64_t h, const ts__attn_cpanel *cp) {
+  const int64_t d = pl->d, es = io->k32 ? (int64_t)sizeof(float) : (int64_t)sizeof(uint16_t);
+  const char *kb = (io->k32 ? (const char *)io->k32 : (const char *)io->k16) + h * io->hsz * es;
+  const char *vb = (io->v32 ? (const char *)io->v32 : (const char *)io->v16) + h * io->hsz * es;
+  const char *qb = (io->q32 ? (const char *)io->q32 : (const char *)io->q16) + (h * io->hsz + (int64_t)cp->r0 * d) * es;
+  const int32_t *ks = pl->kspan + cp->ks0;
+  uint32_t acc = touch_lines(qb, (int64_t)cp->nr * d * es);
+  for (int32_t r = 0; r < cp->nks; r++) {
+    const int64_t o = (int64_t)ks[2 * r] * d * es, len = (int64_t)ks[2 * r + 1] * d * es;
+    acc += touch_lines(kb + o, len) + touch_lines(vb + o, len);
+  }
+  g_warm_sink = acc;
 }
 
 /* Panel cp of (batch, head) index h. next (may be NULL): the panel this thread most likely runs
@@ -230,6 +262,7 @@ static void run_unit(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode 
     else prefetch_range(io->q16 + qo, qb * (int64_t)sizeof(uint16_t), 0);
   }
   prefetch_range(io->O + off + (int64_t)cp->r0 * d, (int64_t)cp->nr * d * (int64_t)sizeof(float), 1);
+  if (pl->warm) warm_keys(pl, io, h, cp);
   run_panel(pl, kn, mode, cp, io->q32 ? io->q32 + off : NULL, io->k32 ? io->k32 + off : NULL, io->v32 ? io->v32 + off : NULL,
             io->q16 ? io->q16 + off : NULL, io->k16 ? io->k16 + off : NULL, io->v16 ? io->v16 + off : NULL, io->O + off, w);
 }

@@ -41,11 +41,14 @@ static inline int ts__attn_compact_rl(int64_t nkeys, int64_t nruns) {
 }
 
 /* A compiled panel: rows [r0, r0+nr), items[it0 .. it0+nit) in execution order (segment, column
- * tile, row sub-tile); cells = its computed cells (for ordering). */
+ * tile, row sub-tile); cells = its computed cells (for ordering); the keys its items read, as
+ * maximal runs of consecutive keys: kspan[ks0 .. ks0+nks) (pairs first key, count). */
 typedef struct ts__attn_cpanel {
   int32_t r0, nr;
   int64_t it0, nit;
   int64_t cells;
+  int64_t ks0;
+  int32_t nks;
 } ts__attn_cpanel;
 
 /* Per-thread workspace geometry (floats unless said). ldq = rows of Q^T / O / m / l arrays: the
@@ -79,6 +82,9 @@ struct ts_attn_plan {
   int64_t nruns;
   uint64_t *skbits;       /* P V skip lists of COMPACT items (ts__attn_item.skoff) */
   int64_t nskbits;
+  int32_t *kspan;         /* the panels' key runs (ts__attn_cpanel.ks0): first key, count */
+  int64_t nkspan;
+  bool warm;              /* load each panel's K and V rows before its items run (attn_exec.c) */
   int32_t nr_max, br_max, bc_max;
   ts_attn_stats stats;
   ts__attn_ws_layout ws;

@@ -270,6 +270,62 @@ static ts_status compile_panels(ts_attn_plan *pl, const ts_attn_schedule *s, con
   return st;
 }
 
+/* Sets (on 1) or clears the bits of the keys panel cp's items read (COMPACT runs, tile columns). */
+static void panel_keys_mark(const ts_attn_plan *pl, const ts__attn_cpanel *cp, uint64_t *u, int on) {
+  for (int64_t x = 0; x < cp->nit; x++) {
+    const ts__attn_item *it = &pl->items[cp->it0 + x];
+    const int nq = it->qoff >= 0 ? it->bc / it->rl : 1, len = it->qoff >= 0 ? it->rl : it->bc;
+    for (int g = 0; g < nq; g++) {
+      const int64_t a = it->qoff >= 0 ? pl->runs[it->qoff + g] : it->j0, b = a + len < pl->n ? a + len : pl->n;
+      if (on)
+        for (int64_t j = a; j < b; j++) u[j >> 6] |= (uint64_t)1 << (j & 63);
+      else
+        for (int64_t w = a >> 6; b > a && w <= (b - 1) >> 6; w++) u[w] = 0;
+    }
+  }
+}
+
+/* Each panel's new keys (ts__attn_cpanel.ks0 / nks): the keys its items read that the panel before
+ * it (in plan order, which the executor follows within a head) did not, as maximal runs of
+ * consecutive keys. The first panel's are all its keys. The panel before was run just before by
+ * this thread or the other ones, so its keys are in this core's caches or the shared L3. */
+static ts_status panel_key_spans(ts_attn_plan *pl) {
+  const int64_t W = (pl->n + 63) / 64;
+  uint64_t *u = ts_calloc((size_t)(2 * W), sizeof *u), *prev = u + W;
+  if (!u) return ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld key words", (long long)(2 * W));
+  int64_t cap = 0, nk = 0;
+  int32_t *ks = NULL;
+  ts_status st = TS_OK;
+  for (int64_t p = 0; p < pl->npanels && st == TS_OK; p++) {
+    ts__attn_cpanel *cp = &pl->panels[p];
+    panel_keys_mark(pl, cp, u, 1);
+    cp->ks0 = nk;
+    cp->nks = 0;
+    for (int64_t w = 0; w < W && st == TS_OK; w++) { /* runs of u & ~prev */
+      uint64_t x = u[w] & ~prev[w];
+      while (x && st == TS_OK) {
+        const int64_t j = w * 64 + __builtin_ctzll(x);
+        if (cp->nks > 0 && ks[nk - 2] + ks[nk - 1] == j) { /* continues the last run */
+          ks[nk - 1]++;
+        } else {
+          if (nk + 2 > cap) st = grow((void **)&ks, &cap, nk + 2, sizeof *ks);
+          if (st != TS_OK) break;
+          ks[nk++] = (int32_t)j;
+          ks[nk++] = 1;
+          cp->nks++;
+        }
+        x &= x - 1;
+      }
+    }
+    memcpy(prev, u, (size_t)W * sizeof *u); /* this panel's keys become the previous ones */
+    panel_keys_mark(pl, cp, u, 0);
+  }
+  ts_free(u);
+  pl->kspan = ks;
+  pl->nkspan = nk;
+  return st;
+}
+
 typedef struct order_key { int64_t cells, idx; } order_key;
 static int cmp_order(const void *a, const void *b) {
   const order_key *x = a, *y = b;
@@ -322,6 +378,7 @@ void ts_attn_plan_destroy(ts_attn_plan *pl) {
   free(pl->mbits);
   free(pl->runs);
   free(pl->skbits);
+  free(pl->kspan);
   ts_free(pl->panels);
   ts_free(pl->order);
   ts_free(pl->wsmem);
@@ -349,6 +406,7 @@ ts_status ts_attn_plan_create(ts_attn_plan **out, const ts_context *ctx, const t
   pl->nthreads = ctx ? ts_context_threads(ctx) : ts_default_threads();
   pl->isa = ts_isa_active();
   pl->bf16_dot = true;
+  pl->warm = true;
   pl->npanels = s->npanels;
   for (int64_t p = 0; p < s->npanels; p++)
     if (s->panels[p].nr > pl->nr_max) pl->nr_max = s->panels[p].nr;
@@ -366,6 +424,7 @@ ts_status ts_attn_plan_create(ts_attn_plan **out, const ts_context *ctx, const t
   pl->order = ts_malloc((size_t)s->npanels * sizeof *pl->order);
   if (!pl->panels || !pl->order) st = ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld panels", (long long)s->npanels);
   if (st == TS_OK) st = compile_panels(pl, s, mask);
+  if (st == TS_OK) st = panel_key_spans(pl);
   if (st == TS_OK) st = ts__attn_plan_static(pl, s);
   if (st == TS_OK) {
     st = order_panels(pl);
@@ -411,4 +470,8 @@ ts_status ts_attn_plan_set_isa(ts_attn_plan *pl, ts_isa isa) {
 
 void ts_attn_plan_set_bf16_dot(ts_attn_plan *pl, bool on) {
   if (pl) pl->bf16_dot = on;
+}
+
+void ts_attn_plan_set_warm(ts_attn_plan *pl, bool on) {
+  if (pl) pl->warm = on;
 }
