@@ -111,7 +111,7 @@ need = ["n", "density", "tiles_empty", "tiles_mixed", "tiles_full", "tiles_empty
         "ilp", "speedup_vs_fixed_best", "speedup_vs_fixed_64", "speedup_vs_fixed_best_reordered", "work_ratio", "plan_ms",
         "plan_parts", "reorder", "cost", "max_abs_err", "err_subset", "gflops_effective", "pct_peak", "ilp_status",
         "rounds", "calibrated", "calib_scale", "merged_pieces", "compact_panels", "greedy_compact_heights",
-        "ilp_compact_heights", "guarded", "fallback", "pv_work_ratio_ilp", "tiles_keyed_ilp"]
+        "ilp_compact_heights", "guarded", "fallback", "pv_work_ratio_ilp", "tiles_keyed_ilp", "warm"]
 missing = [k for k in need if k not in j]
 assert not missing, missing
 assert j["n"] == 256 and 0 < j["density"] < 1 and j["rounds"] == 2 and len(j["calib_scale"]) == 5
@@ -120,6 +120,7 @@ for k in ["dense_flash", "fixed_best", "fixed_64", "fixed_best_reordered", "gree
     assert j[k] > 0 and math.isfinite(j[k]), (k, j[k])
     assert j["work_ratio"][k] >= 1.0, (k, j["work_ratio"])
 assert j["max_abs_err"] < 1e-4, j["max_abs_err"]
+assert j["warm"] is True
 assert j["gflops_effective"] > 0
 assert 1.0 <= j["pv_work_ratio_ilp"] <= j["work_ratio"]["ilp"] + 1e-12, (j["pv_work_ratio_ilp"], j["work_ratio"])
 for k in ["reorder_ms", "blocks_ms", "solve_ms"]:
@@ -131,6 +132,11 @@ if "$T" attn bench --cost analytic --pattern "$SPEC" --heads 1 --head-dim 16 --r
     --json >"$tmp/c.json" 2>"$tmp/err" &&
   python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["clock"] == "thread_cpu" and j["threads"] == 1 and j["ilp"] > 0, j' \
     "$tmp/c.json"; then ok; else bad "bench --cpu-clock: $(cat "$tmp/err")"; fi
+# --warm off: the same figures, reported
+if "$T" attn bench --cost analytic --pattern "$SPEC" --heads 1 --head-dim 16 --repeats 1 --rounds 1 --warm off \
+    --json >"$tmp/w.json" 2>"$tmp/err" &&
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["warm"] is False and j["ilp"] > 0 and j["max_abs_err"] < 1e-4, j' \
+    "$tmp/w.json"; then ok; else bad "bench --warm off: $(cat "$tmp/err")"; fi
 # bf16, human table
 if "$T" attn bench --cost analytic --pattern "$SPEC" --heads 1 --head-dim 16 --repeats 1 --dtype bf16 --solver greedy >"$tmp/t.txt" 2>"$tmp/err" &&
   grep -q "^ilp " "$tmp/t.txt" && grep -q "^fixed_best_reordered" "$tmp/t.txt"; then ok; else
@@ -151,6 +157,8 @@ expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --compact 8,0
 expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --compact 8,16,32,64,128
 expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --calibrate maybe
 expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --guard sometimes
+expect_usage attn bench --pattern "$SPEC" --heads 2 --head-dim 32 --warm maybe
+expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --warm off
 expect_usage attn bench --pattern "$SPEC" --heads 2 --head-dim 32 --rounds 0
 expect_usage attn bench --pattern "$SPEC" --heads 2 --head-dim 32 --cost profile --profile-level huge
 expect_usage attn bench --pattern "$SPEC" --heads 2 --head-dim 32 --threads 2 --cpu-clock

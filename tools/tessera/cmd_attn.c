@@ -20,7 +20,7 @@ static void usage(void) {
          "                          [--reorder M] [--batch B] [--threads N] [--repeats R] [--rounds R] [--cpu-clock]\n"
          "                          [--solver ...]\n"
          "                          [--cost analytic|profile] [--profile-level L] [--compact H,..|none]\n"
-         "                          [--calibrate on|off] [--guard on|off] [--json]\n\n"
+         "                          [--calibrate on|off] [--guard on|off] [--warm on|off] [--json]\n\n"
          "plan: reorders the mask (--reorder, default auto: the candidate whose 16-row compact passes compute\n"
          "the fewest cells), covers it with dense blocks, and schedules them: per block piece a tile from the\n"
          "menu (8..128 x 16..128) or the panel's compact pass, and a thread per row panel, minimizing the\n"
@@ -58,6 +58,8 @@ static void usage(void) {
          "                     schedule as it is, e.g. to time the greedy's and the ILP's own choices) (on)\n"
          "  --compact H,..     row heights the compact passes may use (8,16,32), or none: every block runs\n"
          "                     as its own segment and the residue with a 16 x 32 block-skip tile\n"
+         "  --warm on|off      bench: load each panel's new K/V rows and its Q rows before it runs (on; off:\n"
+         "                     to compare; the results are bit-identical)\n"
          "  --no-cache         plan: neither read nor write the plan cache\n"
          "  --json             print the report as JSON\n"
          "also accepted: the reordering/blocks options of 'tessera blocks' (--density, --extract, --grid, ...)\n");
@@ -87,6 +89,7 @@ static int parse(int argc, char **argv, args *A) {
   A->heights[0] = 8, A->heights[1] = 16, A->heights[2] = 32, A->nheights = 3;
   A->calibrate = true;
   A->guard = true;
+  A->warm = true;
   int i = 1;
   if (argc < 2) return cli_usage_error(CMD, "expected a sub-command: plan or bench (see --help)");
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -141,6 +144,11 @@ static int parse(int argc, char **argv, args *A) {
       if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
       if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) return cli_usage_error(CMD, "--guard expects on or off, got '%s'", v);
       A->guard = v[1] == 'n';
+    } else if (strcmp(o, "--warm") == 0) {
+      if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
+      if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) return cli_usage_error(CMD, "--warm expects on or off, got '%s'", v);
+      A->warm = v[1] == 'n';
+      A->warm_given = true;
     } else if (strcmp(o, "--compact") == 0) {
       if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
       if (!parse_heights(v, A)) return cli_usage_error(CMD, "--compact expects up to 4 row heights in 1..256 like 8,16,32, or none; got '%s'", v);
@@ -158,6 +166,7 @@ static int parse(int argc, char **argv, args *A) {
   if (!A->r.in == !A->r.spec) return cli_usage_error(CMD, "give exactly one of --pattern SPEC and --mask FILE");
   if (A->heads < 1 || A->d < 1) return cli_usage_error(CMD, "--heads and --head-dim are required");
   if (A->out && A->bench) return cli_usage_error(CMD, "--out belongs to 'attn plan'");
+  if (A->warm_given && !A->bench) return cli_usage_error(CMD, "--warm belongs to 'attn bench'");
   if (A->cpu_clock && (!A->bench || A->co.threads != 1))
     return cli_usage_error(CMD, "--cpu-clock belongs to 'attn bench' with --threads 1");
   return CLI_OK;

@@ -22,6 +22,7 @@ typedef struct args {
   ts_attn_profile_level level;  /* --profile-level */
   bool calibrate;               /* --calibrate on|off */
   bool guard;                   /* --guard on|off */
+  bool warm, warm_given;        /* bench --warm on|off (ts_attn_plan_set_warm) */
   int32_t heights[4];           /* --compact: row heights of the compact passes (nheights 0: none) */
   int nheights;
   const char *out;

@@ -56,6 +56,7 @@ static ts_status time_schedule(const args *A, const ts_context *ctx, const ts_at
   ts_attn_plan *pl;
   double t0 = ts_now();
   TS_TRY(ts_attn_plan_create(&pl, ctx, s, mask, T->d));
+  ts_attn_plan_set_warm(pl, A->warm);
   if (create_ms) *create_ms = (ts_now() - t0) * 1e3;
   ts_attn_stats st;
   ts_attn_plan_stats(pl, &st);
@@ -247,6 +248,7 @@ int attn_cli_bench(args *A, planned *P, const ts_context *ctx) {
     cJSON_AddNumberToObject(j, "rounds", (double)A->rounds);
     cJSON_AddStringToObject(j, "clock", A->cpu_clock ? "thread_cpu" : "wall");
     cJSON_AddStringToObject(j, "reorder", ts_reorder_method_name(P->rst.method));
+    cJSON_AddBoolToObject(j, "warm", A->warm);
     attn_cli_cost_json(j, A, P);
     cJSON_AddNumberToObject(j, "tiles_empty", (double)ma.tiles_empty);
     cJSON_AddNumberToObject(j, "tiles_mixed", (double)ma.tiles_mixed);
