@@ -209,7 +209,7 @@ typedef struct exec_io {
   int64_t hsz; /* n * d */
 } exec_io;
 
-static volatile uint32_t g_warm_sink; /* keeps warm_keys' loads */
+static _Atomic uint32_t g_warm_sink; /* keeps warm_keys' loads (relaxed stores from every thread) */
 
 /* Hints the caches towards the bytes [p, p + bytes): read (rw 0) or about to be written (rw 1). */
 static void prefetch_range(const void *p, int64_t bytes, int rw) {
@@ -225,9 +225,9 @@ static void prefetch_range(const void *p, int64_t bytes, int rw) {
  * O in DRAM (8 heads of 4096 x 64: 32 MB), window2d k = 7 ran 1.25-1.35x faster with these loads
  * (2 threads; swin 1.13-1.24x, window2d k = 13 1.03-1.10x), where software prefetches of the same
  * lines (the next panel's keys, at once or spread over the current panel's items, or the next
- * head's, into L1 or L2) changed nothing measurable: prefetches that find the core's miss buffers
- * full are dropped, loads wait, so the panel's misses overlap one another instead of each
- * stalling its kernel. While the arrays stay in L3 (2 heads), the loads cost 1-5%.
+ * head's, into L1 or L2) changed nothing measurable (no hardware counters on this VM to say why;
+ * most likely prefetches that find the core's miss buffers full are dropped, where loads wait), so
+ * the panel's misses now overlap one another in one burst instead of stalling its kernels. While the arrays stay in L3 (2 heads), the loads cost 1-5%.
  * bench/bench_attn_warm.c and docs/BENCHMARKS.md (issue 4). */
 static uint32_t touch_lines(const char *p, int64_t bytes) { /* one load in each line of [p, p + bytes) */
   uint32_t acc = 0;
@@ -246,7 +246,7 @@ static void warm_keys(const ts_attn_plan *pl, const exec_io *io, int64_t h, cons
     const int64_t o = (int64_t)ks[2 * r] * d * es, len = (int64_t)ks[2 * r + 1] * d * es;
     acc += touch_lines(kb + o, len) + touch_lines(vb + o, len);
   }
-  g_warm_sink = acc;
+  atomic_store_explicit(&g_warm_sink, acc, memory_order_relaxed);
 }
 
 /* Panel cp of (batch, head) index h. next (may be NULL): the panel this thread most likely runs
