@@ -40,6 +40,8 @@ for f in "${fuzzers[@]}"; do
       [ -f "$s" ] && cp -f "$s" "$corpus/" && nseeds=$((nseeds + 1))
     done
   fi
+  # UBSan reports abort the run (undefined behaviour is a finding, not a warning to scroll past)
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   "$f" "$corpus" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
     -print_final_stats=1 -artifact_prefix="$artifacts/" >"$log" 2>&1
   rc=$?

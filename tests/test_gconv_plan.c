@@ -155,6 +155,16 @@ static void test_json_and_cache(const ts_gconv_cost *m) {
   cJSON_ReplaceItemInObject(cJSON_GetArrayItem(parts, 0), "in", cJSON_CreateString("x"));
   CHECK_ERR_CONTAINS(ts_gconv_plan_from_json(j, "t.json", &q), "partition without an 'in' array");
   cJSON_Delete(j);
+  /* a candidate's counts must be integers an int holds (the fuzzer's 7.8e84 was a float-to-int overflow) */
+  CHECK_OK(ts_gconv_plan_to_json(&p, &j));
+  cJSON *cand0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "candidates"), 0);
+  CHECK(cand0 != NULL, "the plan lists its candidates");
+  if (cand0) {
+    cJSON_DeleteItemFromObject(cand0, "nparts");
+    cJSON_AddNumberToObject(cand0, "nparts", 7.8e84);
+    CHECK_ERR_CONTAINS(ts_gconv_plan_from_json(j, "t.json", &q), "gconv plan field 'nparts'");
+  }
+  cJSON_Delete(j);
   CHECK_STATUS(ts_gconv_plan_load("/nonexistent/gconv.json", &q), TS_ERR_NOT_FOUND);
   /* cache: the second get is served from the file */
   char cpath[1200];

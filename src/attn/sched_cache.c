@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn/sched_internal.h"
 #include "tessera/attn_sched.h"
 #include "tessera/io.h"
 
@@ -227,19 +228,13 @@ static ts_status parse_plan(const cJSON *j, const char *path, const char *expect
   return ts_perm_validate(*perm, d->n);
 }
 
-ts_status ts_attn_plan_load(const char *path, const char *expect_key, ts_attn_plan_desc *d, int32_t **perm, ts_attn_schedule *s) {
-  if (!path || !perm || !s) return ts_error(TS_ERR_INVALID_ARG, "attn plan load: NULL argument");
+ts_status ts__attn_plan_parse(const cJSON *j, const char *name, const char *expect_key, ts_attn_plan_desc *d, int32_t **perm,
+                              ts_attn_schedule *s) {
   *perm = NULL;
   memset(s, 0, sizeof *s);
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return ts_error(TS_ERR_NOT_FOUND, "attn plan %s: no such plan file", path);
-  fclose(fp);
-  cJSON *j = NULL;
-  TS_TRY(ts_json_read_file(path, &j));
   ts_attn_plan_desc dd;
   memset(&dd, 0, sizeof dd);
-  ts_status st = parse_plan(j, path, expect_key, &dd, perm, s);
-  cJSON_Delete(j);
+  ts_status st = parse_plan(j, name, expect_key, &dd, perm, s);
   if (st != TS_OK) {
     ts_free(*perm);
     *perm = NULL;
@@ -250,7 +245,20 @@ ts_status ts_attn_plan_load(const char *path, const char *expect_key, ts_attn_pl
   return TS_OK;
 }
 
-/* <cache>/plans/src-<source key>.key */
+ts_status ts_attn_plan_load(const char *path, const char *expect_key, ts_attn_plan_desc *d, int32_t **perm, ts_attn_schedule *s) {
+  if (!path || !perm || !s) return ts_error(TS_ERR_INVALID_ARG, "attn plan load: NULL argument");
+  *perm = NULL;
+  memset(s, 0, sizeof *s);
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return ts_error(TS_ERR_NOT_FOUND, "attn plan %s: no such plan file", path);
+  fclose(fp);
+  cJSON *j = NULL;
+  TS_TRY(ts_json_read_file(path, &j));
+  ts_status st = ts__attn_plan_parse(j, path, expect_key, d, perm, s);
+  cJSON_Delete(j);
+  return st;
+}
+
 static ts_status index_path(const char src[17], char *buf, size_t cap) {
   char dir[4096];
   TS_TRY(ts_cache_dir(dir, sizeof dir));

@@ -114,4 +114,10 @@ ts_status ts__attn_price_compact(const ts_bitmap *mask, const ts_attn_panel *P, 
                                  const ts_attn_sched_opts *o, ts_attn_cost_fn cost, double *merge, double *open,
                                  int64_t *residue_cells);
 
+/* The plan document (ts_attn_plan_load's parser) from parsed JSON; `name` labels the errors. On
+ * failure nothing is left allocated (*perm NULL, *s empty). For ts_attn_plan_load and the fuzzer. */
+struct cJSON;
+ts_status ts__attn_plan_parse(const struct cJSON *j, const char *name, const char *expect_key, ts_attn_plan_desc *d,
+                              int32_t **perm, ts_attn_schedule *s);
+
 #endif

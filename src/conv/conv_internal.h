@@ -142,4 +142,10 @@ void ts__dconv_flat_avx512(const ts__dconv_args *a, int j0, int j1);
 #define TS__CONV_KB_AVX2 4
 #define TS__CONV_KB_SCALAR 4
 
+/* The entries of a conv profile document into p (opened for this machine; conv_profile.c's file
+ * reader). A document measured elsewhere (version, CPU, kernels or threads differ) adds nothing and
+ * sets *stale; a malformed one fails naming the problem and leaves p empty. For the fuzzer. */
+struct cJSON;
+ts_status ts__conv_profile_from_json(ts_conv_profile *p, const struct cJSON *j, const char *path, bool *stale);
+
 #endif

@@ -99,25 +99,20 @@ static ts_status read_entry(const char *path, const char *key, const cJSON *j, t
   return TS_OK;
 }
 
-static ts_status load_file(ts_conv_profile *p, bool *stale) {
-  cJSON *j = NULL;
-  FILE *f = fopen(p->path, "rb");
-  if (!f) return TS_OK; /* no file yet: empty profile */
-  fclose(f);
-  TS_TRY(ts_json_read_file(p->path, &j));
+ts_status ts__conv_profile_from_json(ts_conv_profile *p, const cJSON *j, const char *path, bool *stale) {
   ts_status s = TS_OK;
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format"), *ver = cJSON_GetObjectItemCaseSensitive(j, "version");
   const cJSON *prov = cJSON_GetObjectItemCaseSensitive(j, "provenance"), *ent = cJSON_GetObjectItemCaseSensitive(j, "entries");
   if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, FORMAT_NAME) || !cJSON_IsNumber(ver)) {
-    s = fmt_err(p->path, "expected \"format\": \"" FORMAT_NAME "\" and a version");
+    s = fmt_err(path, "expected \"format\": \"" FORMAT_NAME "\" and a version");
   } else if (!cJSON_IsObject(prov) || !cJSON_IsObject(ent)) {
-    s = fmt_err(p->path, "expected \"provenance\" and \"entries\" objects");
+    s = fmt_err(path, "expected \"provenance\" and \"entries\" objects");
   } else {
     const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(prov, "cpu_model");
     const cJSON *ker = cJSON_GetObjectItemCaseSensitive(prov, "kernels");
     const cJSON *thr = cJSON_GetObjectItemCaseSensitive(prov, "threads");
     if (!cJSON_IsString(cpu) || !cJSON_IsString(ker) || !cJSON_IsNumber(thr)) {
-      s = fmt_err(p->path, "provenance: expected cpu_model, kernels (strings) and threads (number)");
+      s = fmt_err(path, "provenance: expected cpu_model, kernels (strings) and threads (number)");
     } else if (ver->valueint != TS_CONV_PROFILE_VERSION || strcmp(cpu->valuestring, p->cpu_model) ||
                strcmp(ker->valuestring, p->kernels) || thr->valueint != p->threads) {
       if (stale) *stale = true; /* measured elsewhere: start empty, replaced on save */
@@ -125,9 +120,9 @@ static ts_status load_file(ts_conv_profile *p, bool *stale) {
       const cJSON *it;
       cJSON_ArrayForEach(it, ent) {
         ts_conv_profile_entry e;
-        if ((s = read_entry(p->path, it->string, it, &e)) != TS_OK) break;
+        if ((s = read_entry(path, it->string, it, &e)) != TS_OK) break;
         if (strlen(it->string) >= KEY_CAP) {
-          s = fmt_err(p->path, "an entry key is too long");
+          s = fmt_err(path, "an entry key is too long");
           break;
         }
         prof_item *slot = append(p);
@@ -140,8 +135,18 @@ static ts_status load_file(ts_conv_profile *p, bool *stale) {
       }
     }
   }
-  cJSON_Delete(j);
   if (s != TS_OK) p->n = 0;
+  return s;
+}
+
+static ts_status load_file(ts_conv_profile *p, bool *stale) {
+  cJSON *j = NULL;
+  FILE *f = fopen(p->path, "rb");
+  if (!f) return TS_OK; /* no file yet: empty profile */
+  fclose(f);
+  TS_TRY(ts_json_read_file(p->path, &j));
+  ts_status s = ts__conv_profile_from_json(p, j, p->path, stale);
+  cJSON_Delete(j);
   return s;
 }
 

@@ -77,7 +77,9 @@ static void set_contiguous(ts_tensor *t, ts_dtype dtype, int ndim, const int64_t
   for (int i = ndim - 1; i >= 0; i--) {
     t->shape[i] = shape[i];
     t->strides[i] = s;
-    s *= shape[i] > 0 ? shape[i] : 1;
+    /* the product of the non-zero extents can overflow only in an empty tensor (ts_shape_check
+     * bounds every non-empty one), whose strides are never used: 0 from there on */
+    if (s && __builtin_mul_overflow(s, shape[i] > 0 ? shape[i] : 1, &s)) s = 0;
   }
 }
 

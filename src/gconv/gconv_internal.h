@@ -126,4 +126,8 @@ uint64_t ts__gconv_fnv(uint64_t h, const void *data, size_t len);
  * plan cached by an older planner is planned again (2: ILP size guard and aggregated rows). */
 #define TS__GCONV_PLANNER_VERSION 2
 
+/* The gconv profile from parsed JSON (ts_gconv_profile_load's parser; `path` labels the errors). On
+ * failure *out is empty. For the loader and the fuzzer. */
+ts_status ts__gconv_profile_from_json(const cJSON *j, const char *path, ts_gconv_profile *out);
+
 #endif

@@ -2,6 +2,7 @@
  * and ts_gconv_plan_get. The reader validates every field; partitions are re-checked against the
  * connectivity by ts_gconv_plan_get before a cached plan is used. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -101,6 +102,16 @@ static double num_or(const cJSON *o, const char *key, double def) {
   return ts_json_get_number(o, key, &v) == TS_OK ? v : def;
 }
 
+/* An optional integer field in [0, INT32_MAX] (0 when absent). */
+static ts_status count_or_zero(const char *name, const cJSON *o, const char *key, int32_t *out) {
+  double v;
+  *out = 0;
+  if (ts_json_get_number(o, key, &v) != TS_OK) return TS_OK;
+  if (!(v >= 0 && v <= (double)INT32_MAX) || v != floor(v)) return bad(name, key, "not an integer in [0, 2^31)");
+  *out = (int32_t)v;
+  return TS_OK;
+}
+
 /* Integer array of length <= cap into dst (ascending when `sorted`). */
 static ts_status get_ints(const char *name, const char *field, const cJSON *a, int32_t *dst, int64_t cap, int64_t hi,
                           int32_t *n) {
@@ -189,8 +200,11 @@ ts_status ts_gconv_plan_from_json(const cJSON *j, const char *name, ts_gconv_pla
     c->greedy_pred_ms = num_or(e, "greedy_pred_ms", 0), c->pred_ms = num_or(e, "pred_ms", 0);
     c->knapsack_pred_ms = num_or(e, "knapsack_pred_ms", 0), c->segment_pred_ms = num_or(e, "segment_pred_ms", 0);
     c->segment_won = ts_json_get_string(e, "start", &str) == TS_OK && strcmp(str, "segment") == 0;
-    c->nparts = (int32_t)num_or(e, "nparts", 0), c->ilp_solves = (int)num_or(e, "ilp_solves", 0);
-    c->ilp_improved = (int)num_or(e, "ilp_improved", 0);
+    int32_t cnt[3];
+    TS_TRY(count_or_zero(name, e, "nparts", &cnt[0]));
+    TS_TRY(count_or_zero(name, e, "ilp_solves", &cnt[1]));
+    TS_TRY(count_or_zero(name, e, "ilp_improved", &cnt[2]));
+    c->nparts = cnt[0], c->ilp_solves = (int)cnt[1], c->ilp_improved = (int)cnt[2];
     bool b;
     if (ts_json_get_bool(e, "ilp_ran", &b) == TS_OK) c->ilp_ran = b;
     if (ts_json_get_bool(e, "ilp_timeout", &b) == TS_OK) c->ilp_timeout = b;

@@ -78,14 +78,9 @@ static ts_status get_grid(const char *path, const cJSON *j, const char *key, int
   return TS_OK;
 }
 
-ts_status ts_gconv_profile_load(const char *path, ts_gconv_profile *out) {
-  if (!path || !out) return ts_error(TS_ERR_INVALID_ARG, "gconv profile load: NULL argument");
+ts_status ts__gconv_profile_from_json(const cJSON *j, const char *path, ts_gconv_profile *out) {
   memset(out, 0, sizeof *out);
-  FILE *f = fopen(path, "rb");
-  if (!f) return ts_error(TS_ERR_NOT_FOUND, "%s: no gconv profile there", path);
-  fclose(f);
-  cJSON *j;
-  TS_TRY(ts_json_read_file(path, &j));
+  if (!cJSON_IsObject(j)) return fmt(path, "(top)", "not a JSON object");
   ts_gconv_profile p;
   memset(&p, 0, sizeof p);
   const char *format;
@@ -94,10 +89,11 @@ ts_status ts_gconv_profile_load(const char *path, ts_gconv_profile *out) {
   ts_status s = TS_OK;
   if (ts_json_get_string(j, "format", &format) != TS_OK || strcmp(format, FORMAT_NAME) != 0)
     s = fmt(path, "format", "not " FORMAT_NAME);
-  if (s == TS_OK && ts_json_get_number(j, "version", &v) != TS_OK) s = fmt(path, "version", "missing");
+  if (s == TS_OK && (ts_json_get_number(j, "version", &v) != TS_OK || !(v >= 1) || v != floor(v)))
+    s = fmt(path, "version", "missing or not a positive integer");
   if (s == TS_OK && v > TS_GCONV_PROFILE_VERSION)
     s = ts_error(TS_ERR_UNSUPPORTED, "%s: gconv profile version %g is newer than %d", path, v, TS_GCONV_PROFILE_VERSION);
-  p.version = (int)v;
+  if (s == TS_OK) p.version = (int)v;
   if (s == TS_OK && !cJSON_IsObject(prov)) s = fmt(path, "provenance", "missing or not an object");
   if (s == TS_OK) s = get_str(path, prov, "cpu_model", p.cpu_model, sizeof p.cpu_model);
   if (s == TS_OK) s = get_str(path, prov, "kernels", p.kernels, sizeof p.kernels);
@@ -105,8 +101,14 @@ ts_status ts_gconv_profile_load(const char *path, ts_gconv_profile *out) {
   if (s == TS_OK) s = get_str(path, prov, "tessera_version", p.tessera_version, sizeof p.tessera_version);
   if (s == TS_OK) s = get_str(path, j, "level", p.level, sizeof p.level);
   if (s == TS_OK) s = get_str(path, j, "clock", p.clock, sizeof p.clock);
-  if (s == TS_OK && ts_json_get_number(prov, "threads", &v) == TS_OK) p.threads = (int)v;
-  if (s == TS_OK && ts_json_get_number(j, "passes", &v) == TS_OK) p.passes = (int)v;
+  if (s == TS_OK && ts_json_get_number(prov, "threads", &v) == TS_OK) {
+    if (!(v >= 0 && v <= 65536) || v != floor(v)) s = fmt(path, "provenance.threads", "not an integer in [0, 65536]");
+    else p.threads = (int)v;
+  }
+  if (s == TS_OK && ts_json_get_number(j, "passes", &v) == TS_OK) {
+    if (!(v >= 0 && v <= 1e6) || v != floor(v)) s = fmt(path, "passes", "not an integer in [0, 1e6]");
+    else p.passes = (int)v;
+  }
   if (s == TS_OK && ts_json_get_number(j, "min_time_s", &v) == TS_OK) p.min_time_s = v;
   if (s == TS_OK && ts_json_get_number(j, "measure_s", &v) == TS_OK) p.measure_s = v;
   if (s == TS_OK) s = get_grid(path, j, "rows", p.rows, &p.nrows, 4096);
@@ -137,11 +139,23 @@ ts_status ts_gconv_profile_load(const char *path, ts_gconv_profile *out) {
       }
     }
   }
-  cJSON_Delete(j);
   if (s != TS_OK) {
     ts_gconv_profile_free(&p);
     return s == TS_ERR_OOM ? ts_error(TS_ERR_OOM, "%s: out of memory", path) : s;
   }
   *out = p;
   return TS_OK;
+}
+
+ts_status ts_gconv_profile_load(const char *path, ts_gconv_profile *out) {
+  if (!path || !out) return ts_error(TS_ERR_INVALID_ARG, "gconv profile load: NULL argument");
+  memset(out, 0, sizeof *out);
+  FILE *f = fopen(path, "rb");
+  if (!f) return ts_error(TS_ERR_NOT_FOUND, "%s: no gconv profile there", path);
+  fclose(f);
+  cJSON *j;
+  TS_TRY(ts_json_read_file(path, &j));
+  ts_status s = ts__gconv_profile_from_json(j, path, out);
+  cJSON_Delete(j);
+  return s;
 }

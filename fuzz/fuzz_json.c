@@ -1,0 +1,134 @@
+/* libFuzzer harness for tessera's JSON file readers (the files the cache directory holds): any JSON
+ * document goes through every reader -- the attention schedule, the attention plan document (desc,
+ * permutation, schedule), the attention tile profile, the machine profile, the gconv plan and the
+ * gconv profile, the conv algorithm profile -- and each must either accept it or fail cleanly (no crash, leak or UB, and an
+ * error message); what a reader with a writer accepts must survive writing and reading again and
+ * write the same JSON the second time. A document that is not JSON is the cJSON parser's business
+ * (and is rejected before any reader runs). */
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn/sched_internal.h"
+#include "conv/conv_internal.h"
+#include "gconv/gconv_internal.h"
+#include "tessera/attn.h"
+#include "tessera/attn_profile.h"
+#include "tessera/attn_sched.h"
+#include "tessera/conv.h"
+#include "tessera/gconv.h"
+#include "tessera/hwinfo.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* a failing reader must say why */
+static void failed_cleanly(ts_status s) {
+  if (s != TS_OK && !ts_last_error()[0]) __builtin_trap();
+}
+
+/* j1 and j2 print the same (then both are deleted) */
+static void same_json(cJSON *j1, cJSON *j2) {
+  if (!j1 || !j2) __builtin_trap();
+  char *a = cJSON_PrintUnformatted(j1), *b = cJSON_PrintUnformatted(j2);
+  if (!a || !b || strcmp(a, b) != 0) __builtin_trap();
+  free(a), free(b);
+  cJSON_Delete(j1), cJSON_Delete(j2);
+}
+
+static void schedule(const cJSON *j) {
+  ts_attn_schedule s;
+  memset(&s, 0, sizeof s);
+  ts_status st = ts_attn_schedule_from_json(j, &s);
+  failed_cleanly(st);
+  if (st != TS_OK) return;
+  cJSON *o = ts_attn_schedule_to_json(&s);
+  ts_attn_schedule t;
+  memset(&t, 0, sizeof t);
+  if (!o || ts_attn_schedule_from_json(o, &t) != TS_OK) __builtin_trap();
+  same_json(o, ts_attn_schedule_to_json(&t));
+  ts_attn_schedule_free(&s);
+  ts_attn_schedule_free(&t);
+}
+
+static void plan_document(const cJSON *j) {
+  ts_attn_plan_desc d;
+  int32_t *perm = (int32_t *)&d; /* must come back NULL or allocated */
+  ts_attn_schedule s;
+  ts_status st = ts__attn_plan_parse(j, "fuzz.json", NULL, &d, &perm, &s);
+  failed_cleanly(st);
+  if (st != TS_OK && (perm || s.panels || s.segs)) __builtin_trap(); /* nothing left allocated */
+  ts_free(perm);
+  ts_attn_schedule_free(&s);
+}
+
+static void attn_profile(const cJSON *j) {
+  ts_attn_profile p;
+  memset(&p, 0, sizeof p);
+  ts_status st = ts_attn_profile_from_json(j, &p);
+  failed_cleanly(st);
+  if (st != TS_OK) return;
+  cJSON *o = ts_attn_profile_to_json(&p);
+  ts_attn_profile q;
+  memset(&q, 0, sizeof q);
+  if (!o || ts_attn_profile_from_json(o, &q) != TS_OK) __builtin_trap();
+  same_json(o, ts_attn_profile_to_json(&q));
+  ts_attn_profile_free(&p);
+  ts_attn_profile_free(&q);
+}
+
+static void machine_profile(const cJSON *j) {
+  ts_machine_profile p, q;
+  ts_status st = ts_hwinfo_from_json(j, &p);
+  failed_cleanly(st);
+  if (st != TS_OK) return;
+  cJSON *o = ts_hwinfo_to_json(&p);
+  if (!o || ts_hwinfo_from_json(o, &q) != TS_OK) __builtin_trap();
+  same_json(o, ts_hwinfo_to_json(&q));
+}
+
+static void gconv_plan(const cJSON *j) {
+  ts_gconv_plan p, q;
+  ts_status st = ts_gconv_plan_from_json(j, "fuzz.json", &p);
+  failed_cleanly(st);
+  if (st != TS_OK) return;
+  cJSON *o = NULL, *o2 = NULL;
+  if (ts_gconv_plan_to_json(&p, &o) != TS_OK || ts_gconv_plan_from_json(o, "re.json", &q) != TS_OK ||
+      ts_gconv_plan_to_json(&q, &o2) != TS_OK)
+    __builtin_trap();
+  same_json(o, o2);
+  ts_gconv_plan_free(&p);
+  ts_gconv_plan_free(&q);
+}
+
+static void gconv_profile(const cJSON *j) {
+  ts_gconv_profile p;
+  ts_status st = ts__gconv_profile_from_json(j, "fuzz.json", &p);
+  failed_cleanly(st);
+  if (st != TS_OK && p.seconds) __builtin_trap();
+  ts_gconv_profile_free(&p);
+}
+
+/* entries of a conv profile opened empty for this machine (no file at that path) */
+static void conv_profile(const cJSON *j) {
+  ts_conv_profile *p = NULL;
+  bool stale = false;
+  if (ts_conv_profile_open(&p, NULL, "/nonexistent/tessera-fuzz/conv_profile.json", &stale) != TS_OK) __builtin_trap();
+  failed_cleanly(ts__conv_profile_from_json(p, j, "fuzz.json", &stale));
+  ts_conv_profile_destroy(p);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  cJSON *j = cJSON_ParseWithLength((const char *)data, size);
+  if (!j) return 0;
+  schedule(j);
+  schedule(cJSON_GetObjectItemCaseSensitive(j, "schedule")); /* a plan document's schedule */
+  plan_document(j);
+  attn_profile(j);
+  machine_profile(j);
+  gconv_plan(j);
+  gconv_profile(j);
+  conv_profile(j);
+  cJSON_Delete(j);
+  return 0;
+}
