@@ -453,12 +453,18 @@ static void panel_keys(const ts_attn_plan *pl, int64_t p, uint64_t *u) {
 }
 
 /* A plan's warming spans: panel p's runs are sorted, disjoint, not touching (maximal), and hold
- * exactly the keys p reads that panel p - 1 does not; warming on or off gives the same bits. */
+ * exactly the keys p reads that the panel its thread runs before it does not (static assignment:
+ * the previous panel of its queue; otherwise the previous in plan order); warming on or off gives
+ * the same bits. */
 static void check_warm(ts_attn_plan *pl, const ts_context *ctx, data *D, const char *what) {
   const int64_t n = pl->n, W = (n + 63) / 64;
   uint64_t *cur = ts_calloc((size_t)W, 8), *prev = ts_calloc((size_t)W, 8), *got = ts_calloc((size_t)W, 8);
   int bad = 0;
-  for (int64_t p = 0; p < pl->npanels && !bad; p++) {
+  for (int64_t x = 0; x < pl->npanels && !bad; x++) {
+    const int64_t p = pl->nstatic > 0 ? pl->spanels[x] : x;
+    bool first = x == 0;
+    for (int32_t t = 0; t < pl->nstatic; t++) first = first || pl->sstart[t] == x;
+    if (first) memset(prev, 0, (size_t)W * 8);
     panel_keys(pl, p, cur);
     memset(got, 0, (size_t)W * 8);
     const ts__attn_cpanel *cp = &pl->panels[p];
@@ -468,7 +474,7 @@ static void check_warm(ts_attn_plan *pl, const ts_context *ctx, data *D, const c
       for (int64_t j = a; j < a + c && !bad; j++) got[j >> 6] |= (uint64_t)1 << (j & 63);
     }
     for (int64_t w = 0; w < W && !bad; w++)
-      if (got[w] != (cur[w] & (p > 0 ? ~prev[w] : ~(uint64_t)0))) bad = 1;
+      if (got[w] != (cur[w] & ~prev[w])) bad = 1;
     CHECK(!bad, "%s: panel %lld's warming runs are not its new keys", what, (long long)p);
     memcpy(prev, cur, (size_t)W * 8);
   }
@@ -498,16 +504,24 @@ static void test_warm(void) {
     const ts_bitmap *m = &masks[mi];
     data D;
     data_make(&D, 2, 3, m->rows, 24, m, 91 + mi, 2.0f);
-    for (int kind = 0; kind < 3; kind++) {
+    for (int kind = 0; kind < 4; kind++) {
       ts_attn_schedule s;
-      if (kind == 0) compact_schedule(&s, m->rows, 16, 16, 64);
+      if (kind == 0 || kind == 3) compact_schedule(&s, m->rows, 16, 16, 64);
       else if (kind == 1) CHECK_OK(ts_attn_schedule_blockskip(&s, m->rows, 16, 32));
-      else CHECK_OK(ts_attn_schedule_dense(&s, m->rows, 32, 16));
+      else if (kind == 2) CHECK_OK(ts_attn_schedule_dense(&s, m->rows, 32, 16));
+      if (kind == 3) { /* a static assignment: panels to threads 0, 1, 1, 0, 0, 1, ... */
+        s.thread = ts_malloc((size_t)s.npanels * sizeof *s.thread);
+        for (int64_t p = 0; s.thread && p < s.npanels; p++) s.thread[p] = (int32_t)((p + p / 2) % 2);
+      }
       char what[96];
-      snprintf(what, sizeof what, "warm %s %s", names[mi], kind == 0 ? "compact" : kind == 1 ? "block skip" : "dense");
+      snprintf(what, sizeof what, "warm %s %s", names[mi],
+               kind == 0 ? "compact" : kind == 1 ? "block skip" : kind == 2 ? "dense" : "compact, static threads");
       ts_attn_plan *pl = NULL;
       CHECK_OK(ts_attn_plan_create(&pl, ctx, &s, m, D.d));
-      if (pl) check_warm(pl, ctx, &D, what);
+      if (pl) {
+        CHECK(kind != 3 || pl->nstatic == 2, "%s: the plan runs statically", what);
+        check_warm(pl, ctx, &D, what);
+      }
       ts_attn_plan_destroy(pl);
       ts_attn_schedule_free(&s);
     }

@@ -285,26 +285,33 @@ static void panel_keys_mark(const ts_attn_plan *pl, const ts__attn_cpanel *cp, u
   }
 }
 
-/* Each panel's new keys (ts__attn_cpanel.ks0 / nks): the keys its items read that the panel before
- * it (in plan order, which the executor follows within a head) did not, as maximal runs of
- * consecutive keys. The first panel's are all its keys. The panel before was run just before by
- * this thread or the other ones, so its keys are in this core's caches or the shared L3. */
+/* Each panel's new keys (ts__attn_cpanel.ks0 / nks): the keys its items read that the panel run
+ * before it by the same thread did not, as maximal runs of consecutive keys. "Before it": in the
+ * static assignment (nstatic > 0: ts__attn_plan_static, which must run first) the previous panel
+ * of its thread's queue, the first of a queue having all its keys new; otherwise the previous panel
+ * in plan order, which the dynamic executor follows within a head (its other threads run the
+ * neighbouring panels, whose keys are then in the shared L3). */
 static ts_status panel_key_spans(ts_attn_plan *pl) {
   const int64_t W = (pl->n + 63) / 64;
   uint64_t *u = ts_calloc((size_t)(2 * W), sizeof *u), *prev = u + W;
   if (!u) return ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld key words", (long long)(2 * W));
-  int64_t cap = 0, nk = 0;
+  int64_t cap = 0, nk = 0, q = 0;
   int32_t *ks = NULL;
   ts_status st = TS_OK;
-  for (int64_t p = 0; p < pl->npanels && st == TS_OK; p++) {
+  for (int64_t x = 0; x < pl->npanels && st == TS_OK; x++) {
+    const int64_t p = pl->nstatic > 0 ? pl->spanels[x] : x;
+    if (pl->nstatic > 0 && x == pl->sstart[q]) { /* a queue starts: nothing read before it */
+      memset(prev, 0, (size_t)W * sizeof *prev);
+      while (q < pl->nstatic && pl->sstart[q] <= x) q++;
+    }
     ts__attn_cpanel *cp = &pl->panels[p];
     panel_keys_mark(pl, cp, u, 1);
     cp->ks0 = nk;
     cp->nks = 0;
     for (int64_t w = 0; w < W && st == TS_OK; w++) { /* runs of u & ~prev */
-      uint64_t x = u[w] & ~prev[w];
-      while (x && st == TS_OK) {
-        const int64_t j = w * 64 + __builtin_ctzll(x);
+      uint64_t bits = u[w] & ~prev[w];
+      while (bits && st == TS_OK) {
+        const int64_t j = w * 64 + __builtin_ctzll(bits);
         if (cp->nks > 0 && ks[nk - 2] + ks[nk - 1] == j) { /* continues the last run */
           ks[nk - 1]++;
         } else {
@@ -314,7 +321,7 @@ static ts_status panel_key_spans(ts_attn_plan *pl) {
           ks[nk++] = 1;
           cp->nks++;
         }
-        x &= x - 1;
+        bits &= bits - 1;
       }
     }
     memcpy(prev, u, (size_t)W * sizeof *u); /* this panel's keys become the previous ones */
@@ -424,8 +431,8 @@ ts_status ts_attn_plan_create(ts_attn_plan **out, const ts_context *ctx, const t
   pl->order = ts_malloc((size_t)s->npanels * sizeof *pl->order);
   if (!pl->panels || !pl->order) st = ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld panels", (long long)s->npanels);
   if (st == TS_OK) st = compile_panels(pl, s, mask);
-  if (st == TS_OK) st = panel_key_spans(pl);
   if (st == TS_OK) st = ts__attn_plan_static(pl, s);
+  if (st == TS_OK) st = panel_key_spans(pl);
   if (st == TS_OK) {
     st = order_panels(pl);
     pl->stats.panels = s->npanels;
