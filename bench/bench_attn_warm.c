@@ -6,7 +6,7 @@
  * off / on (> 1: warming faster), and checks that both settings give the same output bit for bit.
  *
  *   bench_attn_warm --plan FILE --pattern SPEC [--heads 2,8,...] [--threads N] [--rounds R]
- *                   [--cpu-clock] [--json]
+ *                   [--dtype f32|bf16] [--cpu-clock] [--json]
  */
 #include <math.h>
 #include <stdio.h>
@@ -34,7 +34,7 @@ static int cmp_d(const void *a, const void *b) {
 int main(int argc, char **argv) {
   int threads = 2, rounds = 21, nh = 0;
   long heads[MAX_HEADS];
-  bool cpu = false, json = false;
+  bool cpu = false, json = false, bf16 = false;
   const char *plan_path = NULL, *spec = NULL, *hl = "2,8";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--plan") && i + 1 < argc) plan_path = argv[++i];
@@ -43,6 +43,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--cpu-clock")) cpu = true;
+    else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
+      const char *v = argv[++i];
+      if (strcmp(v, "f32") && strcmp(v, "bf16")) return fprintf(stderr, "bench_attn_warm: --dtype f32|bf16\n"), 2;
+      bf16 = v[0] == 'b';
+    }
     else if (!strcmp(argv[i], "--json")) json = true;
     else return fprintf(stderr, "bench_attn_warm: unknown option %s\n", argv[i]), 2;
   }
@@ -68,18 +73,21 @@ int main(int argc, char **argv) {
   float *Q = ts_malloc(ne * 4), *K = ts_malloc(ne * 4), *V = ts_malloc(ne * 4), *O[2] = {ts_malloc(ne * 4), ts_malloc(ne * 4)};
   double *t[2] = {malloc((size_t)rounds * sizeof(double)), malloc((size_t)rounds * sizeof(double))};
   double *r = malloc((size_t)rounds * sizeof(double));
-  if (!Q || !K || !V || !O[0] || !O[1] || !t[0] || !t[1] || !r) return fprintf(stderr, "bench_attn_warm: out of memory\n"), 1;
+  uint16_t *Qb = bf16 ? ts_malloc(ne * 2) : NULL, *Kb = bf16 ? ts_malloc(ne * 2) : NULL, *Vb = bf16 ? ts_malloc(ne * 2) : NULL;
+  if (!Q || !K || !V || !O[0] || !O[1] || !t[0] || !t[1] || !r || (bf16 && (!Qb || !Kb || !Vb)))
+    return fprintf(stderr, "bench_attn_warm: out of memory\n"), 1;
   ts_rng rng;
   ts_rng_seed(&rng, 3);
   for (size_t i = 0; i < ne; i++) Q[i] = (float)ts_rng_normal(&rng), K[i] = (float)ts_rng_normal(&rng), V[i] = (float)ts_rng_normal(&rng);
+  if (bf16) ts_f32_to_bf16_array(Q, Qb, ne), ts_f32_to_bf16_array(K, Kb, ne), ts_f32_to_bf16_array(V, Vb, ne);
   cJSON *rows = json ? cJSON_CreateArray() : NULL;
-  if (!json) printf("%s, plan %s, d %d, %d threads, %d rounds, %s clock; ratio = off / on per round\n", spec, plan_path, D, threads,
-                    rounds, cpu ? "thread CPU" : "wall");
+  if (!json) printf("%s, plan %s, d %d, %s, %d threads, %d rounds, %s clock; ratio = off / on per round\n", spec, plan_path, D,
+                    bf16 ? "bf16" : "f32", threads, rounds, cpu ? "thread CPU" : "wall");
   for (int k = 0; k < nh && st == TS_OK; k++) {
     const long H = heads[k];
     for (int w = 0; w < 2 && st == TS_OK; w++) { /* warm-up, and the outputs */
       ts_attn_plan_set_warm(plan, w == 1);
-      st = ts_attn_execute(ctx, plan, Q, K, V, O[w], 1, H, n, D);
+      st = bf16 ? ts_attn_execute_bf16(ctx, plan, Qb, Kb, Vb, O[w], 1, H, n, D) : ts_attn_execute(ctx, plan, Q, K, V, O[w], 1, H, n, D);
     }
     const bool same = st == TS_OK && memcmp(O[0], O[1], (size_t)H * (size_t)n * D * sizeof(float)) == 0;
     for (int i = 0; i < rounds && st == TS_OK; i++)
@@ -87,7 +95,7 @@ int main(int argc, char **argv) {
         const int w = (i + j) & 1; /* alternate which setting goes first */
         ts_attn_plan_set_warm(plan, w == 1);
         const double t0 = clock_now(cpu);
-        st = ts_attn_execute(ctx, plan, Q, K, V, O[w], 1, H, n, D);
+        st = bf16 ? ts_attn_execute_bf16(ctx, plan, Qb, Kb, Vb, O[w], 1, H, n, D) : ts_attn_execute(ctx, plan, Q, K, V, O[w], 1, H, n, D);
         t[w][i] = clock_now(cpu) - t0;
       }
     if (st != TS_OK) break;
@@ -95,10 +103,11 @@ int main(int argc, char **argv) {
     qsort(r, (size_t)rounds, sizeof *r, cmp_d);
     qsort(t[0], (size_t)rounds, sizeof(double), cmp_d);
     qsort(t[1], (size_t)rounds, sizeof(double), cmp_d);
-    const double mb = 4.0 * (double)H * (double)n * D * sizeof(float) / 1048576.0;
+    const double mb = (bf16 ? 2.5 : 4.0) * (double)H * (double)n * D * sizeof(float) / 1048576.0; /* Q K V (+ fp32 O) */
     if (json) {
       cJSON *j = cJSON_CreateObject();
       cJSON_AddStringToObject(j, "pattern", spec);
+      cJSON_AddStringToObject(j, "dtype", bf16 ? "bf16" : "f32");
       cJSON_AddNumberToObject(j, "heads", (double)H);
       cJSON_AddNumberToObject(j, "threads", threads);
       cJSON_AddNumberToObject(j, "qkvo_mib", mb);
@@ -124,7 +133,7 @@ int main(int argc, char **argv) {
   cJSON_Delete(rows);
   ts_attn_plan_destroy(plan);
   ts_context_destroy(ctx);
-  ts_free(Q), ts_free(K), ts_free(V), ts_free(O[0]), ts_free(O[1]);
+  ts_free(Q), ts_free(K), ts_free(V), ts_free(O[0]), ts_free(O[1]), ts_free(Qb), ts_free(Kb), ts_free(Vb);
   free(t[0]), free(t[1]), free(r);
   if (st != TS_OK) return fprintf(stderr, "bench_attn_warm: %s\n", ts_last_error()), 1;
   return 0;

@@ -247,9 +247,10 @@ void ts_attn_plan_stats(const ts_attn_plan *plan, ts_attn_stats *st);
 ts_isa ts_attn_plan_isa(const ts_attn_plan *plan);
 ts_status ts_attn_plan_set_isa(ts_attn_plan *plan, ts_isa isa);
 void ts_attn_plan_set_bf16_dot(ts_attn_plan *plan, bool on);
-/* Key warming (on by default): before a panel's items run, one load per cache line of the K and V
- * rows it reads, so the misses of arrays that live in DRAM overlap (src/attn/attn_exec.c). Off: for
- * comparison; results are the same either way. */
+/* Key warming (on by default; fp32 inputs): before a panel's items run, one load per cache line of
+ * its Q rows and of the K and V rows of keys its thread's previous panel did not read, so the
+ * misses of arrays that live in DRAM overlap (src/attn/attn_exec.c). Off: for comparison; results
+ * are the same either way. */
 void ts_attn_plan_set_warm(ts_attn_plan *plan, bool on);
 
 /* ---- execute --------------------------------------------------------------------------------- */

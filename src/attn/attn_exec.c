@@ -262,7 +262,7 @@ static void run_unit(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode 
     else prefetch_range(io->q16 + qo, qb * (int64_t)sizeof(uint16_t), 0);
   }
   prefetch_range(io->O + off + (int64_t)cp->r0 * d, (int64_t)cp->nr * d * (int64_t)sizeof(float), 1);
-  if (pl->warm) warm_keys(pl, io, h, cp);
+  if (pl->warm && mode == MODE_F32) warm_keys(pl, io, h, cp); /* bf16 copies its rows first anyway */
   run_panel(pl, kn, mode, cp, io->q32 ? io->q32 + off : NULL, io->k32 ? io->k32 + off : NULL, io->v32 ? io->v32 + off : NULL,
             io->q16 ? io->q16 + off : NULL, io->k16 ? io->k16 + off : NULL, io->v16 ? io->v16 + off : NULL, io->O + off, w);
 }
