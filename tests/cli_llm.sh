@@ -28,6 +28,22 @@ else bad "non-model GGUF: rc=$rc $(cat "$tmp/err")"; fi
 "$T" llm info --model "$tmp/none.gguf" >/dev/null 2>"$tmp/err"
 if [ $? -eq 1 ] && grep -q "none.gguf" "$tmp/err"; then ok; else bad "missing model: $(cat "$tmp/err")"; fi
 
+# bench on the tiny model the fuzzer seeds with (every run, CI too): the JSON figures, including the
+# kernels' own streaming rate over the weights (stream_gbs) beside the read test
+TINY="$SRC/fuzz/seeds/llm/good_tiny_q40.gguf"
+if "$T" llm bench --model "$TINY" --prompt-len 4 --gen 2 --repeats 1 --bw-seconds 0.05 --threads 2 --json >"$tmp/tb.json" 2>"$tmp/err" &&
+  python3 - "$tmp/tb.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+for k in ("prefill_tps", "decode_tps", "gbs", "bandwidth_gbs_run", "pct_bandwidth_run", "stream_gbs", "pct_stream"):
+    assert k in j and j[k] > 0, (k, j.get(k))
+assert abs(j["pct_stream"] - 100 * j["gbs"] / j["stream_gbs"]) < 1e-6 * j["pct_stream"], j
+PY
+then ok; else bad "bench on the tiny model: $(cat "$tmp/tb.json" "$tmp/err")"; fi
+"$T" llm bench --model "$TINY" --prompt-len 4 --gen 2 --repeats 1 --bw-seconds 0 --json >"$tmp/tb0.json" 2>"$tmp/err" &&
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert "stream_gbs" not in j and "bandwidth_gbs_run" not in j, j' "$tmp/tb0.json" &&
+  ok || bad "bench --bw-seconds 0 still measured: $(cat "$tmp/tb0.json" "$tmp/err")"
+
 M=${TESSERA_SMOLLM2:-$SRC/bench/peers/.venv-llm/smollm2.gguf}
 if [ ! -r "$M" ]; then
   echo "cli_llm: SmolLM2 GGUF not found (scripts/get-smollm2.sh): real-model checks skipped"

@@ -429,7 +429,24 @@ static void check_perplexity(void) {
   ts_llm_model_free(m);
 }
 
+/* The kernels' streaming rate over a model's weights: a positive figure, bad arguments refused. */
+static void test_stream_gbs(void) {
+  tiny_cfg c = tiny_default(TS_QT_Q4_1);
+  ts_llm_model *m = load_tiny(&c, "llm_stream.gguf");
+  if (!m) return;
+  ts_context *ctx;
+  CHECK_OK(ts_context_create(&ctx, 2));
+  double g = 0;
+  CHECK_OK(ts_llm_model_stream_gbs(m, ctx, 3, &g));
+  CHECK(g > 0 && g < 1e5, "stream GB/s %g", g);
+  CHECK_STATUS(ts_llm_model_stream_gbs(m, ctx, 0, &g), TS_ERR_INVALID_ARG);
+  CHECK_STATUS(ts_llm_model_stream_gbs(NULL, ctx, 3, &g), TS_ERR_INVALID_ARG);
+  ts_context_destroy(ctx);
+  ts_llm_model_free(m);
+}
+
 int main(void) {
+  test_stream_gbs();
   check_forward(TS_QT_F32, "llm_f32.gguf", true, false);
   check_forward(TS_QT_Q4_1, "llm_q41.gguf", true, false);
   check_forward(TS_QT_Q8_0, "llm_q80.gguf", false, false);

@@ -76,6 +76,13 @@ uint64_t ts_llm_model_weight_bytes(const ts_llm_model *m);
  * (2 n_layer n_head_kv head_dim 2). A step at position p attends p + 1 positions. */
 uint64_t ts_llm_model_kv_bytes_per_pos(const ts_llm_model *m);
 
+/* GB/s at which this build's decode kernels stream the model's weight matrices (every layer's q, k,
+ * v, o, gate, up, down and the output projection, once, one token; each thread its row share of
+ * every matrix back to back, no attention, norms or barriers): median of `passes` (1..1000) after a
+ * warm-up, threads from ctx. The reference a decode step's GB/s is compared with in the same
+ * process (`tessera llm bench`: stream_gbs, pct_stream). */
+ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, int passes, double *gbs);
+
 /* ---- evaluation state -------------------------------------------------------------------- */
 
 typedef struct ts_llm_state ts_llm_state;

@@ -54,7 +54,9 @@ static void print_help(void) {
          "window (--full: every position). bench times a --prompt-len prefill and --gen decode steps (median\n"
          "of --repeats) and reports bytes read per decoded token (weights + the fp16 KV cache attended), the\n"
          "GB/s that makes and its %% of `tessera hwinfo`'s read bandwidth (and of the same read test run\n"
-         "right after the timed decode for --bw-seconds; 0 skips it). --adaptive-threads (on by default)\n"
+         "right after the timed decode for --bw-seconds; 0 skips it), and, with that read test, its %% of\n"
+         "the rate the same kernels stream the model's weight matrices alone in this process (stream_gbs:\n"
+         "no attention, norms or barriers between phases). --adaptive-threads (on by default)\n"
          "lets decode steps leave all but one thread out while the threads mostly wait for a partner the OS\n"
          "has descheduled (another busy process), probing the whole team again every 32 steps; the text\n"
          "does not depend on it (bench reports the share of steps run on one thread).\n");
@@ -483,6 +485,13 @@ static int do_bench(const opts *o, run *r) {
     ts_error_clear();
   }
   const double pct_run = bw_run > 0 ? 100.0 * gbs / bw_run : 0;
+  /* the kernels' own streaming rate over the weights, in this process and minute (with the read test) */
+  double stream = 0;
+  if (o->bw_seconds > 0 && ts_llm_model_stream_gbs(r->m, r->ctx, 21, &stream) != TS_OK) {
+    stream = 0;
+    ts_error_clear();
+  }
+  const double pct_stream = stream > 0 ? 100.0 * gbs / stream : 0;
   double load = ts_hwinfo_load_now();
   const double tot = tm.total > 0 ? tm.total : 1;
   if (o->c.json) {
@@ -509,6 +518,10 @@ static int do_bench(const opts *o, run *r) {
       cJSON_AddNumberToObject(j, "bandwidth_gbs_run", bw_run);
       cJSON_AddNumberToObject(j, "pct_bandwidth_run", pct_run);
     }
+    if (stream > 0) {
+      cJSON_AddNumberToObject(j, "stream_gbs", stream);
+      cJSON_AddNumberToObject(j, "pct_stream", pct_stream);
+    }
     cJSON *b = cJSON_CreateObject();
     cJSON_AddNumberToObject(b, "qkv", tm.qkv / tot);
     cJSON_AddNumberToObject(b, "attention", tm.attn / tot);
@@ -531,6 +544,8 @@ static int do_bench(const opts *o, run *r) {
       printf("bandwidth   %.2f GB/s = %.1f%% of the profile's %.2f GB/s (bound %.1f tok/s)\n", gbs, pct, bw, bw * 1e9 / bpt);
     if (bw_run > 0)
       printf("            %.1f%% of %.2f GB/s read in this run (bound %.1f tok/s)\n", pct_run, bw_run, bw_run * 1e9 / bpt);
+    if (stream > 0)
+      printf("            %.1f%% of the %.2f GB/s the matvec kernels stream the weight matrices alone\n", pct_stream, stream);
     printf("decode time qkv %.1f%%, attention %.1f%%, wo %.1f%%, mlp %.1f%%, output %.1f%%, rest %.1f%% (barrier waits %.1f%%)\n",
            100 * tm.qkv / tot, 100 * tm.attn / tot, 100 * tm.wo / tot, 100 * tm.mlp / tot, 100 * tm.output / tot,
            100 * (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot, 100 * tm.wait / tot);
