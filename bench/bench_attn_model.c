@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "harness.h"
 #include "harness_attn.h"
 #include "tessera/attn_profile.h"
 #include "tessera/io.h"
@@ -107,16 +108,6 @@ typedef struct exec_job {
   int64_t n, d;
 } exec_job;
 
-static double clock_now(bool wall) {
-  struct timespec ts;
-  if (wall || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return ts_now();
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* Median seconds of the one-thread execute, by the same clock as the profile: 2 warm-ups, then at
  * least 7 calls and 0.2 s (at most 200 calls). */
@@ -125,11 +116,11 @@ static ts_status time_exec(const exec_job *j, bool wall, double *median) {
   int k = 0;
   for (int w = 0; w < 2; w++) TS_TRY(ts_attn_execute(j->ctx, j->plan, j->q, j->k, j->v, j->o, 1, 1, j->n, j->d));
   while (k < 200 && (k < 7 || total < 0.2)) {
-    double t0 = clock_now(wall);
+    double t0 = ts_bench_clock(!wall);
     TS_TRY(ts_attn_execute(j->ctx, j->plan, j->q, j->k, j->v, j->o, 1, 1, j->n, j->d));
-    t[k] = clock_now(wall) - t0, total += t[k++];
+    t[k] = ts_bench_clock(!wall) - t0, total += t[k++];
   }
-  qsort(t, (size_t)k, sizeof *t, cmp_double);
+  qsort(t, (size_t)k, sizeof *t, ts_bench_cmp_double);
   *median = k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2]);
   return TS_OK;
 }

@@ -194,10 +194,6 @@ static void nat_forward(nat *g, const float *Q, const float *K, const float *V, 
   }
 }
 
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv) {
   int threads = ts_default_threads(), rounds = 21;
@@ -271,8 +267,8 @@ int main(int argc, char **argv) {
       rt[r] = tp[r] / tn[r];
     }
   }
-  qsort(tn, (size_t)rounds, sizeof *tn, cmp_d);
-  if (plan) qsort(tp, (size_t)rounds, sizeof *tp, cmp_d), qsort(rt, (size_t)rounds, sizeof *rt, cmp_d);
+  qsort(tn, (size_t)rounds, sizeof *tn, ts_bench_cmp_double);
+  if (plan) qsort(tp, (size_t)rounds, sizeof *tp, ts_bench_cmp_double), qsort(rt, (size_t)rounds, sizeof *rt, ts_bench_cmp_double);
   const double flops = 4.0 * D * (double)nnz * (double)heads, gf = flops / tn[rounds / 2] * 1e-9;
   printf("%s, %ld heads, d %d, %d threads, %d rounds (median ms; effective GFLOP/s = 4 d nnz heads / t)\n", spec, heads, D,
          threads, rounds);

@@ -43,20 +43,10 @@ typedef struct cfg {
   ts_attn_cost_model *model;
 } cfg;
 
-static double clock_now(bool cpu) {
-  struct timespec ts;
-  if (!cpu || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return ts_now();
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* q-quantile of v[0..n) (sorts v). */
 static double quantile(double *v, int n, double q) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  qsort(v, (size_t)n, sizeof *v, ts_bench_cmp_double);
   double x = q * (n - 1);
   int a = (int)floor(x);
   return a + 1 < n ? v[a] + (x - a) * (v[a + 1] - v[a]) : v[a];
@@ -127,9 +117,9 @@ static ts_status run_case(const cfg *c, const char *spec, cJSON *rows) {
   for (int p = 0; p < NPLANS && s == TS_OK; p++) s = ts_attn_execute(ctx, plan[p], Q, K, V, O[p], 1, H, n, d); /* warm-up */
   for (int r = 0; r < c->rounds && s == TS_OK; r++)
     for (int p = 0; p < NPLANS && s == TS_OK; p++) {
-      double t0 = clock_now(c->cpu_clock);
+      double t0 = ts_bench_clock(c->cpu_clock);
       s = ts_attn_execute(ctx, plan[p], Q, K, V, O[p], 1, H, n, d);
-      t[p * c->rounds + r] = clock_now(c->cpu_clock) - t0;
+      t[p * c->rounds + r] = ts_bench_clock(c->cpu_clock) - t0;
     }
   if (s == TS_OK) {
     double diff = 0, med[NPLANS], ratio[2][3], faster[2] = {0, 0}, *rv = malloc((size_t)c->rounds * sizeof *rv), *tv = malloc((size_t)c->rounds * sizeof *tv);

@@ -20,17 +20,6 @@
 #define D 64
 #define MAX_HEADS 16
 
-static double clock_now(bool cpu) {
-  struct timespec ts;
-  if (!cpu || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return ts_now();
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv) {
   int threads = 2, rounds = 21, nh = 0;
   long heads[MAX_HEADS];
@@ -94,15 +83,15 @@ int main(int argc, char **argv) {
       for (int j = 0; j < 2 && st == TS_OK; j++) {
         const int w = (i + j) & 1; /* alternate which setting goes first */
         ts_attn_plan_set_warm(plan, w == 1);
-        const double t0 = clock_now(cpu);
+        const double t0 = ts_bench_clock(cpu);
         st = bf16 ? ts_attn_execute_bf16(ctx, plan, Qb, Kb, Vb, O[w], 1, H, n, D) : ts_attn_execute(ctx, plan, Q, K, V, O[w], 1, H, n, D);
-        t[w][i] = clock_now(cpu) - t0;
+        t[w][i] = ts_bench_clock(cpu) - t0;
       }
     if (st != TS_OK) break;
     for (int i = 0; i < rounds; i++) r[i] = t[0][i] / t[1][i];
-    qsort(r, (size_t)rounds, sizeof *r, cmp_d);
-    qsort(t[0], (size_t)rounds, sizeof(double), cmp_d);
-    qsort(t[1], (size_t)rounds, sizeof(double), cmp_d);
+    qsort(r, (size_t)rounds, sizeof *r, ts_bench_cmp_double);
+    qsort(t[0], (size_t)rounds, sizeof(double), ts_bench_cmp_double);
+    qsort(t[1], (size_t)rounds, sizeof(double), ts_bench_cmp_double);
     const double mb = (bf16 ? 2.5 : 4.0) * (double)H * (double)n * D * sizeof(float) / 1048576.0; /* Q K V (+ fp32 O) */
     if (json) {
       cJSON *j = cJSON_CreateObject();

@@ -7,15 +7,22 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 ts_bench_opts ts_bench_opts_default(void) {
   ts_bench_opts o = {.warmup = 2, .repeats = 10, .min_time_s = 0.2, .flush_cache = false};
   return o;
 }
 
-static int cmp_double(const void *a, const void *b) {
+int ts_bench_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+double ts_bench_clock(bool thread_cpu) {
+  struct timespec ts;
+  if (!thread_cpu || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return ts_now();
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 ts_status ts_bench_run(const ts_bench_opts *o, void (*fn)(void *arg), void *arg, ts_bench_result *r) {
@@ -43,7 +50,7 @@ ts_status ts_bench_run(const ts_bench_opts *o, void (*fn)(void *arg), void *arg,
     t[n++] = dt;
     total += dt;
   }
-  qsort(t, (size_t)n, sizeof *t, cmp_double);
+  qsort(t, (size_t)n, sizeof *t, ts_bench_cmp_double);
   r->repeats = n;
   r->min_s = t[0];
   r->max_s = t[n - 1];

@@ -40,6 +40,12 @@ int ts_bench_common_arg(int argc, char **argv, int *i, int *threads, ts_bench_op
  * clock's overhead is not subtracted. o NULL: defaults. */
 ts_status ts_bench_run(const ts_bench_opts *o, void (*fn)(void *arg), void *arg, ts_bench_result *r);
 
+/* Seconds on the wall clock (thread_cpu false) or on the calling thread's CPU clock (a call the OS
+ * preempts on a shared machine still reads its own run time; for one-thread runs). */
+double ts_bench_clock(bool thread_cpu);
+/* qsort comparator of doubles, ascending. */
+int ts_bench_cmp_double(const void *a, const void *b);
+
 /* Evicts the caches: every thread (default thread count) writes one word per cache line of its
  * slice of a 2 x L3 buffer (allocated once, kept for the process). */
 void ts_bench_flush_cache(void);

@@ -36,19 +36,6 @@ static void run_fn(void *p) {
                     T->b, T->h, T->n, T->d);
 }
 
-/* This thread's CPU time in seconds (--cpu-clock: with one thread the execute runs on the caller, and
- * a call the OS preempts on a shared machine still reads its own run time, not the queueing). */
-static double thread_cpu_s(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return ts_now();
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Plans s on mask, times it; ms < 0 on failure (status returned). stats (may be NULL): the plan's. */
 static ts_status time_schedule(const args *A, const ts_context *ctx, const ts_attn_schedule *s, const ts_bitmap *mask,
                                const tensors *T, bool permuted, double *ms, double *work_ratio, double *create_ms,
@@ -69,11 +56,11 @@ static ts_status time_schedule(const args *A, const ts_context *ctx, const ts_at
     int r = A->repeats < 101 ? (int)A->repeats : 101;
     run_fn(&ra);
     for (int i = 0; i < r; i++) {
-      double c0 = thread_cpu_s();
+      double c0 = ts_bench_clock(true);
       run_fn(&ra);
-      t[i] = thread_cpu_s() - c0;
+      t[i] = ts_bench_clock(true) - c0;
     }
-    qsort(t, (size_t)r, sizeof *t, cmp_double);
+    qsort(t, (size_t)r, sizeof *t, ts_bench_cmp_double);
     *ms = (r % 2 ? t[r / 2] : 0.5 * (t[r / 2 - 1] + t[r / 2])) * 1e3;
   } else {
     ts_bench_opts bo = ts_bench_opts_default();

@@ -188,11 +188,6 @@ static void winograd_check(report *R) {
   }
 }
 
-static int cmp_double(const void *x, const void *y) {
-  const double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
 static ts_status end_to_end(report *R, ts_cnn_net *net, int repeats) {
   const size_t ni = ts_cnn_net_input_numel(net), no = ts_cnn_net_output_numel(net);
   float *x = ts_malloc(ni * sizeof(float)), *y = ts_malloc(no * sizeof(float));
@@ -209,7 +204,7 @@ static ts_status end_to_end(report *R, ts_cnn_net *net, int repeats) {
     tt[k] = t.total_s * 1e3, tc[k] = t.conv_s * 1e3;
   }
   if (s == TS_OK) {
-    qsort(tt, (size_t)repeats, sizeof *tt, cmp_double), qsort(tc, (size_t)repeats, sizeof *tc, cmp_double);
+    qsort(tt, (size_t)repeats, sizeof *tt, ts_bench_cmp_double), qsort(tc, (size_t)repeats, sizeof *tc, ts_bench_cmp_double);
     R->e2e_ms = tt[repeats / 2], R->e2e_min_ms = tt[0], R->e2e_conv_ms = tc[repeats / 2];
   }
   ts_free(x), ts_free(y), free(tt), free(tc);

@@ -417,11 +417,6 @@ static int do_info(const opts *o, run *r) {
 
 /* ---- bench ------------------------------------------------------------------------------- */
 
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 static int do_bench(const opts *o, run *r) {
   const ts_llm_config *c = r->cfg;
   const int P = (int)o->plen, G = (int)o->gen, R = (int)o->repeats;
@@ -462,8 +457,8 @@ static int do_bench(const opts *o, run *r) {
     free(td);
     return cli_fail(CMD, s);
   }
-  qsort(tp + 1, (size_t)R, sizeof *tp, cmp_dbl);
-  qsort(td + 1, (size_t)R, sizeof *td, cmp_dbl);
+  qsort(tp + 1, (size_t)R, sizeof *tp, ts_bench_cmp_double);
+  qsort(td + 1, (size_t)R, sizeof *td, ts_bench_cmp_double);
   double prefill_s = tp[1 + R / 2], decode_s = td[1 + R / 2];
   free(tp);
   free(td);
