@@ -34,9 +34,12 @@ static void test_tensor(void) {
   ts_tensor_free(&t);
   /* empty, with non-zero extents whose product overflows int64 (an .npy the fuzzer made): allowed,
    * and the strides are computed without signed overflow (the sanitizer build checks) */
-  int64_t empty_huge[3] = {0, 1ll << 40, 9551615};
+  int64_t empty_huge[3] = {0, 1ll << 40, 9551615}, empty_last[3] = {17356402279875ll, 551615, 0};
   CHECK_OK(ts_tensor_alloc(&t, TS_F32, 3, empty_huge));
   CHECK(ts_tensor_numel(&t) == 0 && t.strides[2] == 1 && t.strides[1] == 9551615, "empty tensor with huge extents");
+  ts_tensor_free(&t);
+  CHECK_OK(ts_tensor_alloc(&t, TS_F32, 3, empty_last)); /* the zero extent last: numel must not multiply first */
+  CHECK(ts_tensor_numel(&t) == 0 && ts_tensor_nbytes(&t) == 0 && ts_tensor_is_contiguous(&t), "empty tensor, zero extent last");
   ts_tensor_free(&t);
 
   int64_t huge[4] = {1ll << 40, 1ll << 40, 1, 1};

@@ -111,8 +111,11 @@ void ts_tensor_free(ts_tensor *t) {
 }
 
 int64_t ts_tensor_numel(const ts_tensor *t) {
+  for (int i = 0; i < t->ndim; i++)
+    if (t->shape[i] == 0) return 0; /* before any product: the other extents may multiply past int64 */
   int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+  for (int i = 0; i < t->ndim; i++)
+    if (__builtin_mul_overflow(n, t->shape[i], &n)) return INT64_MAX; /* not a valid tensor (ts_shape_check) */
   return n;
 }
 
