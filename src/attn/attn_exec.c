@@ -221,13 +221,16 @@ static void prefetch_range(const void *p, int64_t bytes, int rw) {
 }
 
 /* Loads one value of every 64-byte line of the K and V rows of the panel's new keys (kspan: those
- * the plan's previous panel did not read) and of its Q rows, before its items run. With Q, K, V and
- * O in DRAM (8 heads of 4096 x 64: 32 MB), window2d k = 7 ran 1.25-1.35x faster with these loads
- * (2 threads; swin 1.13-1.24x, window2d k = 13 1.03-1.10x), where software prefetches of the same
- * lines (the next panel's keys, at once or spread over the current panel's items, or the next
+ * its thread's previous panel did not read) and of its Q rows, before its items run. With Q, K, V
+ * and O in DRAM (8 heads of 4096 x 64: 32 MB), window2d k = 7 ran 1.25-1.35x faster with these
+ * loads (2 threads; swin 1.13-1.31x, window2d k = 13 1.03-1.10x), where software prefetches of the
+ * same lines (the next panel's keys, at once or spread over the current panel's items, or the next
  * head's, into L1 or L2) changed nothing measurable (no hardware counters on this VM to say why;
  * most likely prefetches that find the core's miss buffers full are dropped, where loads wait), so
- * the panel's misses now overlap one another in one burst instead of stalling its kernels. While the arrays stay in L3 (2 heads), the loads cost 1-5%.
+ * the panel's misses now overlap one another in one burst instead of stalling its kernels. While
+ * the arrays stay in L3 (2 heads), the loads cost 1-5%. fp32 only: the bf16 paths copy each item's
+ * K/V rows into the workspace (gather, convert or pair-pack) before computing, which loads them in
+ * the same kind of burst; warming them as well measured 0.95-0.99x at 2-8 heads (1.04-1.09x at 16).
  * bench/bench_attn_warm.c and docs/BENCHMARKS.md (issue 4). */
 static uint32_t touch_lines(const char *p, int64_t bytes) { /* one load in each line of [p, p + bytes) */
   uint32_t acc = 0;

@@ -259,6 +259,7 @@ ts_status ts_attn_plan_load(const char *path, const char *expect_key, ts_attn_pl
   return st;
 }
 
+/* <cache>/plans/src-<source key>.key */
 static ts_status index_path(const char src[17], char *buf, size_t cap) {
   char dir[4096];
   TS_TRY(ts_cache_dir(dir, sizeof dir));

@@ -200,11 +200,9 @@ ts_status ts_gconv_plan_from_json(const cJSON *j, const char *name, ts_gconv_pla
     c->greedy_pred_ms = num_or(e, "greedy_pred_ms", 0), c->pred_ms = num_or(e, "pred_ms", 0);
     c->knapsack_pred_ms = num_or(e, "knapsack_pred_ms", 0), c->segment_pred_ms = num_or(e, "segment_pred_ms", 0);
     c->segment_won = ts_json_get_string(e, "start", &str) == TS_OK && strcmp(str, "segment") == 0;
-    int32_t cnt[3];
-    TS_TRY(count_or_zero(name, e, "nparts", &cnt[0]));
-    TS_TRY(count_or_zero(name, e, "ilp_solves", &cnt[1]));
-    TS_TRY(count_or_zero(name, e, "ilp_improved", &cnt[2]));
-    c->nparts = cnt[0], c->ilp_solves = (int)cnt[1], c->ilp_improved = (int)cnt[2];
+    TS_TRY(count_or_zero(name, e, "nparts", &c->nparts));
+    TS_TRY(count_or_zero(name, e, "ilp_solves", &c->ilp_solves));
+    TS_TRY(count_or_zero(name, e, "ilp_improved", &c->ilp_improved));
     bool b;
     if (ts_json_get_bool(e, "ilp_ran", &b) == TS_OK) c->ilp_ran = b;
     if (ts_json_get_bool(e, "ilp_timeout", &b) == TS_OK) c->ilp_timeout = b;
