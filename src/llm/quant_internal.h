@@ -11,10 +11,13 @@
 
 #include "tessera/quant.h"
 
-/* Block structs as stored in the file (packed by construction: only 1- and 2-byte members). */
-typedef struct ts__blk_q8_0 { uint16_t d; int8_t q[32]; } ts__blk_q8_0;
-typedef struct ts__blk_q4_0 { uint16_t d; uint8_t qs[16]; } ts__blk_q4_0;
-typedef struct ts__blk_q4_1 { uint16_t d, m; uint8_t qs[16]; } ts__blk_q4_1;
+/* Block structs as stored in the file (packed by construction: only 1- and 2-byte members), with
+ * alignment 1: GGUF allows any power-of-two alignment, so a block may start at an odd address
+ * (the compiler then reads d and m bytewise where needed; fuzz_gguf runs with UB fatal). */
+#define TS__BLK __attribute__((packed, aligned(1)))
+typedef struct TS__BLK ts__blk_q8_0 { uint16_t d; int8_t q[32]; } ts__blk_q8_0;
+typedef struct TS__BLK ts__blk_q4_0 { uint16_t d; uint8_t qs[16]; } ts__blk_q4_0;
+typedef struct TS__BLK ts__blk_q4_1 { uint16_t d, m; uint8_t qs[16]; } ts__blk_q4_1;
 _Static_assert(sizeof(ts__blk_q8_0) == 34, "q8_0 block");
 _Static_assert(sizeof(ts__blk_q4_0) == 18, "q4_0 block");
 _Static_assert(sizeof(ts__blk_q4_1) == 20, "q4_1 block");
