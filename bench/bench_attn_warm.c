@@ -20,6 +20,12 @@
 #define D 64
 #define MAX_HEADS 16
 
+/* one execute of H heads, fp32 inputs or (Qb non-NULL) their bf16 copies */
+static ts_status execute(const ts_context *ctx, ts_attn_plan *plan, const float *Q, const float *K, const float *V,
+                         const uint16_t *Qb, const uint16_t *Kb, const uint16_t *Vb, float *O, long H, int64_t n) {
+  return Qb ? ts_attn_execute_bf16(ctx, plan, Qb, Kb, Vb, O, 1, H, n, D) : ts_attn_execute(ctx, plan, Q, K, V, O, 1, H, n, D);
+}
+
 int main(int argc, char **argv) {
   int threads = 2, rounds = 21, nh = 0;
   long heads[MAX_HEADS];
@@ -76,7 +82,7 @@ int main(int argc, char **argv) {
     const long H = heads[k];
     for (int w = 0; w < 2 && st == TS_OK; w++) { /* warm-up, and the outputs */
       ts_attn_plan_set_warm(plan, w == 1);
-      st = bf16 ? ts_attn_execute_bf16(ctx, plan, Qb, Kb, Vb, O[w], 1, H, n, D) : ts_attn_execute(ctx, plan, Q, K, V, O[w], 1, H, n, D);
+      st = execute(ctx, plan, Q, K, V, Qb, Kb, Vb, O[w], H, n);
     }
     const bool same = st == TS_OK && memcmp(O[0], O[1], (size_t)H * (size_t)n * D * sizeof(float)) == 0;
     for (int i = 0; i < rounds && st == TS_OK; i++)
@@ -84,7 +90,7 @@ int main(int argc, char **argv) {
         const int w = (i + j) & 1; /* alternate which setting goes first */
         ts_attn_plan_set_warm(plan, w == 1);
         const double t0 = ts_bench_clock(cpu);
-        st = bf16 ? ts_attn_execute_bf16(ctx, plan, Qb, Kb, Vb, O[w], 1, H, n, D) : ts_attn_execute(ctx, plan, Q, K, V, O[w], 1, H, n, D);
+        st = execute(ctx, plan, Q, K, V, Qb, Kb, Vb, O[w], H, n);
         t[w][i] = ts_bench_clock(cpu) - t0;
       }
     if (st != TS_OK) break;

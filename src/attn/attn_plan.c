@@ -270,17 +270,14 @@ static ts_status compile_panels(ts_attn_plan *pl, const ts_attn_schedule *s, con
   return st;
 }
 
-/* Sets (on 1) or clears the bits of the keys panel cp's items read (COMPACT runs, tile columns). */
-static void panel_keys_mark(const ts_attn_plan *pl, const ts__attn_cpanel *cp, uint64_t *u, int on) {
+/* Sets the bits of the keys panel cp's items read (COMPACT runs, tile columns) in u. */
+static void panel_keys_mark(const ts_attn_plan *pl, const ts__attn_cpanel *cp, uint64_t *u) {
   for (int64_t x = 0; x < cp->nit; x++) {
     const ts__attn_item *it = &pl->items[cp->it0 + x];
     const int nq = it->qoff >= 0 ? it->bc / it->rl : 1, len = it->qoff >= 0 ? it->rl : it->bc;
     for (int g = 0; g < nq; g++) {
       const int64_t a = it->qoff >= 0 ? pl->runs[it->qoff + g] : it->j0, b = a + len < pl->n ? a + len : pl->n;
-      if (on)
-        for (int64_t j = a; j < b; j++) u[j >> 6] |= (uint64_t)1 << (j & 63);
-      else
-        for (int64_t w = a >> 6; b > a && w <= (b - 1) >> 6; w++) u[w] = 0;
+      for (int64_t j = a; j < b; j++) u[j >> 6] |= (uint64_t)1 << (j & 63);
     }
   }
 }
@@ -293,8 +290,8 @@ static void panel_keys_mark(const ts_attn_plan *pl, const ts__attn_cpanel *cp, u
  * neighbouring panels, whose keys are then in the shared L3). */
 static ts_status panel_key_spans(ts_attn_plan *pl) {
   const int64_t W = (pl->n + 63) / 64;
-  uint64_t *u = ts_calloc((size_t)(2 * W), sizeof *u), *prev = u + W;
-  if (!u) return ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld key words", (long long)(2 * W));
+  uint64_t *mem = ts_calloc((size_t)(2 * W), sizeof *mem), *u = mem, *prev = mem + W;
+  if (!mem) return ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld key words", (long long)(2 * W));
   int64_t cap = 0, nk = 0, q = 0;
   int32_t *ks = NULL;
   ts_status st = TS_OK;
@@ -305,7 +302,7 @@ static ts_status panel_key_spans(ts_attn_plan *pl) {
       while (q < pl->nstatic && pl->sstart[q] <= x) q++;
     }
     ts__attn_cpanel *cp = &pl->panels[p];
-    panel_keys_mark(pl, cp, u, 1);
+    panel_keys_mark(pl, cp, u);
     cp->ks0 = nk;
     cp->nks = 0;
     for (int64_t w = 0; w < W && st == TS_OK; w++) { /* runs of u & ~prev */
@@ -324,10 +321,11 @@ static ts_status panel_key_spans(ts_attn_plan *pl) {
         bits &= bits - 1;
       }
     }
-    memcpy(prev, u, (size_t)W * sizeof *u); /* this panel's keys become the previous ones */
-    panel_keys_mark(pl, cp, u, 0);
+    uint64_t *t = prev; /* this panel's keys become the previous ones */
+    prev = u, u = t;
+    memset(u, 0, (size_t)W * sizeof *u);
   }
-  ts_free(u);
+  ts_free(mem);
   pl->kspan = ks;
   pl->nkspan = nk;
   return st;
