@@ -195,15 +195,18 @@ static void check_schedule(ts_attn_schedule *s, const ts_bitmap *m, data *D, con
   ts_attn_schedule_free(s);
 }
 
-/* Panels of P rows, each one COMPACT segment over all columns with tile br x bc. */
-static void compact_schedule(ts_attn_schedule *s, int64_t n, int32_t P, int32_t br, int32_t bc) {
+/* Panels of P rows, each one segment of the given kind over all columns with tile br x bc. */
+static void pass_schedule(ts_attn_schedule *s, int64_t n, int32_t P, int32_t br, int32_t bc, int32_t kind) {
   int64_t np = (n + P - 1) / P;
   CHECK_OK(ts_attn_schedule_alloc(s, n, np, np));
   for (int64_t p = 0; p < np; p++) {
     int32_t r0 = (int32_t)(p * P), nr = (int32_t)(n - r0 < P ? n - r0 : P);
     s->panels[p] = (ts_attn_panel){r0, nr, p, 1};
-    s->segs[p] = (ts_attn_segment){r0, nr, 0, (int32_t)n, br, bc, TS_ATTN_SEG_COMPACT};
+    s->segs[p] = (ts_attn_segment){r0, nr, 0, (int32_t)n, br, bc, kind};
   }
+}
+static void compact_schedule(ts_attn_schedule *s, int64_t n, int32_t P, int32_t br, int32_t bc) {
+  pass_schedule(s, n, P, br, bc, TS_ATTN_SEG_COMPACT);
 }
 
 /* ---- the sweep -------------------------------------------------------------------------------- */
@@ -248,6 +251,14 @@ static void test_sweep(void) {
         compact_schedule(&s, n, cp[t].P, cp[t].br, cp[t].bc);
         check_schedule(&s, m, &D, ctx, what, full && t < 3);
       }
+      /* DIAG: the same shapes (rows past the lane width, offsets cut into several items, a panel
+       * that is no multiple of br) */
+      for (size_t t = 0; t < sizeof cp / sizeof cp[0]; t++) {
+        if (g_san && t >= 2) continue;
+        snprintf(what, sizeof what, "%s diag P%d %dx%d", masks[mi].name, cp[t].P, cp[t].br, cp[t].bc);
+        pass_schedule(&s, n, cp[t].P, cp[t].br, cp[t].bc, TS_ATTN_SEG_DIAG);
+        check_schedule(&s, m, &D, ctx, what, full && t < 3);
+      }
       ts_block bl[512];
       int64_t nb = attn_test_blocks(m, 8, bl, 512);
       ts_attn_tile tiles[512];
@@ -267,6 +278,13 @@ static void test_sweep(void) {
         g->kind = TS_ATTN_SEG_COMPACT, g->br = 16, g->bc = 32;
       }
       snprintf(what, sizeof what, "%s blocks(%lld)+compact residue", masks[mi].name, (long long)nb);
+      check_schedule(&s, m, &D, ctx, what, full);
+      CHECK_OK(ts_attn_schedule_from_blocks(&s, n, bl, tiles, nb, NULL, &bo));
+      for (int64_t p = 0; p < s.npanels; p++) {
+        ts_attn_segment *g = &s.segs[s.panels[p].seg0 + s.panels[p].nseg - 1];
+        g->kind = TS_ATTN_SEG_DIAG, g->br = 16, g->bc = 40;
+      }
+      snprintf(what, sizeof what, "%s blocks(%lld)+diag residue", masks[mi].name, (long long)nb);
       check_schedule(&s, m, &D, ctx, what, full);
       snprintf(what, sizeof what, "%s blocks(%lld), no mask", masks[mi].name, (long long)nb);
       CHECK_OK(ts_attn_schedule_from_blocks(&s, n, bl, tiles, nb, NULL, NULL));
@@ -437,6 +455,44 @@ static void test_compact_keys(void) {
   ts_context_destroy(ctx);
 }
 
+/* DIAG passes on a window in raster order: every sub-tile lists at most the window's k^2 offsets
+ * (a token's keys sit at the same offsets dy w + dx wherever it is; the grid's edges only mask some),
+ * so the pass computes 16 k^2 cells per 16 rows; the 4-row blocks of P V at the edges skip the
+ * offsets none of their rows has (pv_cells < cells); every ISA, fp32 and bf16, and d with tails. */
+static void test_diag(void) {
+  ts_context *ctx;
+  CHECK_OK(ts_context_create(&ctx, 2));
+  const int64_t gh = 20, gw = 24, k = 7, n = gh * gw;
+  ts_bitmap m = mask_window2d(gh, gw, k);
+  const int64_t dims[] = {64, 24, 80};
+  for (int di = 0; di < 3; di++) {
+    data D;
+    data_make(&D, 1, 2, n, dims[di], &m, 313 + di, 2.0f);
+    ts_attn_schedule s;
+    pass_schedule(&s, n, 48, 16, 64, TS_ATTN_SEG_DIAG);
+    ts_attn_plan *pl = NULL;
+    CHECK_OK(ts_attn_plan_create(&pl, ctx, &s, &m, D.d));
+    if (pl) {
+      ts_attn_stats S;
+      ts_attn_plan_stats(pl, &S);
+      CHECK(S.cells <= n * k * k && S.cells >= S.nnz, "diag window2d: %lld cells, %lld allowed, at most %lld expected",
+            (long long)S.cells, (long long)S.nnz, (long long)(n * k * k));
+      CHECK(S.tiles_diag == S.tiles_full + S.tiles_masked && S.tiles_diag == n / 16, "diag window2d: %lld diag items of %lld",
+            (long long)S.tiles_diag, (long long)(S.tiles_full + S.tiles_masked));
+      CHECK(S.pv_cells >= S.nnz && S.pv_cells < S.cells, "diag window2d: P V cells %lld not in [%lld, %lld)",
+            (long long)S.pv_cells, (long long)S.nnz, (long long)S.cells);
+      char what[64];
+      snprintf(what, sizeof what, "diag window2d k=7 d=%lld", (long long)D.d);
+      run_all_isas(pl, ctx, &D, what, 1);
+    }
+    ts_attn_plan_destroy(pl);
+    ts_attn_schedule_free(&s);
+    data_free(&D);
+  }
+  mk_free(&m);
+  ts_context_destroy(ctx);
+}
+
 /* ---- key warming ------------------------------------------------------------------------------ */
 
 /* The keys panel p's items read, as a bitmap of n bits. */
@@ -445,6 +501,14 @@ static void panel_keys(const ts_attn_plan *pl, int64_t p, uint64_t *u) {
   const ts__attn_cpanel *cp = &pl->panels[p];
   for (int64_t x = 0; x < cp->nit; x++) {
     const ts__attn_item *it = &pl->items[cp->it0 + x];
+    if (ts__attn_item_diag(it)) {
+      for (int t = 0; t < it->bc; t++)
+        for (int64_t i = 0; i < it->br; i++) {
+          const int64_t j = cp->r0 + it->i0 + i + pl->runs[it->qoff + t];
+          if (j >= 0 && j < pl->n) u[j >> 6] |= (uint64_t)1 << (j & 63);
+        }
+      continue;
+    }
     const int nq = it->qoff >= 0 ? it->bc / it->rl : 1, len = it->qoff >= 0 ? it->rl : it->bc;
     for (int g = 0; g < nq; g++)
       for (int64_t j = it->qoff >= 0 ? pl->runs[it->qoff + g] : it->j0, e = j + len; j < e && j < pl->n; j++)
@@ -504,9 +568,10 @@ static void test_warm(void) {
     const ts_bitmap *m = &masks[mi];
     data D;
     data_make(&D, 2, 3, m->rows, 24, m, 91 + mi, 2.0f);
-    for (int kind = 0; kind < 4; kind++) {
+    for (int kind = 0; kind < 5; kind++) {
       ts_attn_schedule s;
-      if (kind == 0 || kind == 3) compact_schedule(&s, m->rows, 16, 16, 64);
+      if (kind == 4) pass_schedule(&s, m->rows, 16, 16, 64, TS_ATTN_SEG_DIAG);
+      else if (kind == 0 || kind == 3) compact_schedule(&s, m->rows, 16, 16, 64);
       else if (kind == 1) CHECK_OK(ts_attn_schedule_blockskip(&s, m->rows, 16, 32));
       else if (kind == 2) CHECK_OK(ts_attn_schedule_dense(&s, m->rows, 32, 16));
       if (kind == 3) { /* a static assignment: panels to threads 0, 1, 1, 0, 0, 1, ... */
@@ -515,7 +580,7 @@ static void test_warm(void) {
       }
       char what[96];
       snprintf(what, sizeof what, "warm %s %s", names[mi],
-               kind == 0 ? "compact" : kind == 1 ? "block skip" : kind == 2 ? "dense" : "compact, static threads");
+               kind == 0 ? "compact" : kind == 1 ? "block skip" : kind == 2 ? "dense" : kind == 3 ? "compact, static threads" : "diag");
       ts_attn_plan *pl = NULL;
       CHECK_OK(ts_attn_plan_create(&pl, ctx, &s, m, D.d));
       if (pl) {
@@ -712,6 +777,7 @@ static void test_json(void) {
 }
 
 int main(void) {
+  test_diag();
   test_warm();
   test_compact_keys();
   test_validation();

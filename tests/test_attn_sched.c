@@ -430,7 +430,7 @@ static void test_scheduled_window2d(void) {
         /* block skip, or every panel one pass (after no standalone piece) */
         for (int64_t g = 0; si.fallback.br > 0 && g < s.nsegs; g++)
           CHECK(s.thread == NULL && s.segs[g].br == si.fallback.br && s.segs[g].bc == si.fallback.bc &&
-                    s.segs[g].kind == (si.fallback_kind == TS_ATTN_SEG_COMPACT ? TS_ATTN_SEG_COMPACT : TS_ATTN_SEG_MIXED),
+                    s.segs[g].kind == (si.fallback_kind == TS_ATTN_SEG_COMPACT || si.fallback_kind == TS_ATTN_SEG_DIAG ? si.fallback_kind : TS_ATTN_SEG_MIXED),
                 "%s: fallback %dx%d is not the schedule", specs[sp], si.fallback.br, si.fallback.bc);
         if (si.fallback.br == 0)
           CHECK(si.guard_fixed_s >= 0.97 * si.guard_schedule_s, "%s: kept a schedule %g s against a fixed %g s", specs[sp],
@@ -485,9 +485,22 @@ static void test_scheduled_window2d(void) {
 
 /* ---- token order ------------------------------------------------------------------------------- */
 
-/* ts_attn_reorder's auto keeps the candidate with the fewest compact-pass cells: with a grid among
- * none/morton/hilbert/rcm (window2d in row-major order: a space-filling curve beats it), without
- * one among none/rcm/hc/ic; the cells are >= nnz, a named method runs as ts_reorder does. */
+/* An order's auto score: its 16-row compact-pass cells, or its 16-row DIAG-pass cells at 1.5 each
+ * where that is fewer. */
+static int64_t order_score(const ts_csr *m, const int32_t *perm, int64_t *compact) {
+  int64_t c = 0, d = 0;
+  CHECK_OK(ts_attn_order_cells(m, perm, 16, &c));
+  CHECK_OK(ts_attn_order_diag_cells(m, perm, 16, &d));
+  if (compact) *compact = c;
+  return (double)d * 1.5 < (double)c ? (int64_t)ceil((double)d * 1.5) : c;
+}
+
+/* ts_attn_reorder's auto keeps the candidate with the lowest score (order_score): with a grid among
+ * none/morton/hilbert/rcm, without one among none/rcm/hc/ic; the compact cells are >= nnz, a named
+ * method runs as ts_reorder does. On a small window in row-major order a space-filling curve's
+ * compact pass computes fewer cells than row-major's, and row-major's DIAG pass fewer still (window2d
+ * 24 x 24, k = 5: a query's keys at the same 25 offsets, more only where NAT's windows clamp at the
+ * grid's edges), so without the grid's curves auto keeps row-major. */
 static void test_attn_order(void) {
   ts_csr m = {0};
   ts_pattern_info info;
@@ -502,9 +515,10 @@ static void test_attn_order(void) {
     ts_reorder_stats st;
     CHECK_OK(ts_attn_reorder(&m, &ro, perm, &st));
     CHECK_OK(ts_perm_validate(perm, n));
-    int64_t cells;
-    CHECK_OK(ts_attn_order_cells(&m, perm, 16, &cells));
-    CHECK(cells == st.auto_tiles[st.method] && cells >= m.nnz, "winner %s: cells %lld, recorded %lld, nnz %lld",
+    int64_t compact, diag;
+    const int64_t cells = order_score(&m, perm, &compact);
+    CHECK_OK(ts_attn_order_diag_cells(&m, perm, 16, &diag));
+    CHECK(cells == st.auto_tiles[st.method] && compact >= m.nnz && diag >= m.nnz, "winner %s: score %lld, recorded %lld, nnz %lld",
           ts_reorder_method_name(st.method), (long long)cells, (long long)st.auto_tiles[st.method], (long long)m.nnz);
     for (int k = 0; k < TS_REORDER_METHOD_COUNT; k++) {
       bool tried = st.auto_tiles[k] >= 0;
@@ -513,12 +527,24 @@ static void test_attn_order(void) {
       CHECK(tried == expect, "grid %d: candidate %s tried %d", grid, ts_reorder_method_name((ts_reorder_method)k), tried);
       if (tried) CHECK(st.auto_tiles[k] >= cells, "candidate %s has fewer cells than the winner", ts_reorder_method_name((ts_reorder_method)k));
     }
-    int64_t none_cells;
-    CHECK_OK(ts_attn_order_cells(&m, NULL, 16, &none_cells));
-    CHECK(none_cells == st.auto_tiles[TS_REORDER_NONE], "identity cells %lld vs %lld", (long long)none_cells,
+    int64_t none_compact;
+    const int64_t none_score = order_score(&m, NULL, &none_compact);
+    CHECK(none_score == st.auto_tiles[TS_REORDER_NONE], "identity score %lld vs %lld", (long long)none_score,
           (long long)st.auto_tiles[TS_REORDER_NONE]);
-    if (grid) CHECK(cells < none_cells, "a curve order should beat row-major on window2d (%lld vs %lld)", (long long)cells,
-                    (long long)none_cells);
+    if (grid) {
+      int64_t curve_compact;
+      CHECK_OK(ts_attn_order_cells(&m, NULL, 16, &none_compact));
+      ro.method = TS_REORDER_MORTON;
+      CHECK_OK(ts_attn_reorder(&m, &ro, p2, NULL));
+      CHECK_OK(ts_attn_order_cells(&m, p2, 16, &curve_compact));
+      CHECK(curve_compact < none_compact, "a curve's compact pass should beat row-major's on window2d (%lld vs %lld)",
+            (long long)curve_compact, (long long)none_compact);
+    }
+    int64_t nd;
+    CHECK_OK(ts_attn_order_diag_cells(&m, NULL, 16, &nd));
+    CHECK(nd >= m.nnz && nd < none_compact && (grid || st.method == TS_REORDER_NONE),
+          "row-major DIAG passes: %lld cells (nnz %lld, compact %lld), winner %s", (long long)nd, (long long)m.nnz,
+          (long long)none_compact, ts_reorder_method_name(st.method));
   }
   /* the permute: version reorders to the very mask the unpermuted one does (curves from the grid
    * positions; RCM does not depend on the labeling here), so the schedules are the same too */

@@ -33,6 +33,18 @@
  *             touches, and cannot follow a window that shifts by a few keys from one row sub-tile
  *             to the next. The mask is applied; keys of a run outside the segment or already owned
  *             are masked out. n < 4: runs as MIXED.
+ *      DIAG   diagonal compaction: the rows are cut into br-high sub-tiles (from r0); for each, the
+ *             OFFSETS j - i of the cells (i, j) it still owns in [c0, c0+nc) are listed (ascending)
+ *             and cut into as few items of at most bc offsets as possible, spread evenly; an item
+ *             computes, for every row i of its sub-tile, the cells (i, i + offset): the cells along
+ *             those diagonals, masked where not owned or outside the mask. A sliding window in
+ *             raster token order puts every query's keys at the same offsets (window2d k on a g-wide
+ *             grid: dy g + dx, |dx|, |dy| <= k/2), so a 16-row sub-tile computes its 16 x k^2 allowed
+ *             cells and only the window's edges are masked, where a rectangle of keys over a 4 x 4
+ *             token patch computes (k+3)^2 keys per row (k = 7: 2.04 cells per allowed cell). The
+ *             kernels hold the head dimension in the SIMD lanes (the rows meet different keys) and
+ *             reduce 16 dot products at a time; sub-tiles of up to 16 rows (longer ones cost
+ *             lanes nothing but list more offsets).
  *    Ownership: segments of a panel may overlap; an allowed cell belongs to the FIRST segment (in
  *    panel order) that covers it, and later segments mask it out. So a scheduler may list its dense
  *    blocks and then one residue segment over the whole panel: the residue runs only the sub-tiles
@@ -101,10 +113,11 @@ typedef enum ts_attn_seg_kind {
   TS_ATTN_SEG_FULL = 1,
   TS_ATTN_SEG_DENSE = 2,
   TS_ATTN_SEG_COMPACT = 3,
+  TS_ATTN_SEG_DIAG = 4,
   TS_ATTN_SEG_KIND_COUNT
 } ts_attn_seg_kind;
 
-/* "mixed", "full", "dense", "compact" and back (TS_ERR_INVALID_ARG naming the text). */
+/* "mixed", "full", "dense", "compact", "diag" and back (TS_ERR_INVALID_ARG naming the text). */
 const char *ts_attn_seg_kind_name(ts_attn_seg_kind k);
 ts_status ts_attn_seg_kind_parse(const char *name, ts_attn_seg_kind *out);
 
@@ -234,6 +247,7 @@ typedef struct ts_attn_stats {
   int64_t tiles_masked;  /* sub-tiles run with the mask */
   int64_t tiles_skipped; /* sub-tiles of MIXED segments skipped (nothing owned) */
   int64_t tiles_keyed;   /* COMPACT sub-tiles (items) that list their keys one by one (part of full + masked) */
+  int64_t tiles_diag;    /* DIAG items (part of full + masked) */
   int64_t pv_cells;      /* cells P V multiplies on AVX-512: cells, less the (4 rows x key) blocks of COMPACT
                             items whose P is all 0 (skipped; the AVX2 and scalar kernels run them) */
   int64_t panels, segments;

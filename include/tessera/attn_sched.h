@@ -110,8 +110,11 @@ typedef struct ts_attn_sched_opts {
    * GUARD (guard, on by default): after solving, the schedule is timed against the pure compact
    * configurations (every piece merged into passes of one height, each height) and the block-skip
    * schedules (ts_attn_schedule_blockskip) of the 3 menu tiles the cost model ranks cheapest on
-   * the mask; when one of them is more than 3% faster it replaces the schedule (info.fallback; it
-   * runs dynamically, without a thread assignment). The guard runs calibrate_heads heads per
+   * the mask, and -- where the mask's 16-row DIAG passes compute fewer cells at 1.5 compact cells
+   * each than 1.25 x its 16-row compact passes (sliding windows in the natural order) -- DIAG
+   * passes of 16 rows over the schedule's panels; when one of them is more than 3% faster it
+   * replaces the schedule (info.fallback, fallback_kind MIXED, COMPACT or DIAG; it runs
+   * dynamically, without a thread assignment). The guard runs calibrate_heads heads per
    * execute (at most 8, and at most 16384 / n; default 1), on one thread by its CPU clock (steady
    * on a shared machine). More heads let the heads' traffic through the caches count as in a
    * multi-head call (one head's 4 arrays stay in L2/L3 from call to call); measured with the
@@ -151,8 +154,8 @@ typedef struct ts_attn_sched_info {
   double guard_schedule_s, guard_fixed_s; /* its measurements: the solved schedule, the fastest fixed tile */
   double guard_fallback_s;     /* the measurement of what replaced it (fallback), else 0 */
   ts_attn_tile fallback;       /* what replaced the solved schedule ({0, 0}: nothing): a fixed tile
-                                  (fallback_kind MIXED: block skip) or a pass (COMPACT: every panel one
-                                  pass of fallback.br rows, items of fallback.bc keys); the makespan and
+                                  (fallback_kind MIXED: block skip) or a pass (COMPACT or DIAG: every panel
+                                  one pass of fallback.br rows, items of fallback.bc keys or offsets); the makespan and
                                   total above describe the solved schedule */
   int fallback_kind;
   double guard_ms;             /* time spent in the guard (part of ms) */
@@ -218,7 +221,8 @@ ts_status ts_attn_schedule_predict(const ts_attn_schedule *s, const ts_bitmap *m
 /* A symmetric reordering of the n x n mask (perm[new] = old) for attention: o->method as ts_reorder
  * runs it (mode forced symmetric), except TS_REORDER_AUTO, which tries none, morton, hilbert and
  * rcm with a token grid (o->grid_h > 0), none, rcm, hc and ic without, and keeps the order whose 16-row COMPACT pass
- * computes the fewest cells (ts_attn_order_cells; ties: the earlier candidate) -- the work of the
+ * computes the fewest cells (ts_attn_order_cells; ties: the earlier candidate), a 16-row DIAG pass
+ * counting 1.5 cells per cell where that is fewer (ts_attn_order_diag_cells, src/attn/attn_order.c) -- the work of the
  * scheduled executor, where reorder's own auto counts the non-empty tiles a fixed-tile kernel runs.
  * st (may be NULL) gets the winner's ts_reorder stats, its method, and per candidate m
  * auto_tiles[m] = its cells (-1: not tried), auto_ms[m] = its time; st->ms the whole call. */
@@ -226,6 +230,9 @@ ts_status ts_attn_reorder(const ts_csr *mask, const ts_reorder_opts *o, int32_t 
 /* Cells a COMPACT pass of h-row sub-tiles computes over the mask in the order perm (NULL:
  * identity): per sub-tile, its rows times the keys its union reaches (4-key runs or single keys). */
 ts_status ts_attn_order_cells(const ts_csr *mask, const int32_t *perm, int32_t h, int64_t *cells);
+/* Cells a DIAG pass of h-row sub-tiles computes over the mask in the order perm (NULL: identity):
+ * per sub-tile, its rows times the distinct offsets j - i of its cells. */
+ts_status ts_attn_order_diag_cells(const ts_csr *mask, const int32_t *perm, int32_t h, int64_t *cells);
 
 /* ---- plans: schedule + permutation, cached as JSON ------------------------------------------ */
 

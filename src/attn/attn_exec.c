@@ -92,7 +92,9 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
   const float c = (float)(1.4426950408889634 / sqrt((double)d)); /* scale * log2(e) */
   const int64_t r0 = cp->r0, nr = cp->nr;
 
-  if (mode == MODE_BF16_DOT) pack_q_pairs(q16 + r0 * d, nr, d, ldq, w.qtp, w.qlast);
+  if (!cp->qt) {
+    /* DIAG items only: they read Q in place */
+  } else if (mode == MODE_BF16_DOT) pack_q_pairs(q16 + r0 * d, nr, d, ldq, w.qtp, w.qlast);
   else if (q32) kn->pack_q(q32 + r0 * d, nr, d, ldq, w.qt);
   else pack_q_bf16(q16 + r0 * d, nr, d, ldq, w.qt);
   for (int64_t i = 0; i < ldq; i++) {
@@ -108,6 +110,14 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
     float *orow = w.o + (int64_t)it->i0 * ldo;
     const float *kt, *vt;
     const uint16_t *kt16 = k16 ? k16 + (int64_t)it->j0 * d : NULL;
+    if (ts__attn_item_diag(it)) { /* DIAG item: Q, K and V rows read in place, fp32 or bf16 */
+      const int32_t *offs = pl->runs + it->qoff;
+      const int64_t row0 = r0 + it->i0;
+      kn->qk_diag(q32, q16, k32, k16, d, pl->n, row0, offs, it->bc, it->br, w.st, lds);
+      kn->softmax(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha);
+      kn->pv_diag(w.st, lds, v32, v16, d, pl->n, row0, offs, it->bc, it->br, orow, ldo, w.alpha);
+      continue;
+    }
     if (it->qoff >= 0) { /* COMPACT item: keys in runs of rl */
       const int32_t *runs = pl->runs + it->qoff;
       const int rl = it->rl, nq = it->bc / rl;

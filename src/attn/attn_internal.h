@@ -26,6 +26,12 @@ typedef struct ts__attn_item {
   int32_t rl;
 } ts__attn_item;
 
+/* A DIAG item (TS_ATTN_SEG_DIAG) is marked by rl = 0 and qoff >= 0: its bc "keys" are the offsets
+ * plan->runs[qoff .. qoff+bc) (ascending), row i of the sub-tile meeting key (panel r0 + i0 + i) +
+ * offset t; j0 = its first offset's key for row i0 clamped into [0, n) (for bookkeeping only). The
+ * mask words and skoff are as above with key j read as offset j. */
+static inline bool ts__attn_item_diag(const ts__attn_item *it) { return it->rl == 0 && it->qoff >= 0; }
+
 /* Keys per run of a COMPACT item's 4-key runs. */
 #define TS__ATTN_RUN 4
 
@@ -49,6 +55,7 @@ typedef struct ts__attn_cpanel {
   int64_t cells;
   int64_t ks0;
   int32_t nks;
+  bool qt;                /* some item reads the packed Q^T (every kind but DIAG) */
 } ts__attn_cpanel;
 
 /* Per-thread workspace geometry (floats unless said). ldq = rows of Q^T / O / m / l arrays: the
@@ -121,6 +128,12 @@ ts_status ts__attn_plan_static(ts_attn_plan *pl, const ts_attn_schedule *s);
  *            pv_runs' skip (NULL: every key): the item's skip lists (ts__attn_item.skoff); a kernel
  *            may run a 4-row block over only its listed keys or over all of them (the others have
  *            P = 0 in its rows): the AVX-512 one skips, the AVX2 and scalar ones do not.
+ *   qk_diag, pv_diag: a DIAG item (ts__attn_item_diag) of br rows starting at absolute row row0 and
+ *            nd offsets offs[]: st[t][i] = Q[row0+i] . K[row0+i+offs[t]] and o[i][:] = o[i][:] *
+ *            alpha[i] + sum_t pt[t][i] V[row0+i+offs[t]][:], with Q/K/V the head's whole [n][d]
+ *            arrays in fp32 (q32/k32/v32) or bf16 (q16/k16/v16; the fp32 pointer NULL), fp32
+ *            accumulation. Keys outside [0, n) are read clamped (their cells are masked, P = 0); st
+ *            rows t < round4(nd) and lanes < round4(br) may be written (scratch past nd / br).
  * The bf16 dot path (AVX-512 BF16 only; NULL elsewhere) replaces softmax + pv by:
  *   vpack:         once per column tile: vp [ceil(bc/2)][ldvp] dwords, (V[2p][e], V[2p+1][e]) in the
  *                  (low, high) halves, zero past d (up to ldvp) and past bc.
@@ -149,7 +162,22 @@ typedef struct ts__attn_kern {
                         float *l, float *alpha, uint32_t *pp);
   void (*pv_pairs)(const uint32_t *pp, int64_t lds, const uint32_t *vp, int64_t ldvp, int64_t d, int bc, int br,
                    float *o, int64_t ldo, const float *alpha);
+  void (*qk_diag)(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d, int64_t n,
+                  int64_t row0, const int32_t *offs, int nd, int br, float *st, int64_t lds);
+  void (*pv_diag)(const float *pt, int64_t lds, const float *v32, const uint16_t *v16, int64_t d, int64_t n, int64_t row0,
+                  const int32_t *offs, int nd, int br, float *o, int64_t ldo, const float *alpha);
 } ts__attn_kern;
+
+/* The DIAG kernels: AVX-512 (attn_kern_diag_avx512.c) and scalar (attn_kern_ref.c, also the AVX2
+ * table's). */
+void ts__attn_avx512_qk_diag(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
+                             int64_t n, int64_t row0, const int32_t *offs, int nd, int br, float *st, int64_t lds);
+void ts__attn_avx512_pv_diag(const float *pt, int64_t lds, const float *v32, const uint16_t *v16, int64_t d, int64_t n,
+                             int64_t row0, const int32_t *offs, int nd, int br, float *o, int64_t ldo, const float *alpha);
+void ts__attn_qk_diag_ref(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
+                          int64_t n, int64_t row0, const int32_t *offs, int nd, int br, float *st, int64_t lds);
+void ts__attn_pv_diag_ref(const float *pt, int64_t lds, const float *v32, const uint16_t *v16, int64_t d, int64_t n,
+                          int64_t row0, const int32_t *offs, int nd, int br, float *o, int64_t ldo, const float *alpha);
 
 /* The AVX-512 BF16 functions of that table (attn_kern_bf16_avx512.c). */
 void ts__attn_avx512_qk_bf16(const uint32_t *qtp, const float *qlast, int64_t ldq, const uint16_t *k, int64_t ldk,

@@ -313,4 +313,6 @@ const ts__attn_kern ts__attn_kern_avx512 = {.pack_q = pack_q,
                                             .pv_runs = pv_runs,
                                             .vpack = ts__attn_avx512_vpack,
                                             .softmax_pairs = ts__attn_avx512_softmax_pairs,
-                                            .pv_pairs = ts__attn_avx512_pv_pairs};
+                                            .pv_pairs = ts__attn_avx512_pv_pairs,
+                                            .qk_diag = ts__attn_avx512_qk_diag,
+                                            .pv_diag = ts__attn_avx512_pv_diag};

@@ -1,6 +1,7 @@
 /* Scalar micro-kernels: the portable fallback behind the same plan the SIMD kernels run (selected
  * at the scalar ISA level, e.g. TESSERA_REF=1). Shapes: attn_internal.h (ts__attn_kern). */
 #include <math.h>
+#include <string.h>
 
 #include "attn/attn_internal.h"
 
@@ -82,6 +83,41 @@ static void pv_runs_ref(const float *pt, int64_t lds, const float *v, int64_t ld
   pv_keys(pt, lds, v, ldv, d, runs, rl, nq * rl, br, o, ldo, alpha);
 }
 
+/* Element x of row r of a [.][d] array in fp32 (a32) or bf16 (a16). */
+static inline float elem(const float *a32, const uint16_t *a16, int64_t d, int64_t r, int64_t x) {
+  if (a32) return a32[r * d + x];
+  uint32_t u = (uint32_t)a16[r * d + x] << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+static inline int64_t clamp_key(int64_t j, int64_t n) { return j < 0 ? 0 : j >= n ? n - 1 : j; }
+
+void ts__attn_qk_diag_ref(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
+                          int64_t n, int64_t row0, const int32_t *offs, int nd, int br, float *st, int64_t lds) {
+  for (int t = 0; t < nd; t++)
+    for (int i = 0; i < br; i++) {
+      const int64_t key = clamp_key(row0 + i + offs[t], n);
+      float s = 0.0f;
+      for (int64_t x = 0; x < d; x++) s += elem(q32, q16, d, row0 + i, x) * elem(k32, k16, d, key, x);
+      st[(int64_t)t * lds + i] = s;
+    }
+}
+
+void ts__attn_pv_diag_ref(const float *pt, int64_t lds, const float *v32, const uint16_t *v16, int64_t d, int64_t n,
+                          int64_t row0, const int32_t *offs, int nd, int br, float *o, int64_t ldo, const float *alpha) {
+  for (int i = 0; i < br; i++) {
+    float *orow = o + (int64_t)i * ldo;
+    for (int64_t e = 0; e < d; e++) orow[e] *= alpha[i];
+    for (int t = 0; t < nd; t++) {
+      const float p = pt[(int64_t)t * lds + i];
+      const int64_t key = clamp_key(row0 + i + offs[t], n);
+      for (int64_t e = 0; e < d; e++) orow[e] += p * elem(v32, v16, d, key, e);
+    }
+  }
+}
+
 void ts__attn_pack_q_ref(const float *q, int64_t nr, int64_t d, int64_t ldq, float *qt) {
   for (int64_t i = 0; i < nr; i++)
     for (int64_t k = 0; k < d; k++) qt[k * ldq + i] = q[i * d + k];
@@ -96,4 +132,5 @@ static void finish_ref(const float *o, int64_t ldo, const float *l, int64_t nr, 
 
 const ts__attn_kern ts__attn_kern_ref = {.qk_f32 = qk_ref, .qk_bf16 = NULL, .softmax = softmax_ref, .pv = pv_ref,
                                          .pack_q = ts__attn_pack_q_ref, .finish = finish_ref,
-                                         .qk_runs = qk_runs_ref, .pv_runs = pv_runs_ref};
+                                         .qk_runs = qk_runs_ref, .pv_runs = pv_runs_ref,
+                                         .qk_diag = ts__attn_qk_diag_ref, .pv_diag = ts__attn_pv_diag_ref};

@@ -47,7 +47,8 @@ typedef struct build {
   int64_t nruns, cap_runs;
   uint64_t *skbits;
   int64_t nskbits, cap_skbits;
-  uint64_t *u; /* [W] scratch: the union of a row sub-tile's rows */
+  uint64_t *u;  /* [W] scratch: the union of a row sub-tile's rows */
+  uint64_t *du; /* [ceil((2n - 1) / 64)] scratch: a DIAG sub-tile's offsets, offset o at bit o + n - 1 */
 } build;
 
 static ts_status grow(void **p, int64_t *cap, int64_t need, size_t elem) {
@@ -192,10 +193,73 @@ static ts_status compile_compact(build *b, ts_attn_stats *st, uint64_t *R, int64
   return TS_OK;
 }
 
+/* DIAG segment g (see attn.h): per br-high row sub-tile, the offsets j - i of its rows' unowned
+ * cells in [c0, chi), ascending, cut into as few items of at most bc offsets as possible (spread
+ * evenly); each item takes (copies and clears in R) the cells of its offsets. */
+static ts_status compile_diag(build *b, ts_attn_stats *st, uint64_t *R, int64_t W, int64_t n, const ts_attn_panel *P,
+                              const ts_attn_segment *g) {
+  const int64_t rlo = g->r0 - P->r0, rhi = rlo + g->nr, chi = (int64_t)g->c0 + g->nc, DW = (2 * n - 1 + 63) / 64;
+  for (int64_t i0 = rlo; i0 < rhi; i0 += g->br) {
+    const int64_t i1 = i0 + g->br < rhi ? i0 + g->br : rhi, br = i1 - i0, row0 = P->r0 + i0;
+    memset(b->du, 0, (size_t)DW * sizeof *b->du);
+    for (int64_t i = i0; i < i1; i++) /* offset o = j - (P->r0 + i) at bit o + n - 1 = j + n - 1 - (P->r0 + i) */
+      for (int64_t j = range_find(R + i * W, g->c0, chi, 1); j >= 0; j = j + 1 < chi ? range_find(R + i * W, j + 1, chi, 1) : -1) {
+        const int64_t x = j + n - 1 - (P->r0 + i);
+        b->du[x >> 6] |= (uint64_t)1 << (x & 63);
+      }
+    const int64_t q0 = b->nruns;
+    for (int64_t w = 0; w < DW; w++)
+      for (uint64_t x = b->du[w]; x; x &= x - 1) TS_TRY(push_run(b, w * 64 + __builtin_ctzll(x) - (n - 1)));
+    const int64_t nd = b->nruns - q0;
+    int64_t nit = (nd + g->bc - 1) / g->bc;
+    for (int64_t a = q0; a < b->nruns; nit--) {
+      const int nq = (int)((b->nruns - a + nit - 1) / nit);
+      const int32_t *offs = b->runs + a;
+      const int64_t nv = (br + 15) / 16, words = (int64_t)nq * nv;
+      TS_TRY(grow((void **)&b->items, &b->cap_items, b->nitems + 1, sizeof *b->items));
+      TS_TRY(grow((void **)&b->mbits, &b->cap_mbits, b->nmbits + words, sizeof *b->mbits));
+      uint16_t *mw = b->mbits + b->nmbits;
+      memset(mw, 0, (size_t)words * sizeof *mw);
+      int64_t cnt = 0, pvc = 0;
+      for (int t = 0; t < nq; t++) {
+        uint64_t grp = 0; /* 4-row groups with a cell at this offset (the AVX-512 P V skips the others) */
+        for (int64_t r = 0; r < br; r++) {
+          const int64_t j = row0 + r + offs[t];
+          if (j < g->c0 || j >= chi) continue;
+          uint64_t *wd = R + (i0 + r) * W + (j >> 6), bit = (uint64_t)1 << (j & 63);
+          if (!(*wd & bit)) continue;
+          *wd &= ~bit;
+          mw[t * nv + r / 16] |= (uint16_t)(1u << (r % 16));
+          cnt++;
+          grp |= (uint64_t)1 << (r / 4); /* br <= TS_ATTN_TILE_MAX: at most 64 groups */
+        }
+        const uint64_t full = br / 4 >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << (br / 4)) - 1;
+        pvc += 4 * __builtin_popcountll(grp & full) + br % 4; /* a partial last group runs whole */
+      }
+      const int64_t j0 = row0 + offs[0] < 0 ? 0 : row0 + offs[0] >= n ? n - 1 : row0 + offs[0];
+      b->items[b->nitems++] = (ts__attn_item){.i0 = (int32_t)i0, .br = (int32_t)br, .j0 = (int32_t)j0, .bc = nq,
+                                              .moff = -1, .qoff = a, .skoff = -1, .rl = 0};
+      if (cnt != br * nq) {
+        b->items[b->nitems - 1].moff = b->nmbits;
+        b->nmbits += words;
+        st->tiles_masked++;
+      } else {
+        st->tiles_full++;
+      }
+      st->tiles_diag++;
+      st->cells += br * nq;
+      st->pv_cells += pvc;
+      a += nq;
+    }
+  }
+  return TS_OK;
+}
+
 /* Classifies the sub-tiles of segment g of panel p (R: the panel's unowned allowed cells). */
 static ts_status compile_segment(build *b, ts_attn_stats *st, uint64_t *R, int64_t W, int64_t n, const ts_attn_panel *P,
                                  int64_t p, int64_t k, const ts_attn_segment *g) {
   if (g->kind == TS_ATTN_SEG_COMPACT && n >= TS__ATTN_RUN) return compile_compact(b, st, R, W, n, P, g);
+  if (g->kind == TS_ATTN_SEG_DIAG) return compile_diag(b, st, R, W, n, P, g);
   int64_t rlo = g->r0 - P->r0, rhi = rlo + g->nr, chi = (int64_t)g->c0 + g->nc;
   for (int64_t j0 = g->c0; j0 < chi; j0 += g->bc) {
     int64_t j1 = j0 + g->bc < chi ? j0 + g->bc : chi;
@@ -241,7 +305,8 @@ static ts_status compile_panels(ts_attn_plan *pl, const ts_attn_schedule *s, con
   if (!R) return ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld x %lld mask words", (long long)pl->nr_max, (long long)W);
   build b = {0};
   ts_status st = TS_OK;
-  if (!(b.u = ts_malloc((size_t)W * sizeof *b.u))) st = ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld mask words", (long long)W);
+  if (!(b.u = ts_malloc((size_t)W * sizeof *b.u)) || !(b.du = ts_malloc((size_t)(2 * W) * sizeof *b.du)))
+    st = ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld mask words", (long long)(3 * W));
   for (int64_t p = 0; p < s->npanels && st == TS_OK; p++) {
     const ts_attn_panel *P = &s->panels[p];
     for (int32_t i = 0; i < P->nr; i++) memcpy(R + (int64_t)i * W, mask->bits + (P->r0 + i) * mask->stride, (size_t)W * sizeof *R);
@@ -254,11 +319,14 @@ static ts_status compile_panels(ts_attn_plan *pl, const ts_attn_schedule *s, con
         st = ts_error(TS_ERR_INVALID_ARG, "attn plan: allowed cell (row %lld, col %lld) is not covered by panel %lld's segments",
                       (long long)(P->r0 + i), (long long)j, (long long)p);
     }
+    bool qt = false;
+    for (int64_t x = it0; x < b.nitems; x++) qt |= !ts__attn_item_diag(&b.items[x]);
     pl->panels[p] = (ts__attn_cpanel){.r0 = P->r0, .nr = P->nr, .it0 = it0, .nit = b.nitems - it0,
-                                      .cells = pl->stats.cells - cells0};
+                                      .cells = pl->stats.cells - cells0, .qt = qt};
   }
   ts_free(R);
   ts_free(b.u);
+  ts_free(b.du);
   pl->items = b.items;
   pl->nitems = b.nitems;
   pl->mbits = b.mbits;
@@ -274,6 +342,14 @@ static ts_status compile_panels(ts_attn_plan *pl, const ts_attn_schedule *s, con
 static void panel_keys_mark(const ts_attn_plan *pl, const ts__attn_cpanel *cp, uint64_t *u) {
   for (int64_t x = 0; x < cp->nit; x++) {
     const ts__attn_item *it = &pl->items[cp->it0 + x];
+    if (ts__attn_item_diag(it)) { /* keys row + offset of the item's rows */
+      for (int t = 0; t < it->bc; t++) {
+        int64_t a = (int64_t)cp->r0 + it->i0 + pl->runs[it->qoff + t], b = a + it->br;
+        a = a < 0 ? 0 : a, b = b < pl->n ? b : pl->n;
+        for (int64_t j = a; j < b; j++) u[j >> 6] |= (uint64_t)1 << (j & 63);
+      }
+      continue;
+    }
     const int nq = it->qoff >= 0 ? it->bc / it->rl : 1, len = it->qoff >= 0 ? it->rl : it->bc;
     for (int g = 0; g < nq; g++) {
       const int64_t a = it->qoff >= 0 ? pl->runs[it->qoff + g] : it->j0, b = a + len < pl->n ? a + len : pl->n;

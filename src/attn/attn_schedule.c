@@ -5,7 +5,7 @@
 
 #include "attn/attn_internal.h"
 
-static const char *const kind_names[TS_ATTN_SEG_KIND_COUNT] = {"mixed", "full", "dense", "compact"};
+static const char *const kind_names[TS_ATTN_SEG_KIND_COUNT] = {"mixed", "full", "dense", "compact", "diag"};
 
 const char *ts_attn_seg_kind_name(ts_attn_seg_kind k) {
   return (k >= 0 && k < TS_ATTN_SEG_KIND_COUNT) ? kind_names[k] : "unknown";
@@ -18,7 +18,7 @@ ts_status ts_attn_seg_kind_parse(const char *name, ts_attn_seg_kind *out) {
       *out = (ts_attn_seg_kind)k;
       return TS_OK;
     }
-  return ts_error(TS_ERR_INVALID_ARG, "attn segment kind '%s' is not one of mixed, full, dense, compact", name);
+  return ts_error(TS_ERR_INVALID_ARG, "attn segment kind '%s' is not one of mixed, full, dense, compact, diag", name);
 }
 
 void ts_attn_schedule_free(ts_attn_schedule *s) {

@@ -30,6 +30,9 @@
  * (below it the difference is noise, and the solved schedule keeps its thread assignment). */
 #define GUARD_TILES 3
 #define GUARD_MARGIN 0.03
+/* DIAG passes are timed when their cells, priced TS__ATTN_DIAG_COST each, are below this factor
+ * times the 16-row compact passes' (the price is a one-machine average: near ties get measured) */
+#define GUARD_DIAG_SLACK 1.25
 /* At most this many heads in the guard's executes, and heads x tokens at most GUARD_TOKENS (its
  * time grows with them: 4 heads of 64^2 tokens, 1 of 128^2). */
 #define GUARD_HEADS 8
@@ -114,17 +117,22 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
   const ts_attn_tile *menu = B->menu;
   ts_attn_cost_fn cost = o->cost ? o->cost : ts_attn_cost_default;
   /* candidates: [0] the solved schedule, [1 .. nh] everything in passes of each height, then the
-   * nf fixed tiles the model ranks cheapest */
-  const int nc = 1 + nh + nf;
-  double *pred = malloc((size_t)nmenu * sizeof *pred), meas[1 + 4 + GUARD_TILES], unused;
+   * nf fixed tiles the model ranks cheapest, then (ndg = 1) DIAG passes of 16 rows on the solved
+   * schedule's panels, when their cells at TS__ATTN_DIAG_COST come within GUARD_DIAG_SLACK of the
+   * 16-row compact passes' (sliding windows in the natural order) */
+  int64_t cc = 0, dc = 0;
+  ts_status st = ts__attn_pass_cells(mask, 16, &cc, &dc);
+  if (st != TS_OK) return st;
+  const int ndg = (double)dc * TS__ATTN_DIAG_COST < GUARD_DIAG_SLACK * (double)cc ? 1 : 0, nc = 1 + nh + nf + ndg;
+  double *pred = malloc((size_t)nmenu * sizeof *pred), meas[1 + 4 + GUARD_TILES + 1], unused;
   int *choice = malloc((size_t)(ni ? ni : 1) * sizeof *choice), *height = malloc((size_t)np * sizeof *height);
   int best[GUARD_TILES];
-  ts_attn_schedule cand[1 + 4 + GUARD_TILES];
-  ts_attn_plan *plans[1 + 4 + GUARD_TILES] = {0};
+  ts_attn_schedule cand[1 + 4 + GUARD_TILES + 1];
+  ts_attn_plan *plans[1 + 4 + GUARD_TILES + 1] = {0};
   memset(cand, 0, sizeof cand);
   ts__attn_timer T;
   memset(&T, 0, sizeof T);
-  ts_status st = pred && choice && height ? TS_OK : ts_error(TS_ERR_OOM, "attn guard: cannot allocate %d predictions", nmenu);
+  st = pred && choice && height ? TS_OK : ts_error(TS_ERR_OOM, "attn guard: cannot allocate %d predictions", nmenu);
   for (int t = 0; t < nmenu && st == TS_OK; t++) { /* the model's total of each fixed tile on this mask */
     ts_attn_schedule b;
     st = ts_attn_schedule_blockskip(&b, n, menu[t].br, menu[t].bc);
@@ -148,12 +156,21 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
   for (int h = 0; h < nh && st == TS_OK; h++)
     st = pure_plan(B, pb, h, &T, choice, height, &unused, &unused, &plans[1 + h], &cand[1 + h]);
   for (int g = 0; g < nf && st == TS_OK; g++) st = ts_attn_plan_create(&plans[1 + nh + g], T.ctx, &cand[1 + nh + g], mask, T.d);
+  if (ndg && st == TS_OK) { /* DIAG passes over the solved schedule's panels */
+    ts_attn_schedule *g = &cand[nc - 1];
+    st = ts_attn_schedule_alloc(g, n, s->npanels, s->npanels);
+    for (int64_t p = 0; p < s->npanels && st == TS_OK; p++) {
+      g->panels[p] = (ts_attn_panel){s->panels[p].r0, s->panels[p].nr, p, 1};
+      g->segs[p] = (ts_attn_segment){s->panels[p].r0, s->panels[p].nr, 0, (int32_t)n, 16, o->compact_bc, TS_ATTN_SEG_DIAG};
+    }
+    if (st == TS_OK) st = ts_attn_plan_create(&plans[nc - 1], T.ctx, g, mask, T.d);
+  }
   if (st == TS_OK) st = ts__attn_time_plans(&T, plans, nc, n, CALIB_ROUNDS, meas);
   if (st == TS_OK) {
     int w = 0, wf = 1 + nh;
     for (int c = 1; c < nc; c++)
       if (meas[c] < meas[w]) w = c;
-    for (int c = 1 + nh; c < nc; c++)
+    for (int c = 1 + nh; c < 1 + nh + nf; c++)
       if (meas[c] < meas[wf]) wf = c;
     info->guarded = true;
     info->guard_schedule_s = meas[0];
@@ -163,7 +180,8 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
       *s = cand[w];
       memset(&cand[w], 0, sizeof cand[w]);
       info->guard_fallback_s = meas[w];
-      if (w > nh) info->fallback = menu[best[w - 1 - nh]], info->fallback_kind = TS_ATTN_SEG_MIXED;
+      if (w > nh + nf) info->fallback = (ts_attn_tile){16, o->compact_bc}, info->fallback_kind = TS_ATTN_SEG_DIAG;
+      else if (w > nh) info->fallback = menu[best[w - 1 - nh]], info->fallback_kind = TS_ATTN_SEG_MIXED;
       else info->fallback = (ts_attn_tile){o->heights[w - 1], o->compact_bc}, info->fallback_kind = TS_ATTN_SEG_COMPACT;
     }
   }

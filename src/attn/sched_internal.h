@@ -94,6 +94,19 @@ ts_status ts__sched_cover_solve(const ts__sched_build *B, const ts_attn_sched_pr
  * merged[i] set merged (NULL: none: the residue alone). */
 ts_status ts__sched_cover_price(const ts__sched_build *B, int32_t hh, const unsigned char *merged, double *cost);
 
+/* ---- DIAG passes (attn_order.c) ------------------------------------------------------------- */
+
+/* Price of one computed cell of a DIAG pass in cells of a COMPACT pass. The DIAG kernels reduce 16
+ * dot products at a time across the SIMD lanes (30 shuffles and 15 adds per 64 FMAs at d = 64)
+ * where the COMPACT ones broadcast keys over query lanes: one head, one thread, window2d k = 7 on
+ * 64 x 64 (L2-resident), 16-row DIAG passes took 0.645 ms for 1.21 cells per allowed cell and the
+ * Morton-order COMPACT plan 0.674 ms for 1.89 (bench_attn_ab, 2026-12-03): 1.49 per cell. */
+#define TS__ATTN_DIAG_COST 1.5
+
+/* Cells of h-row COMPACT passes (ts__attn_compact_keys per sub-tile) and of h-row DIAG passes (the
+ * distinct offsets per sub-tile) over the whole mask. */
+ts_status ts__attn_pass_cells(const ts_bitmap *mask, int32_t h, int64_t *compact, int64_t *diag);
+
 /* ---- compact pricing (sched_compact.c) ---------------------------------------------------- */
 
 /* Keys a COMPACT row sub-tile computes for the set bits of the bit row u over [c0, c1) (zero

@@ -315,7 +315,7 @@ void attn_cli_info_json(cJSON *j, const ts_attn_sched_info *g, const ts_attn_sch
     cJSON_AddNumberToObject(j, "guard_ms", x->guard_ms);
     if (x->fallback.br > 0) { /* "fixed 16x16" (block skip) or "compact 16x64" (every panel one pass) */
       char tb[48];
-      snprintf(tb, sizeof tb, "%s %dx%d", x->fallback_kind == TS_ATTN_SEG_COMPACT ? "compact" : "fixed", x->fallback.br,
+      snprintf(tb, sizeof tb, "%s %dx%d", x->fallback_kind == TS_ATTN_SEG_MIXED ? "fixed" : ts_attn_seg_kind_name((ts_attn_seg_kind)x->fallback_kind), x->fallback.br,
                x->fallback.bc);
       cJSON_AddStringToObject(j, "fallback", tb);
       cJSON_AddNumberToObject(j, "guard_fallback_ms", x->guard_fallback_s * 1e3);

@@ -1,0 +1,205 @@
+/* AVX-512 kernels of DIAGONAL items (attn.h, TS_ATTN_SEG_DIAG): rows i of a sub-tile against keys
+ * i + offs[t], the cells along nd diagonals of the mask. On a sliding window in raster order every
+ * query sees its keys at the same offsets (window2d k = 7 on a 64-wide grid: 7 runs of 7 offsets
+ * dy*64 + dx), so a sub-tile computes almost only allowed cells, where a rectangle of keys for a row
+ * block computes the block's whole key union (a 4 x 4 token patch reaches 10 x 10 keys, 2.04 cells
+ * per allowed cell).
+ *
+ * The keys differ from row to row, so the rows cannot share K in SIMD lanes the way the tile kernels
+ * broadcast one key over 16 query lanes. Here the head dimension is in the lanes:
+ *   Q K^T: 4 rows x 4 offsets = 16 dot products accumulated in 16 zmm over d, Q and K rows read in
+ *          place ([n][d]); a transposing reduction (16 vectors -> one vector of 16 sums: 30 shuffles
+ *          and 15 adds) leaves offset t's 4 rows in 128-bit lane t, stored into S^T[t][i..i+3] (the
+ *          layout the shared softmax kernel reads, rows in its lanes).
+ *   P V:   O[i][:] += P[t][i] V[i + offs[t]][:] for 4 rows x 64 columns in 16 zmm, P broadcast; a
+ *          (4 rows, offset) block whose P is all 0 (masked: the window's edge) is skipped.
+ * bf16 inputs are widened on load (a shift), fp32 accumulation. Contracts: attn_internal.h. */
+#include "attn/attn_avx512_inl.h"
+
+/* 16 fp32 from a [.][d] array of fp32 (bf == false) or bf16 (bf == true) at element idx, lanes m. */
+static inline __attribute__((always_inline)) __m512 ld16(const void *base, bool bf, int64_t idx, __mmask16 m) {
+  if (bf) {
+    const __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)base + idx);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  return _mm512_maskz_loadu_ps(m, (const float *)base + idx);
+}
+
+/* One vector of the 16 sums: lane 4c + j = sum of the lanes of v[4j + c]. */
+static inline __attribute__((always_inline)) __m512 reduce16(const __m512 v[16]) {
+  __m512 s1[8], s2[4], s3[2];
+  UNROLL for (int p = 0; p < 8; p++) /* 256-bit halves: [v2p: 0+2, 1+3 | v2p+1: 0+2, 1+3] */
+    s1[p] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x44),
+                          _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0xEE));
+  UNROLL for (int p = 0; p < 4; p++) /* 128-bit lane c = v[4p + c]'s 4 partial sums */
+    s2[p] = _mm512_add_ps(_mm512_shuffle_f32x4(s1[2 * p], s1[2 * p + 1], 0x88),
+                          _mm512_shuffle_f32x4(s1[2 * p], s1[2 * p + 1], 0xDD));
+  UNROLL for (int p = 0; p < 2; p++) /* lane c: [v[8p+c], v[8p+4+c], v[8p+c], v[8p+4+c]] partials */
+    s3[p] = _mm512_add_ps(_mm512_unpacklo_ps(s2[2 * p], s2[2 * p + 1]), _mm512_unpackhi_ps(s2[2 * p], s2[2 * p + 1]));
+  return _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], 0x44), _mm512_shuffle_ps(s3[0], s3[1], 0xEE));
+}
+
+static inline int64_t clampi(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+/* 4 rows x 4 offsets: qr[r] Q rows, kr[4r + t] K rows (all inside [0, n)); S^T[t][i0 + r] for t < T. */
+static inline __attribute__((always_inline)) void qk_block(const void *q, const void *k, bool bf, int64_t d,
+                                                           const int64_t qr[4], const int64_t kr[16], int T, float *st,
+                                                           int64_t lds) {
+  __m512 acc[16];
+  UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < d; c += 16) {
+    const __mmask16 m = lanes(d - c);
+    __m512 qv[4];
+    UNROLL for (int r = 0; r < 4; r++) qv[r] = ld16(q, bf, qr[r] * d + c, m);
+    UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_fmadd_ps(qv[x / 4], ld16(k, bf, kr[x] * d + c, m), acc[x]);
+  }
+  const __m512 s = reduce16(acc);
+  _mm_storeu_ps(st, _mm512_castps512_ps128(s));
+  if (T > 1) _mm_storeu_ps(st + lds, _mm512_extractf32x4_ps(s, 1));
+  if (T > 2) _mm_storeu_ps(st + 2 * lds, _mm512_extractf32x4_ps(s, 2));
+  if (T > 3) _mm_storeu_ps(st + 3 * lds, _mm512_extractf32x4_ps(s, 3));
+}
+
+/* 4 consecutive rows x 4 consecutive offsets (a chunk of a run of consecutive offsets), every key
+ * inside [0, n): row r of offset u meets key k0 + r + u, so the 16 dot products read 7 K rows (the
+ * diagonal shares them), from one base with constant displacements when d is a constant. Stores
+ * offsets u < T only (the run may end inside the chunk). */
+static inline __attribute__((always_inline)) void qk_block_run(const void *q, const void *k, bool bf, int64_t d,
+                                                               int64_t qrow, int64_t k0, int T, float *st, int64_t lds) {
+  const int64_t es = bf ? 2 : 4;
+  const char *qp = (const char *)q + qrow * d * es, *kp = (const char *)k + k0 * d * es;
+  __m512 acc[16];
+  UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_setzero_ps();
+  _Pragma("GCC unroll 4") for (int64_t c = 0; c < d; c += 16) {
+    const __mmask16 m = lanes(d - c);
+    __m512 qv[4], kv[7];
+    UNROLL for (int r = 0; r < 4; r++) qv[r] = ld16(qp + (r * d + c) * es, bf, 0, m);
+    UNROLL for (int x = 0; x < 7; x++) kv[x] = ld16(kp + (x * d + c) * es, bf, 0, m);
+    UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_fmadd_ps(qv[x / 4], kv[x / 4 + x % 4], acc[x]);
+  }
+  const __m512 s = reduce16(acc); /* 128-bit lane u: offset u's 4 rows */
+  _mm_storeu_ps(st, _mm512_castps512_ps128(s));
+  if (T > 1) _mm_storeu_ps(st + lds, _mm512_extractf32x4_ps(s, 1));
+  if (T > 2) _mm_storeu_ps(st + 2 * lds, _mm512_extractf32x4_ps(s, 2));
+  if (T > 3) _mm_storeu_ps(st + 3 * lds, _mm512_extractf32x4_ps(s, 3));
+}
+
+/* Offsets in runs of consecutive values (a window's dx), each cut into chunks of 4; for a chunk all
+ * row blocks of the sub-tile in turn, so its K rows (16 + 6) stay in L1 from block to block. */
+static inline __attribute__((always_inline)) void qk_diag_impl(const void *q, const void *k, bool bf, int64_t d,
+                                                               int64_t n, int64_t row0, const int32_t *offs, int nd,
+                                                               int br, float *st, int64_t lds) {
+  for (int ta = 0, tb; ta < nd; ta = tb) {
+    for (tb = ta + 1; tb < nd && offs[tb] == offs[tb - 1] + 1;) tb++;
+    for (int t0 = ta; t0 < tb; t0 += 4) {
+      const int T = tb - t0 < 4 ? tb - t0 : 4;
+      for (int i = 0; i < br; i += 4) {
+        const int64_t qrow = row0 + i, k0 = qrow + offs[t0];
+        float *s = st + (int64_t)t0 * lds + i;
+        if (i + 4 <= br && k0 >= 0 && k0 + 6 < n) {
+          qk_block_run(q, k, bf, d, qrow, k0, T, s, lds);
+          continue;
+        }
+        int64_t qr[4], kr[16]; /* rows past br: scratch lanes; keys outside [0, n): masked cells, read clamped */
+        UNROLL for (int r = 0; r < 4; r++) qr[r] = row0 + (i + r < br ? i + r : br - 1);
+        UNROLL for (int x = 0; x < 16; x++) kr[x] = clampi(qr[x / 4] + offs[t0 + (x % 4 < T ? x % 4 : T - 1)], 0, n - 1);
+        qk_block(q, k, bf, d, qr, kr, T, s, lds);
+      }
+    }
+  }
+}
+
+void ts__attn_avx512_qk_diag(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
+                             int64_t n, int64_t row0, const int32_t *offs, int nd, int br, float *st, int64_t lds) {
+  if (q32 && d == 64) qk_diag_impl(q32, k32, false, 64, n, row0, offs, nd, br, st, lds); /* constant displacements */
+  else if (q32) qk_diag_impl(q32, k32, false, d, n, row0, offs, nd, br, st, lds);
+  else if (d == 64) qk_diag_impl(q16, k16, true, 64, n, row0, offs, nd, br, st, lds);
+  else qk_diag_impl(q16, k16, true, d, n, row0, offs, nd, br, st, lds);
+}
+
+/* RR rows (1..4) x the columns [e0, e0 + 64) of the head dimension (lane masks cm[4]). */
+static inline __attribute__((always_inline)) void pv_block(const float *pt, int64_t lds, const void *v, bool bf,
+                                                           int64_t d, int64_t n, int64_t row0, const int32_t *offs,
+                                                           int nd, int RR, int64_t e0, const __mmask16 cm[4], float *o,
+                                                           int64_t ldo, const float *alpha) {
+  __m512 acc[4][4];
+  UNROLL for (int r = 0; r < 4; r++) {
+    if (r >= RR) break;
+    const __m512 a = _mm512_set1_ps(alpha[r]);
+    UNROLL for (int c = 0; c < 4; c++) acc[r][c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(cm[c], o + r * ldo + e0 + 16 * c), a);
+  }
+  const int64_t es = bf ? 2 : 4;
+  for (int ta = 0, tb; ta < nd; ta = tb) { /* runs of consecutive offsets */
+    for (tb = ta + 1; tb < nd && offs[tb] == offs[tb - 1] + 1;) tb++;
+    const int L = tb - ta;
+    const int64_t v0 = row0 + offs[ta];
+    if (RR == 4 && L >= 3 && v0 >= 0 && v0 + L + 3 <= n) {
+      /* V row v0 + s serves row r at offset ta + s - r: loaded once for the (up to 4) rows it serves;
+       * rows 0..s for s < 3 (head), all 4 for 3 <= s < L, rows s - L + 1..3 for the last 3 */
+      const char *vp = (const char *)v + (v0 * d + e0) * es;
+      const float *p = pt + (int64_t)ta * lds;
+#define PV_ROW(S, R)                                                                                                   \
+  {                                                                                                                   \
+    const __m512 pb = _mm512_set1_ps(p[(int64_t)((S) - (R)) * lds + (R)]);                                            \
+    UNROLL for (int c = 0; c < 4; c++) acc[R][c] = _mm512_fmadd_ps(pb, vv[c], acc[R][c]);                            \
+  }
+      __m512 vv[4];
+      UNROLL for (int s2 = 0; s2 < 3; s2++) {
+        UNROLL for (int c = 0; c < 4; c++) vv[c] = ld16(vp + (s2 * d + 16 * c) * es, bf, 0, cm[c]);
+        UNROLL for (int r = 0; r <= s2; r++) PV_ROW(s2, r)
+      }
+      for (int s2 = 3; s2 < L; s2++) {
+        UNROLL for (int c = 0; c < 4; c++) vv[c] = ld16(vp + (s2 * d + 16 * c) * es, bf, 0, cm[c]);
+        UNROLL for (int r = 0; r < 4; r++) PV_ROW(s2, r)
+      }
+      UNROLL for (int j = 0; j < 3; j++) {
+        UNROLL for (int c = 0; c < 4; c++) vv[c] = ld16(vp + ((L + j) * d + 16 * c) * es, bf, 0, cm[c]);
+        UNROLL for (int r = j + 1; r < 4; r++) PV_ROW(L + j, r)
+      }
+#undef PV_ROW
+      continue;
+    }
+    for (int t = ta; t < tb; t++) {
+      const float *p = pt + (int64_t)t * lds;
+      if (RR == 4 && _mm_movemask_ps(_mm_cmpneq_ps(_mm_loadu_ps(p), _mm_setzero_ps())) == 0) continue; /* all 0 */
+      UNROLL for (int r = 0; r < 4; r++) {
+        if (r >= RR) break;
+        const __m512 pb = _mm512_set1_ps(p[r]);
+        const int64_t key = clampi(row0 + r + offs[t], 0, n - 1) * d + e0; /* outside [0, n): P = 0 */
+        UNROLL for (int c = 0; c < 4; c++) acc[r][c] = _mm512_fmadd_ps(pb, ld16(v, bf, key + 16 * c, cm[c]), acc[r][c]);
+      }
+    }
+  }
+  UNROLL for (int r = 0; r < 4; r++) {
+    if (r >= RR) break;
+    UNROLL for (int c = 0; c < 4; c++) _mm512_mask_storeu_ps(o + r * ldo + e0 + 16 * c, cm[c], acc[r][c]);
+  }
+}
+
+static inline __attribute__((always_inline)) void pv_diag_impl(const float *pt, int64_t lds, const void *v, bool bf,
+                                                               int64_t d, int64_t n, int64_t row0, const int32_t *offs,
+                                                               int nd, int br, float *o, int64_t ldo,
+                                                               const float *alpha) {
+  for (int64_t e0 = 0; e0 < d; e0 += 64) {
+    __mmask16 cm[4];
+    for (int c = 0; c < 4; c++) cm[c] = e0 + 16 * c < d ? lanes(d - e0 - 16 * c) : 0;
+    int i = 0;
+    for (; i + 4 <= br; i += 4)
+      pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, nd, 4, e0, cm, o + (int64_t)i * ldo, ldo, alpha + i);
+    switch (br - i) {
+      case 3: pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, nd, 3, e0, cm, o + (int64_t)i * ldo, ldo, alpha + i); break;
+      case 2: pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, nd, 2, e0, cm, o + (int64_t)i * ldo, ldo, alpha + i); break;
+      case 1: pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, nd, 1, e0, cm, o + (int64_t)i * ldo, ldo, alpha + i); break;
+      default: break;
+    }
+  }
+}
+
+void ts__attn_avx512_pv_diag(const float *pt, int64_t lds, const float *v32, const uint16_t *v16, int64_t d, int64_t n,
+                             int64_t row0, const int32_t *offs, int nd, int br, float *o, int64_t ldo,
+                             const float *alpha) {
+  if (v32 && d == 64) pv_diag_impl(pt, lds, v32, false, 64, n, row0, offs, nd, br, o, ldo, alpha);
+  else if (v32) pv_diag_impl(pt, lds, v32, false, d, n, row0, offs, nd, br, o, ldo, alpha);
+  else if (d == 64) pv_diag_impl(pt, lds, v16, true, 64, n, row0, offs, nd, br, o, ldo, alpha);
+  else pv_diag_impl(pt, lds, v16, true, d, n, row0, offs, nd, br, o, ldo, alpha);
+}
