@@ -664,6 +664,8 @@ static void test_validation(void) {
   CHECK(k == TS_ATTN_SEG_DENSE && strcmp(ts_attn_seg_kind_name(TS_ATTN_SEG_FULL), "full") == 0, "kind names");
   CHECK_OK(ts_attn_seg_kind_parse("compact", &k));
   CHECK(k == TS_ATTN_SEG_COMPACT && strcmp(ts_attn_seg_kind_name(TS_ATTN_SEG_COMPACT), "compact") == 0, "compact kind name");
+  CHECK_OK(ts_attn_seg_kind_parse("diag", &k));
+  CHECK(k == TS_ATTN_SEG_DIAG && strcmp(ts_attn_seg_kind_name(TS_ATTN_SEG_DIAG), "diag") == 0, "diag kind name");
   mk_free(&m);
   mk_free(&wrong);
 }

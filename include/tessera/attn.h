@@ -42,9 +42,9 @@
  *             grid: dy g + dx, |dx|, |dy| <= k/2), so a 16-row sub-tile computes its 16 x k^2 allowed
  *             cells and only the window's edges are masked, where a rectangle of keys over a 4 x 4
  *             token patch computes (k+3)^2 keys per row (k = 7: 2.04 cells per allowed cell). The
- *             kernels hold the head dimension in the SIMD lanes (the rows meet different keys) and
- *             reduce 16 dot products at a time; sub-tiles of up to 16 rows (longer ones cost
- *             lanes nothing but list more offsets).
+ *             kernels hold the head dimension in the SIMD lanes (the rows meet different keys),
+ *             reduce 16 dot products at a time and read Q, K and V in place (src/attn/
+ *             attn_kern_diag_avx512.c); a computed cell costs about 1.5 of a COMPACT item's.
  *    Ownership: segments of a panel may overlap; an allowed cell belongs to the FIRST segment (in
  *    panel order) that covers it, and later segments mask it out. So a scheduler may list its dense
  *    blocks and then one residue segment over the whole panel: the residue runs only the sub-tiles
