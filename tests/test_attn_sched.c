@@ -483,6 +483,69 @@ static void test_scheduled_window2d(void) {
   ts_context_destroy(ctx);
 }
 
+/* The guard times 16-row DIAG passes where their cells make them a candidate -- a small window in
+ * the natural order -- and not on the Hilbert-ordered one, whose rows meet their keys at scattered
+ * offsets; whatever it keeps runs correctly. */
+static void test_guard_diag(void) {
+  ts_context *ctx;
+  CHECK_OK(ts_context_create(&ctx, 2));
+  for (int order = 0; order < 2; order++) {
+    ts_csr m = {0}, pm = {0};
+    ts_pattern_info info;
+    CHECK_OK(ts_pattern_generate("window2d:h=24,w=24,k=5", &m, &info));
+    const int64_t n = m.rows;
+    int32_t *perm = ts_malloc((size_t)n * sizeof *perm);
+    ts_reorder_opts ro;
+    ts_reorder_opts_default(&ro);
+    ro.method = order ? TS_REORDER_HILBERT : TS_REORDER_NONE;
+    ro.grid_h = info.grid_h, ro.grid_w = info.grid_w, ro.grid_pos = info.base_index;
+    CHECK_OK(ts_reorder(&m, &ro, perm, NULL, NULL));
+    CHECK_OK(ts_csr_permute(&m, perm, perm, &pm));
+    ts_bitmap bo = {0}, bp = {0};
+    CHECK_OK(ts_csr_to_bitmap(&m, &bo));
+    CHECK_OK(ts_csr_to_bitmap(&pm, &bp));
+    ts_blocks_opts bopt;
+    ts_blocks_opts_default(&bopt);
+    ts_blocks blk;
+    CHECK_OK(ts_blocks_extract(&pm, &bopt, &blk));
+    qkv x = qkv_make(1, 2, n, 32, 41 + (uint64_t)order);
+    CHECK_OK(ts_attn_reference(&bo, x.Q, x.K, x.V, x.R, x.b, x.h, n, x.d));
+    int d = 32;
+    ts_attn_sched_opts o;
+    ts_attn_sched_opts_default(&o);
+    o.calibrate_d = 32;
+    o.threads = 2;
+    o.time_limit = 0.5;
+    o.cost_user = &d;
+    ts_attn_schedule s;
+    ts_attn_sched_info si;
+    CHECK_OK(ts_attn_schedule_solve(&blk, &bp, &o, &s, &si));
+    CHECK(si.guarded && (order ? si.guard_diag_s == 0 : si.guard_diag_s > 0), "%s order: guard_diag_s %g",
+          order ? "hilbert" : "natural", si.guard_diag_s);
+    for (int64_t g = 0; si.fallback_kind == TS_ATTN_SEG_DIAG && g < s.nsegs; g++)
+      CHECK(s.segs[g].kind == TS_ATTN_SEG_DIAG && s.segs[g].br == 16, "the DIAG fallback is the schedule");
+    ts_attn_plan *pl = NULL;
+    CHECK_OK(ts_attn_plan_create(&pl, ctx, &s, &bp, x.d));
+    if (pl) {
+      CHECK_OK(ts_attn_execute_original(ctx, pl, perm, x.Q, x.K, x.V, x.O, x.b, x.h, n, x.d));
+      CHECK(rel_err(&x) <= TOL, "%s order (fallback %s): error %g", order ? "hilbert" : "natural",
+            si.fallback.br ? ts_attn_seg_kind_name((ts_attn_seg_kind)si.fallback_kind) : "none", rel_err(&x));
+    }
+    printf("guard on window2d 24x24 k=5, %s order: schedule %.3g ms, diag passes %.3g ms, kept %s\n",
+           order ? "hilbert" : "natural", si.guard_schedule_s * 1e3, si.guard_diag_s * 1e3,
+           si.fallback.br ? ts_attn_seg_kind_name((ts_attn_seg_kind)si.fallback_kind) : "the schedule");
+    ts_attn_plan_destroy(pl);
+    ts_attn_schedule_free(&s);
+    qkv_free(&x);
+    ts_blocks_free(&blk);
+    ts_bitmap_free(&bo), ts_bitmap_free(&bp);
+    ts_free(perm);
+    ts_pattern_info_free(&info);
+    ts_csr_free(&m), ts_csr_free(&pm);
+  }
+  ts_context_destroy(ctx);
+}
+
 /* ---- token order ------------------------------------------------------------------------------- */
 
 /* An order's auto score: its 16-row compact-pass cells, or its 16-row DIAG-pass cells at 1.5 each
@@ -703,6 +766,7 @@ static void test_cache(void) {
 }
 
 int main(void) {
+  test_guard_diag();
   test_attn_order();
   test_brute_force();
   test_compact_brute();

@@ -153,6 +153,7 @@ typedef struct ts_attn_sched_info {
   bool guarded;                /* the guard ran */
   double guard_schedule_s, guard_fixed_s; /* its measurements: the solved schedule, the fastest fixed tile */
   double guard_fallback_s;     /* the measurement of what replaced it (fallback), else 0 */
+  double guard_diag_s;         /* its measurement of the 16-row DIAG passes, 0 when their cells ruled them out */
   ts_attn_tile fallback;       /* what replaced the solved schedule ({0, 0}: nothing): a fixed tile
                                   (fallback_kind MIXED: block skip) or a pass (COMPACT or DIAG: every panel
                                   one pass of fallback.br rows, items of fallback.bc keys or offsets); the makespan and

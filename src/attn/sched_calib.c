@@ -175,6 +175,7 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
     info->guarded = true;
     info->guard_schedule_s = meas[0];
     info->guard_fixed_s = nf > 0 ? meas[wf] : 1e300;
+    info->guard_diag_s = ndg ? meas[nc - 1] : 0.0;
     if (w > 0 && meas[w] < (1 - GUARD_MARGIN) * meas[0]) { /* an alternative wins: it replaces the schedule */
       ts_attn_schedule_free(s);
       *s = cand[w];

@@ -312,6 +312,8 @@ void attn_cli_info_json(cJSON *j, const ts_attn_sched_info *g, const ts_attn_sch
   if (x->guarded) {
     cJSON_AddNumberToObject(j, "guard_schedule_ms", x->guard_schedule_s * 1e3);
     cJSON_AddNumberToObject(j, "guard_fixed_ms", x->guard_fixed_s * 1e3);
+    if (x->guard_diag_s > 0) cJSON_AddNumberToObject(j, "guard_diag_ms", x->guard_diag_s * 1e3);
+    else cJSON_AddNullToObject(j, "guard_diag_ms");
     cJSON_AddNumberToObject(j, "guard_ms", x->guard_ms);
     if (x->fallback.br > 0) { /* "fixed 16x16" (block skip) or "compact 16x64" (every panel one pass) */
       char tb[48];
