@@ -247,7 +247,8 @@ typedef struct ts_attn_stats {
   int64_t tiles_masked;  /* sub-tiles run with the mask */
   int64_t tiles_skipped; /* sub-tiles of MIXED segments skipped (nothing owned) */
   int64_t tiles_keyed;   /* COMPACT sub-tiles (items) that list their keys one by one (part of full + masked) */
-  int64_t tiles_diag;    /* DIAG items (part of full + masked) */
+  int64_t tiles_diag;    /* DIAG items (part of full + masked); their cells count rows x offsets, of which the
+                            AVX-512 kernels skip the 4 x 4 (Q K^T) and 4-row (P V) blocks with no allowed cell */
   int64_t pv_cells;      /* cells P V multiplies on AVX-512: cells, less the (4 rows x key) blocks of COMPACT
                             items whose P is all 0 (skipped; the AVX2 and scalar kernels run them) */
   int64_t panels, segments;

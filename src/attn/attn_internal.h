@@ -133,7 +133,9 @@ ts_status ts__attn_plan_static(ts_attn_plan *pl, const ts_attn_schedule *s);
  *            alpha[i] + sum_t pt[t][i] V[row0+i+offs[t]][:], with Q/K/V the head's whole [n][d]
  *            arrays in fp32 (q32/k32/v32) or bf16 (q16/k16/v16; the fp32 pointer NULL), fp32
  *            accumulation. Keys outside [0, n) are read clamped (their cells are masked, P = 0); st
- *            rows t < round4(nd) and lanes < round4(br) may be written (scratch past nd / br).
+ *            lanes < round4(br) may be written (scratch past br). mask: the item's words
+ *            (ts__attn_item, NULL: unmasked); qk_diag may leave st stale for (4 rows, offset) blocks
+ *            with no allowed cell (the softmax masks them) and pv_diag may skip them.
  * The bf16 dot path (AVX-512 BF16 only; NULL elsewhere) replaces softmax + pv by:
  *   vpack:         once per column tile: vp [ceil(bc/2)][ldvp] dwords, (V[2p][e], V[2p+1][e]) in the
  *                  (low, high) halves, zero past d (up to ldvp) and past bc.
@@ -163,21 +165,25 @@ typedef struct ts__attn_kern {
   void (*pv_pairs)(const uint32_t *pp, int64_t lds, const uint32_t *vp, int64_t ldvp, int64_t d, int bc, int br,
                    float *o, int64_t ldo, const float *alpha);
   void (*qk_diag)(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d, int64_t n,
-                  int64_t row0, const int32_t *offs, int nd, int br, float *st, int64_t lds);
+                  int64_t row0, const int32_t *offs, int nd, int br, const uint16_t *mask, float *st, int64_t lds);
   void (*pv_diag)(const float *pt, int64_t lds, const float *v32, const uint16_t *v16, int64_t d, int64_t n, int64_t row0,
-                  const int32_t *offs, int nd, int br, float *o, int64_t ldo, const float *alpha);
+                  const int32_t *offs, int nd, int br, const uint16_t *mask, float *o, int64_t ldo, const float *alpha);
 } ts__attn_kern;
 
 /* The DIAG kernels: AVX-512 (attn_kern_diag_avx512.c) and scalar (attn_kern_ref.c, also the AVX2
  * table's). */
 void ts__attn_avx512_qk_diag(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
-                             int64_t n, int64_t row0, const int32_t *offs, int nd, int br, float *st, int64_t lds);
+                             int64_t n, int64_t row0, const int32_t *offs, int nd, int br,
+                             const uint16_t *mask, float *st, int64_t lds);
 void ts__attn_avx512_pv_diag(const float *pt, int64_t lds, const float *v32, const uint16_t *v16, int64_t d, int64_t n,
-                             int64_t row0, const int32_t *offs, int nd, int br, float *o, int64_t ldo, const float *alpha);
+                             int64_t row0, const int32_t *offs, int nd, int br,
+                             const uint16_t *mask, float *o, int64_t ldo, const float *alpha);
 void ts__attn_qk_diag_ref(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
-                          int64_t n, int64_t row0, const int32_t *offs, int nd, int br, float *st, int64_t lds);
+                          int64_t n, int64_t row0, const int32_t *offs, int nd, int br,
+                          const uint16_t *mask, float *st, int64_t lds);
 void ts__attn_pv_diag_ref(const float *pt, int64_t lds, const float *v32, const uint16_t *v16, int64_t d, int64_t n,
-                          int64_t row0, const int32_t *offs, int nd, int br, float *o, int64_t ldo, const float *alpha);
+                          int64_t row0, const int32_t *offs, int nd, int br,
+                          const uint16_t *mask, float *o, int64_t ldo, const float *alpha);
 
 /* The AVX-512 BF16 functions of that table (attn_kern_bf16_avx512.c). */
 void ts__attn_avx512_qk_bf16(const uint32_t *qtp, const float *qlast, int64_t ldq, const uint16_t *k, int64_t ldk,

@@ -41,6 +41,15 @@ static inline __attribute__((always_inline)) __m512 reduce16(const __m512 v[16])
 
 static inline int64_t clampi(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
+/* Whether rows i .. i+3 (i a multiple of 4) hold an allowed cell at any offset of [t0, t1): the
+ * item's mask words [nd][nv] (NULL: unmasked, always). */
+static inline bool block_any(const uint16_t *mask, int nv, int i, int t0, int t1) {
+  if (!mask) return true;
+  unsigned x = 0;
+  for (int t = t0; t < t1; t++) x |= mask[t * nv + i / 16];
+  return (x >> (i % 16)) & 0xF;
+}
+
 /* 4 rows x 4 offsets: qr[r] Q rows, kr[4r + t] K rows (all inside [0, n)); S^T[t][i0 + r] for t < T. */
 static inline __attribute__((always_inline)) void qk_block(const void *q, const void *k, bool bf, int64_t d,
                                                            const int64_t qr[4], const int64_t kr[16], int T, float *st,
@@ -88,7 +97,8 @@ static inline __attribute__((always_inline)) void qk_block_run(const void *q, co
  * row blocks of the sub-tile in turn, so its K rows (16 + 6) stay in L1 from block to block. */
 static inline __attribute__((always_inline)) void qk_diag_impl(const void *q, const void *k, bool bf, int64_t d,
                                                                int64_t n, int64_t row0, const int32_t *offs, int nd,
-                                                               int br, float *st, int64_t lds) {
+                                                               int br, const uint16_t *mask, float *st, int64_t lds) {
+  const int nv = (br + 15) / 16;
   for (int ta = 0, tb; ta < nd; ta = tb) {
     for (tb = ta + 1; tb < nd && offs[tb] == offs[tb - 1] + 1;) tb++;
     for (int t0 = ta; t0 < tb; t0 += 4) {
@@ -96,6 +106,7 @@ static inline __attribute__((always_inline)) void qk_diag_impl(const void *q, co
       for (int i = 0; i < br; i += 4) {
         const int64_t qrow = row0 + i, k0 = qrow + offs[t0];
         float *s = st + (int64_t)t0 * lds + i;
+        if (!block_any(mask, nv, i, t0, t0 + T)) continue; /* nothing allowed: the softmax masks it all */
         if (i + 4 <= br && k0 >= 0 && k0 + 6 < n) {
           qk_block_run(q, k, bf, d, qrow, k0, T, s, lds);
           continue;
@@ -110,17 +121,19 @@ static inline __attribute__((always_inline)) void qk_diag_impl(const void *q, co
 }
 
 void ts__attn_avx512_qk_diag(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
-                             int64_t n, int64_t row0, const int32_t *offs, int nd, int br, float *st, int64_t lds) {
-  if (q32 && d == 64) qk_diag_impl(q32, k32, false, 64, n, row0, offs, nd, br, st, lds); /* constant displacements */
-  else if (q32) qk_diag_impl(q32, k32, false, d, n, row0, offs, nd, br, st, lds);
-  else if (d == 64) qk_diag_impl(q16, k16, true, 64, n, row0, offs, nd, br, st, lds);
-  else qk_diag_impl(q16, k16, true, d, n, row0, offs, nd, br, st, lds);
+                             int64_t n, int64_t row0, const int32_t *offs, int nd, int br,
+                             const uint16_t *mask, float *st, int64_t lds) {
+  if (q32 && d == 64) qk_diag_impl(q32, k32, false, 64, n, row0, offs, nd, br, mask, st, lds); /* constant displacements */
+  else if (q32) qk_diag_impl(q32, k32, false, d, n, row0, offs, nd, br, mask, st, lds);
+  else if (d == 64) qk_diag_impl(q16, k16, true, 64, n, row0, offs, nd, br, mask, st, lds);
+  else qk_diag_impl(q16, k16, true, d, n, row0, offs, nd, br, mask, st, lds);
 }
 
 /* RR rows (1..4) x the columns [e0, e0 + 64) of the head dimension (lane masks cm[4]). */
 static inline __attribute__((always_inline)) void pv_block(const float *pt, int64_t lds, const void *v, bool bf,
                                                            int64_t d, int64_t n, int64_t row0, const int32_t *offs,
-                                                           int nd, int RR, int64_t e0, const __mmask16 cm[4], float *o,
+                                                           int nd, int RR, const uint16_t *mask, int nv, int i0,
+                                                           int64_t e0, const __mmask16 cm[4], float *o,
                                                            int64_t ldo, const float *alpha) {
   __m512 acc[4][4];
   UNROLL for (int r = 0; r < 4; r++) {
@@ -133,6 +146,7 @@ static inline __attribute__((always_inline)) void pv_block(const float *pt, int6
     for (tb = ta + 1; tb < nd && offs[tb] == offs[tb - 1] + 1;) tb++;
     const int L = tb - ta;
     const int64_t v0 = row0 + offs[ta];
+    if (RR == 4 && !block_any(mask, nv, i0, ta, tb)) continue; /* the 4 rows have no cell in this run */
     if (RR == 4 && L >= 3 && v0 >= 0 && v0 + L + 3 <= n) {
       /* V row v0 + s serves row r at offset ta + s - r: loaded once for the (up to 4) rows it serves;
        * rows 0..s for s < 3 (head), all 4 for 3 <= s < L, rows s - L + 1..3 for the last 3 */
@@ -178,28 +192,31 @@ static inline __attribute__((always_inline)) void pv_block(const float *pt, int6
 
 static inline __attribute__((always_inline)) void pv_diag_impl(const float *pt, int64_t lds, const void *v, bool bf,
                                                                int64_t d, int64_t n, int64_t row0, const int32_t *offs,
-                                                               int nd, int br, float *o, int64_t ldo,
-                                                               const float *alpha) {
+                                                               int nd, int br, const uint16_t *mask, float *o,
+                                                               int64_t ldo, const float *alpha) {
+  const int nv = (br + 15) / 16;
   for (int64_t e0 = 0; e0 < d; e0 += 64) {
     __mmask16 cm[4];
     for (int c = 0; c < 4; c++) cm[c] = e0 + 16 * c < d ? lanes(d - e0 - 16 * c) : 0;
     int i = 0;
     for (; i + 4 <= br; i += 4)
-      pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, nd, 4, e0, cm, o + (int64_t)i * ldo, ldo, alpha + i);
-    switch (br - i) {
-      case 3: pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, nd, 3, e0, cm, o + (int64_t)i * ldo, ldo, alpha + i); break;
-      case 2: pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, nd, 2, e0, cm, o + (int64_t)i * ldo, ldo, alpha + i); break;
-      case 1: pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, nd, 1, e0, cm, o + (int64_t)i * ldo, ldo, alpha + i); break;
+      pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, nd, 4, mask, nv, i, e0, cm, o + (int64_t)i * ldo, ldo, alpha + i);
+    const float *pi = pt + i, *ai = alpha + i;
+    float *oi = o + (int64_t)i * ldo;
+    switch (br - i) { /* the last rows: never skipped (a partial group) */
+      case 3: pv_block(pi, lds, v, bf, d, n, row0 + i, offs, nd, 3, NULL, nv, i, e0, cm, oi, ldo, ai); break;
+      case 2: pv_block(pi, lds, v, bf, d, n, row0 + i, offs, nd, 2, NULL, nv, i, e0, cm, oi, ldo, ai); break;
+      case 1: pv_block(pi, lds, v, bf, d, n, row0 + i, offs, nd, 1, NULL, nv, i, e0, cm, oi, ldo, ai); break;
       default: break;
     }
   }
 }
 
 void ts__attn_avx512_pv_diag(const float *pt, int64_t lds, const float *v32, const uint16_t *v16, int64_t d, int64_t n,
-                             int64_t row0, const int32_t *offs, int nd, int br, float *o, int64_t ldo,
-                             const float *alpha) {
-  if (v32 && d == 64) pv_diag_impl(pt, lds, v32, false, 64, n, row0, offs, nd, br, o, ldo, alpha);
-  else if (v32) pv_diag_impl(pt, lds, v32, false, d, n, row0, offs, nd, br, o, ldo, alpha);
-  else if (d == 64) pv_diag_impl(pt, lds, v16, true, 64, n, row0, offs, nd, br, o, ldo, alpha);
-  else pv_diag_impl(pt, lds, v16, true, d, n, row0, offs, nd, br, o, ldo, alpha);
+                             int64_t row0, const int32_t *offs, int nd, int br, const uint16_t *mask, float *o,
+                             int64_t ldo, const float *alpha) {
+  if (v32 && d == 64) pv_diag_impl(pt, lds, v32, false, 64, n, row0, offs, nd, br, mask, o, ldo, alpha);
+  else if (v32) pv_diag_impl(pt, lds, v32, false, d, n, row0, offs, nd, br, mask, o, ldo, alpha);
+  else if (d == 64) pv_diag_impl(pt, lds, v16, true, 64, n, row0, offs, nd, br, mask, o, ldo, alpha);
+  else pv_diag_impl(pt, lds, v16, true, d, n, row0, offs, nd, br, mask, o, ldo, alpha);
 }

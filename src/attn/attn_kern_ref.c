@@ -95,7 +95,9 @@ static inline float elem(const float *a32, const uint16_t *a16, int64_t d, int64
 static inline int64_t clamp_key(int64_t j, int64_t n) { return j < 0 ? 0 : j >= n ? n - 1 : j; }
 
 void ts__attn_qk_diag_ref(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
-                          int64_t n, int64_t row0, const int32_t *offs, int nd, int br, float *st, int64_t lds) {
+                          int64_t n, int64_t row0, const int32_t *offs, int nd, int br,
+                          const uint16_t *mask, float *st, int64_t lds) {
+  (void)mask; /* every cell computed */
   for (int t = 0; t < nd; t++)
     for (int i = 0; i < br; i++) {
       const int64_t key = clamp_key(row0 + i + offs[t], n);
@@ -106,7 +108,9 @@ void ts__attn_qk_diag_ref(const float *q32, const uint16_t *q16, const float *k3
 }
 
 void ts__attn_pv_diag_ref(const float *pt, int64_t lds, const float *v32, const uint16_t *v16, int64_t d, int64_t n,
-                          int64_t row0, const int32_t *offs, int nd, int br, float *o, int64_t ldo, const float *alpha) {
+                          int64_t row0, const int32_t *offs, int nd, int br,
+                          const uint16_t *mask, float *o, int64_t ldo, const float *alpha) {
+  (void)mask; /* P = 0 where masked */
   for (int i = 0; i < br; i++) {
     float *orow = o + (int64_t)i * ldo;
     for (int64_t e = 0; e < d; e++) orow[e] *= alpha[i];
