@@ -17,7 +17,8 @@
  * 1.21 cells per allowed cell with NAT's clamped edge windows, against Morton's 1.89 for COMPACT),
  * but each costs TS__ATTN_DIAG_COST compact cells. An order's score is the smaller of its compact
  * cells and its diag cells at that price, so auto keeps the natural order where diagonals win and
- * the scheduler's guard then times the DIAG passes against its schedule. */
+ * the scheduler's guard then times the DIAG passes against its schedule (AVX-512 only:
+ * ts__attn_diag_enabled). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,7 +145,8 @@ ts_status ts_attn_reorder(const ts_csr *mask, const ts_reorder_opts *o, int32_t 
     s = ts_reorder(mask, &ro, p, NULL, &cst);
     int64_t dc = 0;
     if (s == TS_OK) s = ts_attn_order_cells(mask, p, SCORE_ROWS, &cells[cand[c]]);
-    if (s == TS_OK) s = ts_attn_order_diag_cells(mask, p, SCORE_ROWS, &dc);
+    if (s == TS_OK && ts__attn_diag_enabled()) s = ts_attn_order_diag_cells(mask, p, SCORE_ROWS, &dc);
+    else dc = INT64_MAX / 2;
     if (s == TS_OK && (double)dc * TS__ATTN_DIAG_COST < (double)cells[cand[c]]) /* DIAG passes compute less here */
       cells[cand[c]] = (int64_t)ceil((double)dc * TS__ATTN_DIAG_COST);
     if (s != TS_OK) {

@@ -123,7 +123,8 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
   int64_t cc = 0, dc = 0;
   ts_status st = ts__attn_pass_cells(mask, 16, &cc, &dc);
   if (st != TS_OK) return st;
-  const int ndg = (double)dc * TS__ATTN_DIAG_COST < GUARD_DIAG_SLACK * (double)cc ? 1 : 0, nc = 1 + nh + nf + ndg;
+  const int ndg = ts__attn_diag_enabled() && (double)dc * TS__ATTN_DIAG_COST < GUARD_DIAG_SLACK * (double)cc ? 1 : 0;
+  const int nc = 1 + nh + nf + ndg;
   double *pred = malloc((size_t)nmenu * sizeof *pred), meas[1 + 4 + GUARD_TILES + 1], unused;
   int *choice = malloc((size_t)(ni ? ni : 1) * sizeof *choice), *height = malloc((size_t)np * sizeof *height);
   int best[GUARD_TILES];

@@ -103,6 +103,12 @@ ts_status ts__sched_cover_price(const ts__sched_build *B, int32_t hh, const unsi
  * Morton-order COMPACT plan 0.674 ms for 1.89 (bench_attn_ab, 2026-12-03): 1.49 per cell. */
 #define TS__ATTN_DIAG_COST 1.5
 
+/* Whether DIAG passes are worth considering on this machine: only the AVX-512 kernels are
+ * vectorized (the AVX2 table runs the scalar ones), so below that level neither auto's order score
+ * nor the guard counts them (a natural order chosen for them would leave the compact passes on a
+ * worse order). */
+static inline bool ts__attn_diag_enabled(void) { return ts_isa_active() == TS_ISA_AVX512; }
+
 /* Cells of h-row COMPACT passes (ts__attn_compact_keys per sub-tile) and of h-row DIAG passes (the
  * distinct offsets per sub-tile) over the whole mask. */
 ts_status ts__attn_pass_cells(const ts_bitmap *mask, int32_t h, int64_t *compact, int64_t *diag);
