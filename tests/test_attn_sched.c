@@ -549,7 +549,7 @@ static void test_guard_diag(void) {
 
 /* ---- token order ------------------------------------------------------------------------------- */
 
-/* An order's auto score: its 16-row compact-pass cells, or its 16-row DIAG-pass cells at 1.5 each
+/* An order's auto score: its 16-row compact-pass cells, or its 16-row DIAG-pass cells at 1.3 each
  * where that is fewer. */
 static int64_t order_score(const ts_csr *m, const int32_t *perm, int64_t *compact) {
   int64_t c = 0, d = 0;
@@ -557,7 +557,7 @@ static int64_t order_score(const ts_csr *m, const int32_t *perm, int64_t *compac
   CHECK_OK(ts_attn_order_diag_cells(m, perm, 16, &d));
   if (compact) *compact = c;
   if (ts_isa_active() != TS_ISA_AVX512) return c; /* DIAG kernels vectorized on AVX-512 only */
-  return (double)d * 1.5 < (double)c ? (int64_t)ceil((double)d * 1.5) : c;
+  return (double)d * 1.3 < (double)c ? (int64_t)ceil((double)d * 1.3) : c;
 }
 
 /* ts_attn_reorder's auto keeps the candidate with the lowest score (order_score): with a grid among

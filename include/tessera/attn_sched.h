@@ -110,7 +110,7 @@ typedef struct ts_attn_sched_opts {
    * GUARD (guard, on by default): after solving, the schedule is timed against the pure compact
    * configurations (every piece merged into passes of one height, each height) and the block-skip
    * schedules (ts_attn_schedule_blockskip) of the 3 menu tiles the cost model ranks cheapest on
-   * the mask, and -- where the mask's 16-row DIAG passes compute fewer cells at 1.5 compact cells
+   * the mask, and -- where the mask's 16-row DIAG passes compute fewer cells at 1.3 compact cells
    * each than 1.25 x its 16-row compact passes (sliding windows in the natural order) -- DIAG
    * passes of 16 rows over the schedule's panels; when one of them is more than 3% faster it
    * replaces the schedule (info.fallback, fallback_kind MIXED, COMPACT or DIAG; it runs
@@ -223,7 +223,7 @@ ts_status ts_attn_schedule_predict(const ts_attn_schedule *s, const ts_bitmap *m
  * runs it (mode forced symmetric), except TS_REORDER_AUTO, which tries none, morton, hilbert and
  * rcm with a token grid (o->grid_h > 0), none, rcm, hc and ic without, and keeps the order whose 16-row COMPACT pass
  * computes the fewest cells (ts_attn_order_cells; ties: the earlier candidate), a 16-row DIAG pass
- * counting 1.5 cells per cell where that is fewer (ts_attn_order_diag_cells, src/attn/attn_order.c) -- the work of the
+ * counting 1.3 cells per cell where that is fewer (ts_attn_order_diag_cells, src/attn/attn_order.c) -- the work of the
  * scheduled executor, where reorder's own auto counts the non-empty tiles a fixed-tile kernel runs.
  * st (may be NULL) gets the winner's ts_reorder stats, its method, and per candidate m
  * auto_tiles[m] = its cells (-1: not tried), auto_ms[m] = its time; st->ms the whole call. */

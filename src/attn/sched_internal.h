@@ -97,11 +97,12 @@ ts_status ts__sched_cover_price(const ts__sched_build *B, int32_t hh, const unsi
 /* ---- DIAG passes (attn_order.c) ------------------------------------------------------------- */
 
 /* Price of one computed cell of a DIAG pass in cells of a COMPACT pass. The DIAG kernels reduce 16
- * dot products at a time across the SIMD lanes (30 shuffles and 15 adds per 64 FMAs at d = 64)
- * where the COMPACT ones broadcast keys over query lanes: one head, one thread, window2d k = 7 on
- * 64 x 64 (L2-resident), 16-row DIAG passes took 0.645 ms for 1.21 cells per allowed cell and the
- * Morton-order COMPACT plan 0.674 ms for 1.89 (bench_attn_ab, 2026-12-03): 1.49 per cell. */
-#define TS__ATTN_DIAG_COST 1.5
+ * dot products at a time across the SIMD lanes (22 shuffles, 8 blends and 15 adds per 64 FMAs at
+ * d = 64) where the COMPACT ones broadcast keys over query lanes. One head, one thread (L2-resident),
+ * bench_attn_ab, 2026-12-03: window2d k = 7 on 64 x 64, 16-row DIAG passes 0.481 ms for 1.21 cells
+ * per allowed cell against 0.564 ms for the Morton-order COMPACT plan's 1.89 (1.33 per cell);
+ * k = 13, 1.473 ms for 1.23 against 1.332 ms for Hilbert's 1.41 (1.27). */
+#define TS__ATTN_DIAG_COST 1.3
 
 /* Whether DIAG passes are worth considering on this machine: only the AVX-512 kernels are
  * vectorized (the AVX2 table runs the scalar ones), so below that level neither auto's order score
