@@ -6,13 +6,20 @@
  * per allowed cell).
  *
  * The keys differ from row to row, so the rows cannot share K in SIMD lanes the way the tile kernels
- * broadcast one key over 16 query lanes. Here the head dimension is in the lanes:
- *   Q K^T: 4 rows x 4 offsets = 16 dot products accumulated in 16 zmm over d, Q and K rows read in
- *          place ([n][d]); a transposing reduction (16 vectors -> one vector of 16 sums: 30 shuffles
- *          and 15 adds; the first level blends instead of shuffling) leaves offset t's 4 rows in 128-bit lane t, stored into S^T[t][i..i+3] (the
- *          layout the shared softmax kernel reads, rows in its lanes).
- *   P V:   O[i][:] += P[t][i] V[i + offs[t]][:] for 4 rows x 64 columns in 16 zmm, P broadcast; a
- *          (4 rows, offset) block whose P is all 0 (masked: the window's edge) is skipped.
+ * broadcast one key over 16 query lanes. Here the head dimension is in the lanes, and the offsets
+ * are taken in runs of consecutive values (a window's dx), where row r at offset u and row r + 1 at
+ * offset u - 1 meet the same key:
+ *   Q K^T: 4 rows x 4 offsets of a run = 16 dot products accumulated in 16 zmm over d from 4 Q rows
+ *          and the 7 K rows they share (read in place, [n][d]); a transposing reduction (16
+ *          vectors -> one vector of 16 sums: 22 shuffles, 8 blends and 15 adds) leaves offset t's 4
+ *          rows in 128-bit lane t, stored into S^T[t][i..i+3] (the layout the shared softmax kernel
+ *          reads, rows in its lanes). A run's 4 offsets go over all row blocks of the sub-tile in
+ *          turn, so their K rows stay in L1. Blocks at the mask's edges (keys outside [0, n), rows
+ *          past br) take a general path over 16 clamped rows; blocks without an allowed cell are
+ *          skipped.
+ *   P V:   O[i][:] += P[t][i] V[i + offs[t]][:] for 4 rows x 64 columns in 16 zmm, P broadcast; each
+ *          V row of a run is loaded once for the (up to 4) rows it serves; 4-row runs without an
+ *          allowed cell are skipped.
  * bf16 inputs are widened on load (a shift), fp32 accumulation. Contracts: attn_internal.h. */
 #include "attn/attn_avx512_inl.h"
 
