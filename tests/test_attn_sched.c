@@ -561,7 +561,7 @@ static int64_t order_score(const ts_csr *m, const int32_t *perm, int64_t *compac
 }
 
 /* ts_attn_reorder's auto keeps the candidate with the lowest score (order_score): with a grid among
- * none/morton/hilbert/rcm, without one among none/rcm/hc/ic; the compact cells are >= nnz, a named
+ * none/raster/morton/hilbert/rcm, without one among none/rcm/hc/ic; the compact cells are >= nnz, a named
  * method runs as ts_reorder does. On a small window in row-major order a space-filling curve's
  * compact pass computes fewer cells than row-major's, and row-major's DIAG pass fewer still (window2d
  * 24 x 24, k = 5: a query's keys at the same 25 offsets, more only where NAT's windows clamp at the
@@ -588,7 +588,7 @@ static void test_attn_order(void) {
     for (int k = 0; k < TS_REORDER_METHOD_COUNT; k++) {
       bool tried = st.auto_tiles[k] >= 0;
       bool expect = k == TS_REORDER_NONE || k == TS_REORDER_RCM ||
-                    (grid ? k == TS_REORDER_MORTON || k == TS_REORDER_HILBERT : k == TS_REORDER_HC || k == TS_REORDER_IC);
+                    (grid ? k == TS_REORDER_MORTON || k == TS_REORDER_HILBERT || k == TS_REORDER_RASTER : k == TS_REORDER_HC || k == TS_REORDER_IC);
       CHECK(tried == expect, "grid %d: candidate %s tried %d", grid, ts_reorder_method_name((ts_reorder_method)k), tried);
       if (tried) CHECK(st.auto_tiles[k] >= cells, "candidate %s has fewer cells than the winner", ts_reorder_method_name((ts_reorder_method)k));
     }

@@ -150,7 +150,7 @@ static void test_valid_everywhere(void) {
     ts_reorder_opts o;
     ts_reorder_opts_default(&o);
     o.method = (ts_reorder_method)meth;
-    bool grid = meth == TS_REORDER_MORTON || meth == TS_REORDER_HILBERT;
+    bool grid = meth == TS_REORDER_MORTON || meth == TS_REORDER_HILBERT || meth == TS_REORDER_RASTER;
     ts_reorder_stats st;
     o.grid_h = grid ? 6 : 0, o.grid_w = grid ? 8 : 0;
     if (run_checked(&sq, &o, "square 48", &st, NULL, NULL)) {
@@ -200,12 +200,12 @@ static void test_recovery(void) {
   /* Factors: worst ratio measured over seeds 1..6 (n = 1024), plus margin. METIS orders its parts
    * hierarchically but turns sub-parts at random, which costs up to 1.9x on a 1-D band. */
   enum { NO = TS_REORDER_NONE, RCM = TS_REORDER_RCM, HC = TS_REORDER_HC, IC = TS_REORDER_IC, ME = TS_REORDER_METIS,
-         MO = TS_REORDER_MORTON, HI = TS_REORDER_HILBERT, AU = TS_REORDER_AUTO };
+         MO = TS_REORDER_MORTON, HI = TS_REORDER_HILBERT, RA = TS_REORDER_RASTER, AU = TS_REORDER_AUTO };
   const recovery cases[] = {
       {"window1d:n=1024,w=32", {[RCM] = 1.05, [HC] = 1.15, [IC] = 1.15, [ME] = 2.2, [AU] = 1.05}, 1.05},
-      {"window2d:h=32,w=32,k=7", {[RCM] = 1.1, [HC] = 1.1, [IC] = 1.1, [ME] = 1.1, [MO] = 0.7, [HI] = 0.7, [AU] = 0.7}, 2.0},
-      {"swin:h=32,w=32,win=8,shift=1", {[RCM] = 1.0, [HC] = 1.0, [IC] = 1.0, [ME] = 1.0, [MO] = 1.0, [HI] = 1.0, [AU] = 1.0}, 0},
-      {"vitdet:h=32,w=32,win=8,global=2", {[RCM] = 1.0, [HC] = 1.0, [IC] = 1.0, [ME] = 1.0, [MO] = 1.0, [HI] = 1.0, [AU] = 1.0}, 0},
+      {"window2d:h=32,w=32,k=7", {[RCM] = 1.1, [HC] = 1.1, [IC] = 1.1, [ME] = 1.1, [MO] = 0.7, [HI] = 0.7, [RA] = 1.0, [AU] = 0.7}, 2.0},
+      {"swin:h=32,w=32,win=8,shift=1", {[RCM] = 1.0, [HC] = 1.0, [IC] = 1.0, [ME] = 1.0, [MO] = 1.0, [HI] = 1.0, [RA] = 1.0, [AU] = 1.0}, 0},
+      {"vitdet:h=32,w=32,win=8,global=2", {[RCM] = 1.0, [HC] = 1.0, [IC] = 1.0, [ME] = 1.0, [MO] = 1.0, [HI] = 1.0, [RA] = 1.0, [AU] = 1.0}, 0},
       {"window1d:n=1024,w=32,global=8", {[RCM] = 1.05, [HC] = 1.15, [IC] = 1.15, [ME] = 2.2, [AU] = 1.05}, 0},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -247,6 +247,14 @@ static void test_recovery(void) {
       int64_t ne = x.tiles_mixed + x.tiles_full;
       CHECK((double)ne <= f * (double)ne0, "%s %s: %lld non-empty tiles, unpermuted %lld (allowed %.2fx)", spec,
             ts_reorder_method_name(o.method), (long long)ne, (long long)ne0, f);
+      if (meth == RA) { /* the grid's row-major order is the unrelabelled pattern itself */
+        ts_csr back = {0};
+        CHECK_OK(ts_csr_permute(&m, rp, rp, &back));
+        bool same = back.nnz == m0.nnz && memcmp(back.rowptr, m0.rowptr, (size_t)(m0.rows + 1) * sizeof *m0.rowptr) == 0 &&
+                    memcmp(back.col, m0.col, (size_t)m0.nnz * sizeof *m0.col) == 0;
+        CHECK(same, "%s raster: does not give back the unpermuted pattern", spec);
+        ts_csr_free(&back);
+      }
       if (meth == RCM && cases[c].bw_factor_rcm > 0)
         CHECK((double)x.bandwidth <= cases[c].bw_factor_rcm * (double)x0.bandwidth,
               "%s rcm: bandwidth %lld, unpermuted %lld (allowed %.2fx)", spec, (long long)x.bandwidth,

@@ -220,8 +220,8 @@ ts_status ts_attn_schedule_predict(const ts_attn_schedule *s, const ts_bitmap *m
 /* ---- the token order ------------------------------------------------------------------------ */
 
 /* A symmetric reordering of the n x n mask (perm[new] = old) for attention: o->method as ts_reorder
- * runs it (mode forced symmetric), except TS_REORDER_AUTO, which tries none, morton, hilbert and
- * rcm with a token grid (o->grid_h > 0), none, rcm, hc and ic without, and keeps the order whose 16-row COMPACT pass
+ * runs it (mode forced symmetric), except TS_REORDER_AUTO, which tries none, raster, morton, hilbert
+ * and rcm with a token grid (o->grid_h > 0), none, rcm, hc and ic without, and keeps the order whose 16-row COMPACT pass
  * computes the fewest cells (ts_attn_order_cells; ties: the earlier candidate), a 16-row DIAG pass
  * counting 1.3 cells per cell where that is fewer (ts_attn_order_diag_cells, src/attn/attn_order.c) -- the work of the
  * scheduled executor, where reorder's own auto counts the non-empty tiles a fixed-tile kernel runs.

@@ -33,12 +33,14 @@ typedef enum ts_reorder_method {
   TS_REORDER_METIS,    /* METIS recursive bisection into parts, items by part, RCM in a part */
   TS_REORDER_MORTON,   /* Z-order of the token grid */
   TS_REORDER_HILBERT,  /* Hilbert curve over the token grid */
-  TS_REORDER_AUTO,     /* tries none, rcm, hc, ic (+ morton, hilbert with a grid), keeps the
+  TS_REORDER_RASTER,   /* row-major order of the token grid (the natural order of a 2-D pattern
+                          whose tokens were relabelled: sliding windows then sit on diagonals) */
+  TS_REORDER_AUTO,     /* tries none, rcm, hc, ic (+ morton, hilbert, raster with a grid), keeps the
                           fewest non-empty tile x tile tiles (metis is left out: slow) */
   TS_REORDER_METHOD_COUNT
 } ts_reorder_method;
 
-/* "none", "rcm", "hc", "ic", "metis", "morton", "hilbert", "auto" ("?" when out of range). */
+/* "none", "rcm", "hc", "ic", "metis", "morton", "hilbert", "raster", "auto" ("?" when out of range). */
 const char *ts_reorder_method_name(ts_reorder_method m);
 /* Parses a name as printed above (exact, lower case). TS_ERR_INVALID_ARG listing the names. */
 ts_status ts_reorder_method_parse(const char *name, ts_reorder_method *out);
@@ -69,7 +71,7 @@ typedef struct ts_reorder_opts {
                            the clustering order, kept only where it lowers the non-empty
                            tile x tile count; 0 = off (64) */
   int32_t part_size;    /* metis: target items per part (32) */
-  /* morton/hilbert: token grid. Token t sits at cell grid_pos[t] (= y * grid_w + x) when
+  /* morton/hilbert/raster: token grid. Token t sits at cell grid_pos[t] (= y * grid_w + x) when
    * grid_pos is given (e.g. ts_pattern_info.base_index; a negative entry marks a token outside
    * the grid, placed first), else at cell t, which needs n == grid_h * grid_w. */
   int64_t grid_h, grid_w;
@@ -89,7 +91,7 @@ typedef struct ts_reorder_stats {
   int64_t dense_rows, dense_cols; /* set aside and placed first (symmetric: the same tokens) */
   int64_t empty_rows, empty_cols; /* no nonzeros once dense ones are removed: placed last */
   /* rcm: connected components; hc: clusters when the average size first reached cluster_size;
-   * ic: clusters; metis: parts; none/morton/hilbert: 0. col_groups: the same for the columns in
+   * ic: clusters; metis: parts; none/morton/hilbert/raster: 0. col_groups: the same for the columns in
    * rectangular mode. */
   int64_t groups, col_groups;
   /* auto: non-empty tile x tile tiles and time of each candidate it tried (-1: not tried). */
@@ -99,14 +101,14 @@ typedef struct ts_reorder_stats {
 
 /* Computes row_perm [m->rows] and col_perm [m->cols] (perm[new] = old). col_perm may be NULL in
  * symmetric mode (it would equal row_perm). st may be NULL. Errors: TS_ERR_INVALID_ARG for bad
- * options, a symmetric mode on a non-square pattern, morton/hilbert without a grid (or with a
+ * options, a symmetric mode on a non-square pattern, morton/hilbert/raster without a grid (or with a
  * grid that does not match n); TS_ERR_SOLVER when METIS fails.
  * Cost (nnz nonzeros, n items): none O(n); rcm O(nnz) per BFS, about 14 BFS sweeps (pseudo-
  * peripheral search, then 5 candidate starts per component numbered and scored, keeping the
  * least bandwidth);
  * hc/ic O(nnz) to hash + O(n K B log n) for the LSH rounds (K = 64 MinHash bins, B <= 64 bands)
  * + O(nnz) per refinement pass (usually 2-4), never O(n^2); metis: METIS's multilevel recursive
- * bisection, about O(nnz log parts); morton/hilbert O(n log n); auto: the sum of its candidates. */
+ * bisection, about O(nnz log parts); morton/hilbert/raster O(n log n); auto: the sum of its candidates. */
 ts_status ts_reorder(const ts_csr *m, const ts_reorder_opts *o, int32_t *row_perm, int32_t *col_perm,
                      ts_reorder_stats *st);
 

@@ -18,7 +18,8 @@
  * but each costs TS__ATTN_DIAG_COST compact cells. An order's score is the smaller of its compact
  * cells and its diag cells at that price, so auto keeps the natural order where diagonals win and
  * the scheduler's guard then times the DIAG passes against its schedule (AVX-512 only:
- * ts__attn_diag_enabled). */
+ * ts__attn_diag_enabled). With a grid, `raster` (the grid's row-major order) is a candidate too:
+ * it gives a relabelled (permute:) sliding window its natural order, and so its diagonals, back. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,7 +126,7 @@ ts_status ts_attn_reorder(const ts_csr *mask, const ts_reorder_opts *o, int32_t 
   ts_reorder_stats local;
   if (!st) st = &local;
   if (o->method != TS_REORDER_AUTO) return ts_reorder(mask, &ro, perm, NULL, st);
-  static const ts_reorder_method cand[] = {TS_REORDER_NONE, TS_REORDER_MORTON, TS_REORDER_HILBERT,
+  static const ts_reorder_method cand[] = {TS_REORDER_NONE, TS_REORDER_RASTER, TS_REORDER_MORTON, TS_REORDER_HILBERT,
                                            TS_REORDER_RCM,  TS_REORDER_HC,     TS_REORDER_IC};
   const int64_t n = mask->rows;
   const double t0 = ts_now();
@@ -137,7 +138,7 @@ ts_status ts_attn_reorder(const ts_csr *mask, const ts_reorder_opts *o, int32_t 
   ts_status s = TS_OK;
   for (size_t c = 0; c < sizeof cand / sizeof cand[0] && s == TS_OK; c++) {
     const bool grid = o->grid_h > 0;
-    if ((cand[c] == TS_REORDER_MORTON || cand[c] == TS_REORDER_HILBERT) && !grid) continue;
+    if ((cand[c] == TS_REORDER_MORTON || cand[c] == TS_REORDER_HILBERT || cand[c] == TS_REORDER_RASTER) && !grid) continue;
     if ((cand[c] == TS_REORDER_HC || cand[c] == TS_REORDER_IC) && grid) continue; /* see the file comment */
     ts_reorder_stats cst;
     const double t1 = ts_now();

@@ -40,7 +40,7 @@ static ts_status check_opts(const ts_gconv_plan_opts *o) {
     return ts_error(TS_ERR_INVALID_ARG, "gconv plan: %d reorder candidates (1..%d)", o->nmethods, TS_GCONV_MAX_CANDIDATES);
   for (int i = 0; i < o->nmethods; i++) {
     ts_reorder_method m = o->methods[i];
-    if (m < 0 || m >= TS_REORDER_METHOD_COUNT || m == TS_REORDER_AUTO || m == TS_REORDER_MORTON || m == TS_REORDER_HILBERT)
+    if (m < 0 || m >= TS_REORDER_METHOD_COUNT || m == TS_REORDER_AUTO || m == TS_REORDER_MORTON || m == TS_REORDER_HILBERT || m == TS_REORDER_RASTER)
       return ts_error(TS_ERR_INVALID_ARG, "gconv plan: reorder candidate '%s' does not apply to a connectivity (none, rcm, hc, ic, metis)",
                       ts_reorder_method_name(m));
     for (int j = 0; j < i; j++)

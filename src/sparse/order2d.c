@@ -1,5 +1,5 @@
-/* Space-filling-curve orders of a 2-D token grid: Morton (Z-order, interleaved coordinate bits)
- * and Hilbert. Any h x w grid: both curves are laid over the smallest power-of-two square that
+/* Orders of a 2-D token grid: the space-filling curves Morton (Z-order, interleaved coordinate
+ * bits) and Hilbert, and the grid's row-major (raster) order. Any h x w grid: both curves are laid over the smallest power-of-two square that
  * holds the grid and the cells outside it are skipped (so a non-power-of-two grid gets the
  * curve's order restricted to it; the Hilbert order then has a few longer jumps at the borders,
  * the Z-order its usual ones). Tokens sort by curve index, ties by token index. O(n log n). */
@@ -45,6 +45,9 @@ static uint64_t hilbert_key(uint64_t side, uint64_t y, uint64_t x) {
   return d;
 }
 
+/* Row-major: rows of the grid in turn (side >= w). */
+static uint64_t raster_key(uint64_t side, uint64_t y, uint64_t x) { return y * side + x; }
+
 typedef struct keyed {
   uint64_t key;
   int32_t tok;
@@ -56,8 +59,10 @@ static int cmp_keyed(const void *a, const void *b) {
   return (x->tok > y->tok) - (x->tok < y->tok);
 }
 
-static ts_status curve_order(const ts__ro_problem *p, bool hilbert, int32_t *row_order, int64_t *groups) {
-  const char *name = hilbert ? "hilbert" : "morton";
+typedef enum curve { CURVE_MORTON, CURVE_HILBERT, CURVE_RASTER } curve;
+
+static ts_status curve_order(const ts__ro_problem *p, curve cv, int32_t *row_order, int64_t *groups) {
+  const char *name = cv == CURVE_HILBERT ? "hilbert" : cv == CURVE_RASTER ? "raster" : "morton";
   const ts_reorder_opts *o = p->o;
   int64_t n = p->m->rows, h = o->grid_h, w = o->grid_w;
   *groups = 0;
@@ -94,7 +99,9 @@ static ts_status curve_order(const ts__ro_problem *p, bool hilbert, int32_t *row
       continue;
     }
     uint64_t y = (uint64_t)(cell / w), x = (uint64_t)(cell % w);
-    kv[nk++] = (keyed){hilbert ? hilbert_key(side, y, x) : morton_key(side, y, x), (int32_t)t};
+    const uint64_t key = cv == CURVE_HILBERT ? hilbert_key(side, y, x) : cv == CURVE_RASTER ? raster_key(side, y, x)
+                                                                                            : morton_key(side, y, x);
+    kv[nk++] = (keyed){key, (int32_t)t};
   }
   qsort(kv, (size_t)nk, sizeof *kv, cmp_keyed);
   for (int64_t i = 0; i < nk; i++) row_order[k++] = kv[i].tok;
@@ -105,11 +112,17 @@ static ts_status curve_order(const ts__ro_problem *p, bool hilbert, int32_t *row
 ts_status ts__ro_morton(const ts__ro_problem *p, int32_t *row_order, int32_t *col_order, int64_t *groups,
                         int64_t *col_groups) {
   (void)col_order, (void)col_groups;
-  return curve_order(p, false, row_order, groups);
+  return curve_order(p, CURVE_MORTON, row_order, groups);
 }
 
 ts_status ts__ro_hilbert(const ts__ro_problem *p, int32_t *row_order, int32_t *col_order, int64_t *groups,
                          int64_t *col_groups) {
   (void)col_order, (void)col_groups;
-  return curve_order(p, true, row_order, groups);
+  return curve_order(p, CURVE_HILBERT, row_order, groups);
+}
+
+ts_status ts__ro_raster(const ts__ro_problem *p, int32_t *row_order, int32_t *col_order, int64_t *groups,
+                        int64_t *col_groups) {
+  (void)col_order, (void)col_groups;
+  return curve_order(p, CURVE_RASTER, row_order, groups);
 }

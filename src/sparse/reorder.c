@@ -6,8 +6,8 @@
 
 #include "sparse/reorder_internal.h"
 
-static const char *const method_names[TS_REORDER_METHOD_COUNT] = {"none",  "rcm",    "hc",      "ic",
-                                                                  "metis", "morton", "hilbert", "auto"};
+static const char *const method_names[TS_REORDER_METHOD_COUNT] = {"none",  "rcm",    "hc",      "ic",     "metis",
+                                                                  "morton", "hilbert", "raster", "auto"};
 
 const char *ts_reorder_method_name(ts_reorder_method m) {
   return (m >= 0 && m < TS_REORDER_METHOD_COUNT) ? method_names[m] : "?";
@@ -20,7 +20,7 @@ ts_status ts_reorder_method_parse(const char *name, ts_reorder_method *out) {
       return TS_OK;
     }
   return ts_error(TS_ERR_INVALID_ARG,
-                  "unknown reordering method '%s' (expected none, rcm, hc, ic, metis, morton, hilbert or auto)",
+                  "unknown reordering method '%s' (expected none, rcm, hc, ic, metis, morton, hilbert, raster or auto)",
                   name ? name : "(null)");
 }
 
@@ -107,7 +107,7 @@ static ts_status mark_dense(const int64_t *deg, int64_t n, int64_t limit, double
 
 static const ts__ro_fn method_fns[TS_REORDER_METHOD_COUNT] = {
     [TS_REORDER_RCM] = ts__ro_rcm,     [TS_REORDER_HC] = ts__ro_hc,         [TS_REORDER_IC] = ts__ro_ic,
-    [TS_REORDER_METIS] = ts__ro_metis, [TS_REORDER_MORTON] = ts__ro_morton, [TS_REORDER_HILBERT] = ts__ro_hilbert,
+    [TS_REORDER_METIS] = ts__ro_metis, [TS_REORDER_MORTON] = ts__ro_morton, [TS_REORDER_HILBERT] = ts__ro_hilbert, [TS_REORDER_RASTER] = ts__ro_raster,
 };
 
 /* perm = items with dense[] (index order), then order[0..nord), then the rest (index order). */
@@ -206,12 +206,13 @@ done:
   return s;
 }
 
-/* auto: the cheap candidates (none, rcm, hc, ic, and morton/hilbert when a grid is given);
+/* auto: the cheap candidates (none, rcm, hc, ic, and morton/hilbert/raster when a grid is given);
  * keeps the fewest non-empty tiles, ties going to the earlier candidate. */
 static ts_status run_auto(const ts_csr *m, const ts_reorder_opts *o, bool symmetric, int32_t *row_perm,
                           int32_t *col_perm, ts_reorder_stats *st) {
   static const ts_reorder_method cand[] = {TS_REORDER_NONE, TS_REORDER_RCM,    TS_REORDER_HC,
-                                           TS_REORDER_IC,   TS_REORDER_MORTON, TS_REORDER_HILBERT};
+                                           TS_REORDER_IC,   TS_REORDER_MORTON, TS_REORDER_HILBERT,
+                                           TS_REORDER_RASTER};
   int64_t R = m->rows, C = m->cols, best = -1;
   int32_t *rp = malloc(((size_t)R + 1) * sizeof *rp), *cp = malloc(((size_t)C + 1) * sizeof *cp);
   ts_status s = TS_OK;
@@ -221,7 +222,8 @@ static ts_status run_auto(const ts_csr *m, const ts_reorder_opts *o, bool symmet
   }
   for (size_t c = 0; c < sizeof cand / sizeof cand[0]; c++) {
     ts_reorder_method meth = cand[c];
-    if ((meth == TS_REORDER_MORTON || meth == TS_REORDER_HILBERT) && (o->grid_h == 0 || !symmetric)) continue;
+    if ((meth == TS_REORDER_MORTON || meth == TS_REORDER_HILBERT || meth == TS_REORDER_RASTER) && (o->grid_h == 0 || !symmetric))
+      continue;
     ts_reorder_stats cst = {0};
     double t0 = ts_now();
     s = run_method(m, o, meth, symmetric, rp, cp, &cst);

@@ -30,6 +30,8 @@ ts_status ts__ro_metis(const ts__ro_problem *p, int32_t *row_order, int32_t *col
                        int64_t *col_groups);
 ts_status ts__ro_morton(const ts__ro_problem *p, int32_t *row_order, int32_t *col_order, int64_t *groups,
                         int64_t *col_groups);
+ts_status ts__ro_raster(const ts__ro_problem *p, int32_t *row_order, int32_t *col_order, int64_t *groups,
+                        int64_t *col_groups);
 ts_status ts__ro_hilbert(const ts__ro_problem *p, int32_t *row_order, int32_t *col_order, int64_t *groups,
                          int64_t *col_groups);
 

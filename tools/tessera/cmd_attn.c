@@ -35,7 +35,7 @@ static void usage(void) {
          "  --pattern SPEC     generated mask, e.g. permute:window2d:h=64,w=64,k=13 ('tessera pattern --help')\n"
          "  --mask FILE        mask file (.npy or .mtx, square)\n"
          "  --heads H          heads (1..4096)          --head-dim D   head dimension (1..4096)\n"
-         "  --reorder M        none|rcm|hc|ic|metis|morton|hilbert|auto (auto)\n"
+         "  --reorder M        none|rcm|hc|ic|metis|morton|hilbert|raster|auto (auto)\n"
          "  --solver S         ilp|greedy (ilp)         --time-limit S ILP seconds (2)\n"
          "  --dtype T          f32|bf16 (f32)           --batch B      batch (1)\n"
          "  --repeats R        timed runs (5)           --threads N    threads (and the P the schedule balances)\n"

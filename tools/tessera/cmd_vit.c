@@ -38,7 +38,7 @@ static void usage_bench(void) {
          "  --batch B         images per forward (1)\n"
          "  --depth L         transformer blocks (default: the model's 12; fewer for quick runs)\n"
          "  --reorder M       scheduled backend's token order: auto (default), none, rcm, hc, ic, metis,\n"
-         "                    morton, hilbert\n"
+         "                    morton, hilbert, raster\n"
          "  --extract X       dense-block extraction: greedy (default) or dp\n"
          "  --density RHO     minimum block density in (0, 1] (0.6)\n"
          "  --solver S        scheduled backend's tile and panel-thread choice: ilp (default; attention\n"

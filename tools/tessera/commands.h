@@ -4,7 +4,7 @@ TS_CMD(hwinfo, "measure peak FLOP/s, bandwidth, caches and ISA; save the machine
 TS_CMD(version, "print the version, the detected CPU and the active kernel level")
 TS_CMD(pattern, "generate a sparsity pattern from a spec (window2d, swin, random, condense, ...)")
 TS_CMD(spy, "draw a pattern as a density heat map (PNG/SVG), before and after reordering")
-TS_CMD(reorder, "reorder a pattern (rcm, hc, ic, metis, morton, hilbert, auto) and report its locality")
+TS_CMD(reorder, "reorder a pattern (rcm, hc, ic, metis, morton, hilbert, raster, auto) and report its locality")
 TS_CMD(blocks, "cover a (reordered) pattern with dense blocks plus a residue; fill ratio, densities")
 TS_CMD(vit, "Vision Transformer end to end with dense-flash, fixed-tile and scheduled sparse attention")
 TS_CMD(gguf, "inspect a GGUF file: metadata and tensors")
