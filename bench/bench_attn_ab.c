@@ -19,11 +19,6 @@
 #define D 64
 #define MAX_PLANS 8
 
-static ts_status execute(const ts_context *ctx, ts_attn_plan *plan, const float *Q, const float *K, const float *V,
-                         const uint16_t *Qb, const uint16_t *Kb, const uint16_t *Vb, float *O, long H, int64_t n) {
-  return Qb ? ts_attn_execute_bf16(ctx, plan, Qb, Kb, Vb, O, 1, H, n, D) : ts_attn_execute(ctx, plan, Q, K, V, O, 1, H, n, D);
-}
-
 int main(int argc, char **argv) {
   int threads = 2, rounds = 21, np = 0;
   long H = 8;
@@ -55,21 +50,16 @@ int main(int argc, char **argv) {
   if (st != TS_OK) return fprintf(stderr, "bench_attn_ab: %s\n", ts_last_error()), 1;
   ts_machine_profile prof;
   const bool have_prof = ts_bench_profile(&prof) == TS_OK;
-  const size_t ne = (size_t)H * (size_t)n * D;
-  float *Q = ts_malloc(ne * 4), *K = ts_malloc(ne * 4), *V = ts_malloc(ne * 4), *O = ts_malloc(ne * 4);
+  ts_bench_attn_io io;
   double *t = malloc((size_t)(np * rounds) * sizeof *t), *r = malloc((size_t)rounds * sizeof *r);
-  uint16_t *Qb = bf16 ? ts_malloc(ne * 2) : NULL, *Kb = bf16 ? ts_malloc(ne * 2) : NULL, *Vb = bf16 ? ts_malloc(ne * 2) : NULL;
-  if (!Q || !K || !V || !O || !t || !r || (bf16 && (!Qb || !Kb || !Vb))) return fprintf(stderr, "bench_attn_ab: out of memory\n"), 1;
-  ts_rng rng;
-  ts_rng_seed(&rng, 3);
-  for (size_t i = 0; i < ne; i++) Q[i] = (float)ts_rng_normal(&rng), K[i] = (float)ts_rng_normal(&rng), V[i] = (float)ts_rng_normal(&rng);
-  if (bf16) ts_f32_to_bf16_array(Q, Qb, ne), ts_f32_to_bf16_array(K, Kb, ne), ts_f32_to_bf16_array(V, Vb, ne);
-  for (int p = 0; p < np && st == TS_OK; p++) st = execute(ctx, plan[p], Q, K, V, Qb, Kb, Vb, O, H, n); /* warm-up */
+  st = ts_bench_attn_io_make(&io, H, n, D, bf16);
+  if (st != TS_OK || !t || !r) return fprintf(stderr, "bench_attn_ab: out of memory\n"), 1;
+  for (int p = 0; p < np && st == TS_OK; p++) st = ts_bench_attn_io_run(ctx, plan[p], &io, H, NULL); /* warm-up */
   for (int i = 0; i < rounds && st == TS_OK; i++)
     for (int j = 0; j < np && st == TS_OK; j++) {
       const int p = (i + j) % np; /* rotate which plan goes first */
       const double t0 = ts_bench_clock(false);
-      st = execute(ctx, plan[p], Q, K, V, Qb, Kb, Vb, O, H, n);
+      st = ts_bench_attn_io_run(ctx, plan[p], &io, H, NULL);
       t[p * rounds + i] = ts_bench_clock(false) - t0;
     }
   if (st != TS_OK) return fprintf(stderr, "bench_attn_ab: %s\n", ts_last_error()), 1;
@@ -113,7 +103,7 @@ int main(int argc, char **argv) {
   cJSON_Delete(rows);
   for (int p = 0; p < np; p++) ts_attn_plan_destroy(plan[p]);
   ts_context_destroy(ctx);
-  ts_free(Q), ts_free(K), ts_free(V), ts_free(O), ts_free(Qb), ts_free(Kb), ts_free(Vb);
+  ts_bench_attn_io_free(&io);
   free(t), free(r);
   return 0;
 }

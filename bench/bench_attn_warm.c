@@ -20,12 +20,6 @@
 #define D 64
 #define MAX_HEADS 16
 
-/* one execute of H heads, fp32 inputs or (Qb non-NULL) their bf16 copies */
-static ts_status execute(const ts_context *ctx, ts_attn_plan *plan, const float *Q, const float *K, const float *V,
-                         const uint16_t *Qb, const uint16_t *Kb, const uint16_t *Vb, float *O, long H, int64_t n) {
-  return Qb ? ts_attn_execute_bf16(ctx, plan, Qb, Kb, Vb, O, 1, H, n, D) : ts_attn_execute(ctx, plan, Q, K, V, O, 1, H, n, D);
-}
-
 int main(int argc, char **argv) {
   int threads = 2, rounds = 21, nh = 0;
   long heads[MAX_HEADS];
@@ -65,16 +59,12 @@ int main(int argc, char **argv) {
   long hmax = 0;
   for (int k = 0; k < nh; k++) hmax = heads[k] > hmax ? heads[k] : hmax;
   const size_t ne = (size_t)hmax * (size_t)n * D;
-  float *Q = ts_malloc(ne * 4), *K = ts_malloc(ne * 4), *V = ts_malloc(ne * 4), *O[2] = {ts_malloc(ne * 4), ts_malloc(ne * 4)};
+  ts_bench_attn_io io;
+  float *O[2] = {ts_malloc(ne * 4), ts_malloc(ne * 4)};
   double *t[2] = {malloc((size_t)rounds * sizeof(double)), malloc((size_t)rounds * sizeof(double))};
   double *r = malloc((size_t)rounds * sizeof(double));
-  uint16_t *Qb = bf16 ? ts_malloc(ne * 2) : NULL, *Kb = bf16 ? ts_malloc(ne * 2) : NULL, *Vb = bf16 ? ts_malloc(ne * 2) : NULL;
-  if (!Q || !K || !V || !O[0] || !O[1] || !t[0] || !t[1] || !r || (bf16 && (!Qb || !Kb || !Vb)))
-    return fprintf(stderr, "bench_attn_warm: out of memory\n"), 1;
-  ts_rng rng;
-  ts_rng_seed(&rng, 3);
-  for (size_t i = 0; i < ne; i++) Q[i] = (float)ts_rng_normal(&rng), K[i] = (float)ts_rng_normal(&rng), V[i] = (float)ts_rng_normal(&rng);
-  if (bf16) ts_f32_to_bf16_array(Q, Qb, ne), ts_f32_to_bf16_array(K, Kb, ne), ts_f32_to_bf16_array(V, Vb, ne);
+  st = ts_bench_attn_io_make(&io, hmax, n, D, bf16);
+  if (st != TS_OK || !O[0] || !O[1] || !t[0] || !t[1] || !r) return fprintf(stderr, "bench_attn_warm: out of memory\n"), 1;
   cJSON *rows = json ? cJSON_CreateArray() : NULL;
   if (!json) printf("%s, plan %s, d %d, %s, %d threads, %d rounds, %s clock; ratio = off / on per round\n", spec, plan_path, D,
                     bf16 ? "bf16" : "f32", threads, rounds, cpu ? "thread CPU" : "wall");
@@ -82,7 +72,7 @@ int main(int argc, char **argv) {
     const long H = heads[k];
     for (int w = 0; w < 2 && st == TS_OK; w++) { /* warm-up, and the outputs */
       ts_attn_plan_set_warm(plan, w == 1);
-      st = execute(ctx, plan, Q, K, V, Qb, Kb, Vb, O[w], H, n);
+      st = ts_bench_attn_io_run(ctx, plan, &io, H, O[w]);
     }
     const bool same = st == TS_OK && memcmp(O[0], O[1], (size_t)H * (size_t)n * D * sizeof(float)) == 0;
     for (int i = 0; i < rounds && st == TS_OK; i++)
@@ -90,7 +80,7 @@ int main(int argc, char **argv) {
         const int w = (i + j) & 1; /* alternate which setting goes first */
         ts_attn_plan_set_warm(plan, w == 1);
         const double t0 = ts_bench_clock(cpu);
-        st = execute(ctx, plan, Q, K, V, Qb, Kb, Vb, O[w], H, n);
+        st = ts_bench_attn_io_run(ctx, plan, &io, H, O[w]);
         t[w][i] = ts_bench_clock(cpu) - t0;
       }
     if (st != TS_OK) break;
@@ -128,7 +118,8 @@ int main(int argc, char **argv) {
   cJSON_Delete(rows);
   ts_attn_plan_destroy(plan);
   ts_context_destroy(ctx);
-  ts_free(Q), ts_free(K), ts_free(V), ts_free(O[0]), ts_free(O[1]), ts_free(Qb), ts_free(Kb), ts_free(Vb);
+  ts_bench_attn_io_free(&io);
+  ts_free(O[0]), ts_free(O[1]);
   free(t[0]), free(t[1]), free(r);
   if (st != TS_OK) return fprintf(stderr, "bench_attn_warm: %s\n", ts_last_error()), 1;
   return 0;

@@ -46,3 +46,33 @@ ts_status ts_bench_attn_load_plan(const char *path, const ts_context *ctx, const
   ts_free(perm);
   return st;
 }
+
+ts_status ts_bench_attn_io_make(ts_bench_attn_io *io, int64_t heads, int64_t n, int64_t d, bool bf16) {
+  memset(io, 0, sizeof *io);
+  io->heads = heads, io->n = n, io->d = d;
+  const size_t ne = (size_t)heads * (size_t)n * (size_t)d;
+  io->q = ts_malloc(ne * 4), io->k = ts_malloc(ne * 4), io->v = ts_malloc(ne * 4), io->o = ts_malloc(ne * 4);
+  if (bf16) io->qb = ts_malloc(ne * 2), io->kb = ts_malloc(ne * 2), io->vb = ts_malloc(ne * 2);
+  if (!io->q || !io->k || !io->v || !io->o || (bf16 && (!io->qb || !io->kb || !io->vb))) {
+    ts_bench_attn_io_free(io);
+    return ts_error(TS_ERR_OOM, "bench: inputs of %lld heads x %lld x %lld", (long long)heads, (long long)n, (long long)d);
+  }
+  ts_rng rng;
+  ts_rng_seed(&rng, 3);
+  for (size_t i = 0; i < ne; i++)
+    io->q[i] = (float)ts_rng_normal(&rng), io->k[i] = (float)ts_rng_normal(&rng), io->v[i] = (float)ts_rng_normal(&rng);
+  if (bf16) ts_f32_to_bf16_array(io->q, io->qb, ne), ts_f32_to_bf16_array(io->k, io->kb, ne), ts_f32_to_bf16_array(io->v, io->vb, ne);
+  return TS_OK;
+}
+
+void ts_bench_attn_io_free(ts_bench_attn_io *io) {
+  ts_free(io->q), ts_free(io->k), ts_free(io->v), ts_free(io->o), ts_free(io->qb), ts_free(io->kb), ts_free(io->vb);
+  memset(io, 0, sizeof *io);
+}
+
+ts_status ts_bench_attn_io_run(const ts_context *ctx, ts_attn_plan *plan, const ts_bench_attn_io *io, int64_t heads,
+                               float *O) {
+  if (!O) O = io->o;
+  return io->qb ? ts_attn_execute_bf16(ctx, plan, io->qb, io->kb, io->vb, O, 1, heads, io->n, io->d)
+                : ts_attn_execute(ctx, plan, io->q, io->k, io->v, O, 1, heads, io->n, io->d);
+}

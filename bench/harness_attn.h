@@ -18,4 +18,18 @@ ts_status ts_bench_attn_mask(const char *spec, ts_reorder_method method, ts_csr 
 ts_status ts_bench_attn_load_plan(const char *path, const ts_context *ctx, const char *spec, int64_t d, ts_attn_plan **plan,
                                   int64_t *n);
 
+/* Random inputs for plan timings: Q, K, V [heads][n][d] drawn N(0, 1) (seed 3), with their bf16
+ * copies when asked (qb/kb/vb, else NULL), and an output O. */
+typedef struct ts_bench_attn_io {
+  int64_t heads, n, d;
+  float *q, *k, *v, *o;
+  uint16_t *qb, *kb, *vb;
+} ts_bench_attn_io;
+ts_status ts_bench_attn_io_make(ts_bench_attn_io *io, int64_t heads, int64_t n, int64_t d, bool bf16);
+void ts_bench_attn_io_free(ts_bench_attn_io *io);
+/* One execute of plan over the first `heads` heads of io (batch 1), bf16 when io has the copies,
+ * into O (NULL: io->o). */
+ts_status ts_bench_attn_io_run(const ts_context *ctx, ts_attn_plan *plan, const ts_bench_attn_io *io, int64_t heads,
+                               float *O);
+
 #endif

@@ -271,21 +271,18 @@ static void test_sweep(void) {
       snprintf(what, sizeof what, "%s blocks(%lld)+residue", masks[mi].name, (long long)nb);
       CHECK_OK(ts_attn_schedule_from_blocks(&s, n, bl, tiles, nb, m, &bo));
       check_schedule(&s, m, &D, ctx, what, full);
-      /* blocks first, the residue as a COMPACT segment (ownership: it takes what they leave) */
-      CHECK_OK(ts_attn_schedule_from_blocks(&s, n, bl, tiles, nb, NULL, &bo));
-      for (int64_t p = 0; p < s.npanels; p++) {
-        ts_attn_segment *g = &s.segs[s.panels[p].seg0 + s.panels[p].nseg - 1];
-        g->kind = TS_ATTN_SEG_COMPACT, g->br = 16, g->bc = 32;
+      /* blocks first, the residue as a COMPACT or DIAG segment (ownership: it takes what they leave) */
+      static const struct { int32_t kind, bc; const char *name; } res[] = {{TS_ATTN_SEG_COMPACT, 32, "compact"},
+                                                                          {TS_ATTN_SEG_DIAG, 40, "diag"}};
+      for (int r = 0; r < 2; r++) {
+        CHECK_OK(ts_attn_schedule_from_blocks(&s, n, bl, tiles, nb, NULL, &bo));
+        for (int64_t p = 0; p < s.npanels; p++) {
+          ts_attn_segment *g = &s.segs[s.panels[p].seg0 + s.panels[p].nseg - 1];
+          g->kind = res[r].kind, g->br = 16, g->bc = res[r].bc;
+        }
+        snprintf(what, sizeof what, "%s blocks(%lld)+%s residue", masks[mi].name, (long long)nb, res[r].name);
+        check_schedule(&s, m, &D, ctx, what, full);
       }
-      snprintf(what, sizeof what, "%s blocks(%lld)+compact residue", masks[mi].name, (long long)nb);
-      check_schedule(&s, m, &D, ctx, what, full);
-      CHECK_OK(ts_attn_schedule_from_blocks(&s, n, bl, tiles, nb, NULL, &bo));
-      for (int64_t p = 0; p < s.npanels; p++) {
-        ts_attn_segment *g = &s.segs[s.panels[p].seg0 + s.panels[p].nseg - 1];
-        g->kind = TS_ATTN_SEG_DIAG, g->br = 16, g->bc = 40;
-      }
-      snprintf(what, sizeof what, "%s blocks(%lld)+diag residue", masks[mi].name, (long long)nb);
-      check_schedule(&s, m, &D, ctx, what, full);
       snprintf(what, sizeof what, "%s blocks(%lld), no mask", masks[mi].name, (long long)nb);
       CHECK_OK(ts_attn_schedule_from_blocks(&s, n, bl, tiles, nb, NULL, NULL));
       if (g_san) ts_attn_schedule_free(&s);

@@ -382,29 +382,55 @@ static void test_static_threads(void) {
 
 /* Reorder a permuted window2d, extract blocks, schedule (greedy and ILP), execute on the ORIGINAL
  * token order via the permutation, compare with the reference on the original mask. */
+/* A generated 2-D pattern in a token order: the pattern, its permuted copy, both as bitmaps, the
+ * permutation and the permuted pattern's dense blocks. */
+typedef struct ordered {
+  int64_t n;
+  ts_csr m, pm;
+  ts_pattern_info info;
+  int32_t *perm;
+  ts_bitmap bo, bp;
+  ts_blocks blk;
+} ordered;
+
+static ordered ordered_make(const char *spec, ts_reorder_method method) {
+  ordered M;
+  memset(&M, 0, sizeof M);
+  CHECK_OK(ts_pattern_generate(spec, &M.m, &M.info));
+  M.n = M.m.rows;
+  M.perm = ts_malloc((size_t)M.n * sizeof *M.perm);
+  ts_reorder_opts ro;
+  ts_reorder_opts_default(&ro);
+  ro.method = method;
+  ro.grid_h = M.info.grid_h, ro.grid_w = M.info.grid_w, ro.grid_pos = M.info.base_index;
+  CHECK_OK(ts_reorder(&M.m, &ro, M.perm, NULL, NULL));
+  CHECK_OK(ts_csr_permute(&M.m, M.perm, M.perm, &M.pm));
+  CHECK_OK(ts_csr_to_bitmap(&M.m, &M.bo));
+  CHECK_OK(ts_csr_to_bitmap(&M.pm, &M.bp));
+  ts_blocks_opts bopt;
+  ts_blocks_opts_default(&bopt);
+  CHECK_OK(ts_blocks_extract(&M.pm, &bopt, &M.blk));
+  return M;
+}
+
+static void ordered_free(ordered *M) {
+  ts_blocks_free(&M->blk);
+  ts_bitmap_free(&M->bo), ts_bitmap_free(&M->bp);
+  ts_free(M->perm);
+  ts_pattern_info_free(&M->info);
+  ts_csr_free(&M->m), ts_csr_free(&M->pm);
+}
+
 static void test_scheduled_window2d(void) {
   const char *specs[] = {"permute:window2d:h=16,w=16,k=5,seed=3", "permute:vitdet:h=14,w=14,win=7,global=2,seed=5"};
   ts_context *ctx;
   CHECK_OK(ts_context_create(&ctx, 2));
   for (int sp = 0; sp < 2; sp++) {
-    ts_csr m = {0}, pm = {0};
-    ts_pattern_info info;
-    CHECK_OK(ts_pattern_generate(specs[sp], &m, &info));
-    const int64_t n = m.rows;
-    int32_t *perm = ts_malloc((size_t)n * sizeof *perm);
-    ts_reorder_opts ro;
-    ts_reorder_opts_default(&ro);
-    ro.method = TS_REORDER_HILBERT;
-    ro.grid_h = info.grid_h, ro.grid_w = info.grid_w, ro.grid_pos = info.base_index;
-    CHECK_OK(ts_reorder(&m, &ro, perm, NULL, NULL));
-    CHECK_OK(ts_csr_permute(&m, perm, perm, &pm));
-    ts_bitmap bo = {0}, bp = {0};
-    CHECK_OK(ts_csr_to_bitmap(&m, &bo));
-    CHECK_OK(ts_csr_to_bitmap(&pm, &bp));
-    ts_blocks_opts bopt;
-    ts_blocks_opts_default(&bopt);
-    ts_blocks blk;
-    CHECK_OK(ts_blocks_extract(&pm, &bopt, &blk));
+    ordered M = ordered_make(specs[sp], TS_REORDER_HILBERT);
+    const int64_t n = M.n;
+    int32_t *perm = M.perm;
+    ts_bitmap bo = M.bo, bp = M.bp;
+    ts_blocks blk = M.blk;
     qkv x = qkv_make(1, 2, n, 32, 21 + (uint64_t)sp);
     CHECK_OK(ts_attn_reference(&bo, x.Q, x.K, x.V, x.R, x.b, x.h, n, x.d));
     int d = 32;
@@ -474,11 +500,7 @@ static void test_scheduled_window2d(void) {
     ts_attn_plan_destroy(pl);
     ts_attn_schedule_free(&s);
     qkv_free(&x);
-    ts_blocks_free(&blk);
-    ts_bitmap_free(&bo), ts_bitmap_free(&bp);
-    ts_free(perm);
-    ts_pattern_info_free(&info);
-    ts_csr_free(&m), ts_csr_free(&pm);
+    ordered_free(&M);
   }
   ts_context_destroy(ctx);
 }
@@ -490,26 +512,10 @@ static void test_guard_diag(void) {
   ts_context *ctx;
   CHECK_OK(ts_context_create(&ctx, 2));
   for (int order = 0; order < 2; order++) {
-    ts_csr m = {0}, pm = {0};
-    ts_pattern_info info;
-    CHECK_OK(ts_pattern_generate("window2d:h=24,w=24,k=5", &m, &info));
-    const int64_t n = m.rows;
-    int32_t *perm = ts_malloc((size_t)n * sizeof *perm);
-    ts_reorder_opts ro;
-    ts_reorder_opts_default(&ro);
-    ro.method = order ? TS_REORDER_HILBERT : TS_REORDER_NONE;
-    ro.grid_h = info.grid_h, ro.grid_w = info.grid_w, ro.grid_pos = info.base_index;
-    CHECK_OK(ts_reorder(&m, &ro, perm, NULL, NULL));
-    CHECK_OK(ts_csr_permute(&m, perm, perm, &pm));
-    ts_bitmap bo = {0}, bp = {0};
-    CHECK_OK(ts_csr_to_bitmap(&m, &bo));
-    CHECK_OK(ts_csr_to_bitmap(&pm, &bp));
-    ts_blocks_opts bopt;
-    ts_blocks_opts_default(&bopt);
-    ts_blocks blk;
-    CHECK_OK(ts_blocks_extract(&pm, &bopt, &blk));
+    ordered M = ordered_make("window2d:h=24,w=24,k=5", order ? TS_REORDER_HILBERT : TS_REORDER_NONE);
+    const int64_t n = M.n;
     qkv x = qkv_make(1, 2, n, 32, 41 + (uint64_t)order);
-    CHECK_OK(ts_attn_reference(&bo, x.Q, x.K, x.V, x.R, x.b, x.h, n, x.d));
+    CHECK_OK(ts_attn_reference(&M.bo, x.Q, x.K, x.V, x.R, x.b, x.h, n, x.d));
     int d = 32;
     ts_attn_sched_opts o;
     ts_attn_sched_opts_default(&o);
@@ -519,16 +525,16 @@ static void test_guard_diag(void) {
     o.cost_user = &d;
     ts_attn_schedule s;
     ts_attn_sched_info si;
-    CHECK_OK(ts_attn_schedule_solve(&blk, &bp, &o, &s, &si));
+    CHECK_OK(ts_attn_schedule_solve(&M.blk, &M.bp, &o, &s, &si));
     const bool diag_isa = ts_isa_active() == TS_ISA_AVX512; /* below it DIAG passes are never candidates */
     CHECK(si.guarded && (order || !diag_isa ? si.guard_diag_s == 0 : si.guard_diag_s > 0), "%s order: guard_diag_s %g",
           order ? "hilbert" : "natural", si.guard_diag_s);
     for (int64_t g = 0; si.fallback_kind == TS_ATTN_SEG_DIAG && g < s.nsegs; g++)
       CHECK(s.segs[g].kind == TS_ATTN_SEG_DIAG && s.segs[g].br == 16, "the DIAG fallback is the schedule");
     ts_attn_plan *pl = NULL;
-    CHECK_OK(ts_attn_plan_create(&pl, ctx, &s, &bp, x.d));
+    CHECK_OK(ts_attn_plan_create(&pl, ctx, &s, &M.bp, x.d));
     if (pl) {
-      CHECK_OK(ts_attn_execute_original(ctx, pl, perm, x.Q, x.K, x.V, x.O, x.b, x.h, n, x.d));
+      CHECK_OK(ts_attn_execute_original(ctx, pl, M.perm, x.Q, x.K, x.V, x.O, x.b, x.h, n, x.d));
       CHECK(rel_err(&x) <= TOL, "%s order (fallback %s): error %g", order ? "hilbert" : "natural",
             si.fallback.br ? ts_attn_seg_kind_name((ts_attn_seg_kind)si.fallback_kind) : "none", rel_err(&x));
     }
@@ -538,11 +544,7 @@ static void test_guard_diag(void) {
     ts_attn_plan_destroy(pl);
     ts_attn_schedule_free(&s);
     qkv_free(&x);
-    ts_blocks_free(&blk);
-    ts_bitmap_free(&bo), ts_bitmap_free(&bp);
-    ts_free(perm);
-    ts_pattern_info_free(&info);
-    ts_csr_free(&m), ts_csr_free(&pm);
+    ordered_free(&M);
   }
   ts_context_destroy(ctx);
 }
