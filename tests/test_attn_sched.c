@@ -529,6 +529,10 @@ static void test_guard_diag(void) {
     const bool diag_isa = ts_isa_active() == TS_ISA_AVX512; /* below it DIAG passes are never candidates */
     CHECK(si.guarded && (order || !diag_isa ? si.guard_diag_s == 0 : si.guard_diag_s > 0), "%s order: guard_diag_s %g",
           order ? "hilbert" : "natural", si.guard_diag_s);
+    /* DIAG passes timed before the ILP's coverage stage only where they are predicted to win (the
+     * natural order), and then the stage did not run */
+    CHECK(order ? !si.diag_first : !si.diag_first || (!si.ilp_run && si.guard_diag_s > 0), "%s order: diag_first %d ilp_run %d",
+          order ? "hilbert" : "natural", si.diag_first, si.ilp_run);
     for (int64_t g = 0; si.fallback_kind == TS_ATTN_SEG_DIAG && g < s.nsegs; g++)
       CHECK(s.segs[g].kind == TS_ATTN_SEG_DIAG && s.segs[g].br == 16, "the DIAG fallback is the schedule");
     ts_attn_plan *pl = NULL;

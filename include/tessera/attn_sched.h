@@ -114,7 +114,10 @@ typedef struct ts_attn_sched_opts {
    * each than 1.25 x its 16-row compact passes (sliding windows in the natural order) -- DIAG
    * passes of 16 rows over the schedule's panels; when one of them is more than 3% faster it
    * replaces the schedule (info.fallback, fallback_kind MIXED, COMPACT or DIAG; it runs
-   * dynamically, without a thread assignment). The guard runs calibrate_heads heads per
+   * dynamically, without a thread assignment). Where DIAG passes are predicted to beat the compact
+   * passes outright (1.3 x their cells below the compact cells), they are timed against the
+   * greedy's schedule before the ILP's coverage stage, and when faster the stage is skipped
+   * (info.diag_first): it would refine compact passes that the guard then replaces. The guard runs calibrate_heads heads per
    * execute (at most 8, and at most 16384 / n; default 1), on one thread by its CPU clock (steady
    * on a shared machine). More heads let the heads' traffic through the caches count as in a
    * multi-head call (one head's 4 arrays stay in L2/L3 from call to call); measured with the
@@ -154,6 +157,9 @@ typedef struct ts_attn_sched_info {
   double guard_schedule_s, guard_fixed_s; /* its measurements: the solved schedule, the fastest fixed tile */
   double guard_fallback_s;     /* the measurement of what replaced it (fallback), else 0 */
   double guard_diag_s;         /* its measurement of the 16-row DIAG passes, 0 when their cells ruled them out */
+  bool diag_first;             /* DIAG passes, predicted to beat the compact passes outright, were timed against the
+                                  greedy's schedule before the ILP's coverage stage and ran faster, so the stage was
+                                  skipped (the greedy's schedule went to the guard, which then kept the faster) */
   ts_attn_tile fallback;       /* what replaced the solved schedule ({0, 0}: nothing): a fixed tile
                                   (fallback_kind MIXED: block skip) or a pass (COMPACT or DIAG: every panel
                                   one pass of fallback.br rows, items of fallback.bc keys or offsets); the makespan and

@@ -233,7 +233,14 @@ ts_status ts_attn_schedule_solve(const ts_blocks *blk, const ts_bitmap *mask, co
   ts_attn_sched_opts og = o;
   if (cover) og.solver = TS_ATTN_SOLVER_GREEDY;
   if (st == TS_OK) st = ts_attn_sched_problem_solve(&pb, &og, tile, height, thread, &inf);
-  if (st == TS_OK && cover) {
+  if (st == TS_OK && cover && o.calibrate_d > 0 && o.guard) { /* DIAG passes measured faster: no coverage stage */
+    ts_attn_schedule gs;
+    st = ts__sched_build_schedule(&B, tile, height, &gs);
+    if (st == TS_OK) st = ts_attn_schedule_set_threads(&gs, thread);
+    if (st == TS_OK) st = ts__sched_diag_first(&B, &o, &gs, &inf.diag_first);
+    ts_attn_schedule_free(&gs);
+  }
+  if (st == TS_OK && cover && !inf.diag_first) {
     inf.ilp_run = true;
     st = ts__sched_cover_solve(&B, &pb, &o, scale, tile, height, thread, &inf);
   }

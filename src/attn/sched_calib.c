@@ -109,6 +109,48 @@ ts_status ts__sched_calibrate(const ts__sched_build *B, const ts_attn_sched_prob
   return st;
 }
 
+/* 16-row DIAG passes over the panels of s, items of bc offsets, run dynamically. */
+static ts_status diag_schedule(const ts_attn_schedule *s, int32_t bc, ts_attn_schedule *g) {
+  TS_TRY(ts_attn_schedule_alloc(g, s->n, s->npanels, s->npanels));
+  for (int64_t p = 0; p < s->npanels; p++) {
+    g->panels[p] = (ts_attn_panel){s->panels[p].r0, s->panels[p].nr, p, 1};
+    g->segs[p] = (ts_attn_segment){s->panels[p].r0, s->panels[p].nr, 0, (int32_t)s->n, 16, bc, TS_ATTN_SEG_DIAG};
+  }
+  return TS_OK;
+}
+
+/* The heads of the guard's executes: calibrate_heads, at most GUARD_HEADS and GUARD_TOKENS heads x
+ * tokens. */
+static int64_t guard_heads(const ts_attn_sched_opts *o, int64_t n) {
+  int64_t H = o->calibrate_heads < 1 ? 1 : o->calibrate_heads > GUARD_HEADS ? GUARD_HEADS : o->calibrate_heads;
+  if (H > 1 && H * n > GUARD_TOKENS) H = GUARD_TOKENS / n > 1 ? GUARD_TOKENS / n : 1;
+  return H;
+}
+
+ts_status ts__sched_diag_first(const ts__sched_build *B, const ts_attn_sched_opts *o, const ts_attn_schedule *s, bool *wins) {
+  *wins = false;
+  int64_t cc = 0, dc = 0;
+  if (!ts__attn_diag_enabled()) return TS_OK;
+  TS_TRY(ts__attn_pass_cells(B->mask, 16, &cc, &dc));
+  if (!((double)dc * TS__ATTN_DIAG_COST < (double)cc)) return TS_OK; /* not predicted to win outright */
+  const int64_t n = B->mask->rows;
+  ts__attn_timer T;
+  memset(&T, 0, sizeof T);
+  ts_attn_schedule g = {0};
+  ts_attn_plan *plans[2] = {0};
+  double meas[2];
+  ts_status st = ts__attn_timer_init_heads(&T, n, o->calibrate_d, o->calibrate_dtype, guard_heads(o, n));
+  if (st == TS_OK) st = diag_schedule(s, o->compact_bc, &g);
+  if (st == TS_OK) st = ts_attn_plan_create(&plans[0], T.ctx, s, B->mask, T.d);
+  if (st == TS_OK) st = ts_attn_plan_create(&plans[1], T.ctx, &g, B->mask, T.d);
+  if (st == TS_OK) st = ts__attn_time_plans(&T, plans, 2, n, CALIB_ROUNDS, meas);
+  if (st == TS_OK) *wins = meas[1] < (1 - GUARD_MARGIN) * meas[0];
+  ts_attn_plan_destroy(plans[0]), ts_attn_plan_destroy(plans[1]);
+  ts_attn_schedule_free(&g);
+  if (T.ctx) ts__attn_timer_free(&T);
+  return st;
+}
+
 ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem *pb, const ts_attn_sched_opts *o,
                           ts_attn_schedule *s, ts_attn_sched_info *info) {
   const ts_bitmap *mask = B->mask;
@@ -149,23 +191,13 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
     }
     st = ts_attn_schedule_blockskip(&cand[1 + nh + g], n, menu[best[g]].br, menu[best[g]].bc);
   }
-  /* calibrate_heads heads per execute (at most GUARD_HEADS, GUARD_TOKENS heads x tokens) */
-  int64_t H = o->calibrate_heads < 1 ? 1 : o->calibrate_heads > GUARD_HEADS ? GUARD_HEADS : o->calibrate_heads;
-  if (H > 1 && H * n > GUARD_TOKENS) H = GUARD_TOKENS / n > 1 ? GUARD_TOKENS / n : 1;
-  if (st == TS_OK) st = ts__attn_timer_init_heads(&T, n, o->calibrate_d, o->calibrate_dtype, H);
+  if (st == TS_OK) st = ts__attn_timer_init_heads(&T, n, o->calibrate_d, o->calibrate_dtype, guard_heads(o, n));
   if (st == TS_OK) st = ts_attn_plan_create(&plans[0], T.ctx, s, mask, T.d);
   for (int h = 0; h < nh && st == TS_OK; h++)
     st = pure_plan(B, pb, h, &T, choice, height, &unused, &unused, &plans[1 + h], &cand[1 + h]);
   for (int g = 0; g < nf && st == TS_OK; g++) st = ts_attn_plan_create(&plans[1 + nh + g], T.ctx, &cand[1 + nh + g], mask, T.d);
-  if (ndg && st == TS_OK) { /* DIAG passes over the solved schedule's panels */
-    ts_attn_schedule *g = &cand[nc - 1];
-    st = ts_attn_schedule_alloc(g, n, s->npanels, s->npanels);
-    for (int64_t p = 0; p < s->npanels && st == TS_OK; p++) {
-      g->panels[p] = (ts_attn_panel){s->panels[p].r0, s->panels[p].nr, p, 1};
-      g->segs[p] = (ts_attn_segment){s->panels[p].r0, s->panels[p].nr, 0, (int32_t)n, 16, o->compact_bc, TS_ATTN_SEG_DIAG};
-    }
-    if (st == TS_OK) st = ts_attn_plan_create(&plans[nc - 1], T.ctx, g, mask, T.d);
-  }
+  if (ndg && st == TS_OK) st = diag_schedule(s, o->compact_bc, &cand[nc - 1]); /* over the solved schedule's panels */
+  if (ndg && st == TS_OK) st = ts_attn_plan_create(&plans[nc - 1], T.ctx, &cand[nc - 1], mask, T.d);
   if (st == TS_OK) st = ts__attn_time_plans(&T, plans, nc, n, CALIB_ROUNDS, meas);
   if (st == TS_OK) {
     int w = 0, wf = 1 + nh;

@@ -69,6 +69,12 @@ ts_status ts__sched_calibrate(const ts__sched_build *B, const ts_attn_sched_prob
  * guard_fixed_s, fallback, fallback_kind). */
 ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem *pb, const ts_attn_sched_opts *o,
                           ts_attn_schedule *s, ts_attn_sched_info *info);
+/* Before the ILP's coverage stage: where 16-row DIAG passes are predicted to beat the compact passes
+ * outright (ts__attn_diag_enabled, their cells at TS__ATTN_DIAG_COST below the compact cells), times
+ * them against the greedy's schedule s as the guard would; *wins: they ran faster by the guard's
+ * margin, so the stage, which refines compact passes the guard will then replace, can be skipped
+ * (window2d k = 7 at 64^2: 0.7 s of its 1.0 s planning). */
+ts_status ts__sched_diag_first(const ts__sched_build *B, const ts_attn_sched_opts *o, const ts_attn_schedule *s, bool *wins);
 
 /* ---- the ILP's exact model of compact passes (sched_cover.c) -------------------------------- */
 

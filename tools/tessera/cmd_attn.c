@@ -308,6 +308,7 @@ void attn_cli_info_json(cJSON *j, const ts_attn_sched_info *g, const ts_attn_sch
     for (int h = 0; cs && h < 5; h++) cJSON_AddItemToArray(cs, cJSON_CreateNumber(x->calib_scale[h]));
     cJSON_AddNumberToObject(j, "calib_ms", x->calib_ms);
   }
+  cJSON_AddBoolToObject(j, "diag_first", x->diag_first);
   cJSON_AddBoolToObject(j, "guarded", x->guarded);
   if (x->guarded) {
     cJSON_AddNumberToObject(j, "guard_schedule_ms", x->guard_schedule_s * 1e3);
