@@ -146,12 +146,34 @@ void ts__attn_avx512_qk_diag(const float *q32, const uint16_t *q16, const float 
   else qk_diag_impl(q16, k16, true, d, n, row0, offs, nd, br, mask, st, lds);
 }
 
+/* An item's offsets as runs of consecutive values, found once for all its row blocks: run x is
+ * offsets [t0[x], t0[x + 1]); any[x][w] = the rows of 16-row group w with an allowed cell in it. */
+typedef struct diag_runs {
+  int n;
+  int16_t t0[TS_ATTN_TILE_MAX + 1];
+  uint16_t any[TS_ATTN_TILE_MAX][16];
+} diag_runs;
+
+static void runs_make(const int32_t *offs, int nd, const uint16_t *mask, int nv, diag_runs *R) {
+  R->n = 0;
+  for (int ta = 0, tb; ta < nd; ta = tb) {
+    for (tb = ta + 1; tb < nd && offs[tb] == offs[tb - 1] + 1;) tb++;
+    for (int w = 0; w < nv; w++) {
+      unsigned x = mask ? 0 : 0xFFFF;
+      for (int t = ta; mask && t < tb; t++) x |= mask[t * nv + w];
+      R->any[R->n][w] = (uint16_t)x;
+    }
+    R->t0[R->n++] = (int16_t)ta;
+  }
+  R->t0[R->n] = (int16_t)nd;
+}
+
 /* RR rows (1..4) x the columns [e0, e0 + 64) of the head dimension (lane masks cm[4]). */
 static inline __attribute__((always_inline)) void pv_block(const float *pt, int64_t lds, const void *v, bool bf,
                                                            int64_t d, int64_t n, int64_t row0, const int32_t *offs,
-                                                           int nd, int RR, const uint16_t *mask, int nv, int i0,
-                                                           int64_t e0, const __mmask16 cm[4], float *o,
-                                                           int64_t ldo, const float *alpha) {
+                                                           const diag_runs *R, int RR, int i0, int64_t e0,
+                                                           const __mmask16 cm[4], float *o, int64_t ldo,
+                                                           const float *alpha) {
   __m512 acc[4][4];
   UNROLL for (int r = 0; r < 4; r++) {
     if (r >= RR) break;
@@ -159,11 +181,10 @@ static inline __attribute__((always_inline)) void pv_block(const float *pt, int6
     UNROLL for (int c = 0; c < 4; c++) acc[r][c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(cm[c], o + r * ldo + e0 + 16 * c), a);
   }
   const int64_t es = bf ? 2 : 4;
-  for (int ta = 0, tb; ta < nd; ta = tb) { /* runs of consecutive offsets */
-    for (tb = ta + 1; tb < nd && offs[tb] == offs[tb - 1] + 1;) tb++;
-    const int L = tb - ta;
+  for (int x = 0; x < R->n; x++) { /* runs of consecutive offsets */
+    const int ta = R->t0[x], tb = R->t0[x + 1], L = tb - ta;
     const int64_t v0 = row0 + offs[ta];
-    if (RR == 4 && !block_any(mask, nv, i0, ta, tb)) continue; /* the 4 rows have no cell in this run */
+    if (RR == 4 && !((R->any[x][i0 / 16] >> (i0 % 16)) & 0xF)) continue; /* the 4 rows have no cell in this run */
     if (RR == 4 && L >= 3 && v0 >= 0 && v0 + L + 3 <= n) {
       /* V row v0 + s serves row r at offset ta + s - r: loaded once for the (up to 4) rows it serves;
        * rows 0..s for s < 3 (head), all 4 for 3 <= s < L, rows s - L + 1..3 for the last 3 */
@@ -214,19 +235,20 @@ static inline __attribute__((always_inline)) void pv_diag_impl(const float *pt, 
                                                                int64_t d, int64_t n, int64_t row0, const int32_t *offs,
                                                                int nd, int br, const uint16_t *mask, float *o,
                                                                int64_t ldo, const float *alpha) {
-  const int nv = (br + 15) / 16;
+  diag_runs R;
+  runs_make(offs, nd, mask, (br + 15) / 16, &R);
   for (int64_t e0 = 0; e0 < d; e0 += 64) {
     __mmask16 cm[4];
     for (int c = 0; c < 4; c++) cm[c] = e0 + 16 * c < d ? lanes(d - e0 - 16 * c) : 0;
     int i = 0;
     for (; i + 4 <= br; i += 4)
-      pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, nd, 4, mask, nv, i, e0, cm, o + (int64_t)i * ldo, ldo, alpha + i);
+      pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, &R, 4, i, e0, cm, o + (int64_t)i * ldo, ldo, alpha + i);
     const float *pi = pt + i, *ai = alpha + i;
     float *oi = o + (int64_t)i * ldo;
     switch (br - i) { /* the last rows: never skipped (a partial group) */
-      case 3: pv_block(pi, lds, v, bf, d, n, row0 + i, offs, nd, 3, NULL, nv, i, e0, cm, oi, ldo, ai); break;
-      case 2: pv_block(pi, lds, v, bf, d, n, row0 + i, offs, nd, 2, NULL, nv, i, e0, cm, oi, ldo, ai); break;
-      case 1: pv_block(pi, lds, v, bf, d, n, row0 + i, offs, nd, 1, NULL, nv, i, e0, cm, oi, ldo, ai); break;
+      case 3: pv_block(pi, lds, v, bf, d, n, row0 + i, offs, &R, 3, i, e0, cm, oi, ldo, ai); break;
+      case 2: pv_block(pi, lds, v, bf, d, n, row0 + i, offs, &R, 2, i, e0, cm, oi, ldo, ai); break;
+      case 1: pv_block(pi, lds, v, bf, d, n, row0 + i, offs, &R, 1, i, e0, cm, oi, ldo, ai); break;
       default: break;
     }
   }
