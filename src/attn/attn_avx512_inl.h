@@ -11,6 +11,13 @@
 
 #define UNROLL _Pragma("GCC unroll 16")
 
+/* Pins a vector to a register: GCC otherwise folds a load that several FMAs share into each of them
+ * (one K row of the DIAG kernels' Q K^T blocks read 2-4 times, a V row of their P V runs, or of the
+ * P V kernels' 2- and 3-row blocks, up to 4 times), and the loads, not the FMAs, then bound the loop
+ * (per allowed cell, window2d k = 7 in L1: DIAG Q K^T 1.13 -> 0.97 ns, P V 0.66 -> 0.58 ns, one
+ * thread). */
+#define PIN(x) __asm__("" : "+v"(x))
+
 /* 2^x for x in about [-151, 128]: x = n + f, |f| <= 1/2, 2^f by its degree-7 Taylor polynomial in
  * f ln 2 (truncation < 1e-9 relative), then scaled by 2^n (vscalefps: exact, underflows to 0). */
 static inline __attribute__((always_inline)) __m512 exp2_ps(__m512 x) {

@@ -174,6 +174,7 @@ static void softmax(float *st, int64_t lds, int bc, int br, const uint16_t *mask
     for (int j = 0; j < (RUNLEN); j++) {                                                                     \
       __m512 vv[DV];                                                                                         \
       UNROLL for (int e = 0; e < DV; e++) vv[e] = _mm512_maskz_loadu_ps(e == DV - 1 ? tm : 0xFFFF, v + 16 * e); \
+      UNROLL for (int e = 0; e < DV; e++) PIN(vv[e]);                                                        \
       UNROLL for (int i = 0; i < I; i++) {                                                                   \
         __m512 pb = _mm512_set1_ps(pt[i]);                                                                   \
         UNROLL for (int e = 0; e < DV; e++) acc[i][e] = _mm512_fmadd_ps(pb, vv[e], acc[i][e]);              \
@@ -240,6 +241,7 @@ static void pv(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_
         const float *v = v0 + ((int64_t)runs[j / (RL)] + j % (RL)) * ldv, *p = pt + (int64_t)j * lds;        \
         __m512 vv[DV];                                                                                       \
         UNROLL for (int e = 0; e < DV; e++) vv[e] = _mm512_maskz_loadu_ps(e == DV - 1 ? tm : 0xFFFF, v + 16 * e); \
+      UNROLL for (int e = 0; e < DV; e++) PIN(vv[e]);                                                        \
         UNROLL for (int i = 0; i < I; i++) {                                                                 \
           __m512 pb = _mm512_set1_ps(p[i]);                                                                  \
           UNROLL for (int e = 0; e < DV; e++) acc[i][e] = _mm512_fmadd_ps(pb, vv[e], acc[i][e]);            \

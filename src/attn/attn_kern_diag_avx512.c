@@ -47,11 +47,6 @@ static inline __attribute__((always_inline)) __m512 reduce16(const __m512 v[16])
   return _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], 0x44), _mm512_shuffle_ps(s3[0], s3[1], 0xEE));
 }
 
-/* Pins a vector to a register: GCC otherwise folds a load that several FMAs share into each of them
- * (one K row of qk_block_run read 2-4 times, a V row of the P V runs up to 4 times), and the loads,
- * not the FMAs, then bound the loop (per allowed cell, window2d k = 7 in L1: Q K^T 1.13 -> 0.97 ns,
- * P V 0.66 -> 0.58 ns, one thread). */
-#define PIN(x) __asm__("" : "+v"(x))
 
 static inline int64_t clampi(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
