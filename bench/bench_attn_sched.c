@@ -45,6 +45,11 @@ typedef struct cfg {
 
 
 /* q-quantile of v[0..n) (sorts v). */
+/* "fixed" for a block-skip fallback, else the pass kind's name. */
+static const char *fallback_name(int kind) {
+  return kind == TS_ATTN_SEG_MIXED ? "fixed" : ts_attn_seg_kind_name((ts_attn_seg_kind)kind);
+}
+
 static double quantile(double *v, int n, double q) {
   qsort(v, (size_t)n, sizeof *v, ts_bench_cmp_double);
   double x = q * (n - 1);
@@ -160,7 +165,7 @@ static ts_status run_case(const cfg *c, const char *spec, cJSON *rows) {
           cJSON_AddNumberToObject(x, "solve_ms", solve_ms[p]);
           if (inf[p].fallback.br > 0) {
             char fb[48];
-            snprintf(fb, sizeof fb, "%s %dx%d", inf[p].fallback_kind == TS_ATTN_SEG_MIXED ? "fixed" : ts_attn_seg_kind_name((ts_attn_seg_kind)inf[p].fallback_kind), inf[p].fallback.br,
+            snprintf(fb, sizeof fb, "%s %dx%d", fallback_name(inf[p].fallback_kind), inf[p].fallback.br,
                      inf[p].fallback.bc);
             cJSON_AddStringToObject(x, "fallback", fb);
           } else {
@@ -184,7 +189,7 @@ static ts_status run_case(const cfg *c, const char *spec, cJSON *rows) {
         for (int p = 0; p < NPLANS; p++)
           printf("  %-10s %8.3f ms  %6.1f GFLOP/s eff.  predicted %.4g  merged %lld  solve %.0f ms%s%s\n", plan_names[p], med[p] * 1e3,
                  flops / med[p] / 1e9, inf[p].makespan, (long long)inf[p].merged, solve_ms[p], inf[p].fallback.br > 0 ? "  guard: " : "",
-                 inf[p].fallback.br > 0 ? (inf[p].fallback_kind == TS_ATTN_SEG_MIXED ? "fixed" : ts_attn_seg_kind_name((ts_attn_seg_kind)inf[p].fallback_kind)) : "");
+                 inf[p].fallback.br > 0 ? fallback_name(inf[p].fallback_kind) : "");
         printf("  greedy/ilp per round: raw %.3f (q25 %.3f, q75 %.3f; ilp faster in %.0f%%), guarded %.3f (q25 %.3f, q75 %.3f; "
                "%.0f%%); greedy's plan priced by the ILP's model %.4g; outputs agree within %.1e\n",
                ratio[0][1], ratio[0][0], ratio[0][2], 100 * faster[0] / c->rounds, ratio[1][1], ratio[1][0], ratio[1][2],

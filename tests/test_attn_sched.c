@@ -456,7 +456,8 @@ static void test_scheduled_window2d(void) {
         /* block skip, or every panel one pass (after no standalone piece) */
         for (int64_t g = 0; si.fallback.br > 0 && g < s.nsegs; g++)
           CHECK(s.thread == NULL && s.segs[g].br == si.fallback.br && s.segs[g].bc == si.fallback.bc &&
-                    s.segs[g].kind == (si.fallback_kind == TS_ATTN_SEG_COMPACT || si.fallback_kind == TS_ATTN_SEG_DIAG ? si.fallback_kind : TS_ATTN_SEG_MIXED),
+                    s.segs[g].kind == (si.fallback_kind == TS_ATTN_SEG_DIAG ? TS_ATTN_SEG_DIAG
+                                       : si.fallback_kind == TS_ATTN_SEG_COMPACT ? TS_ATTN_SEG_COMPACT : TS_ATTN_SEG_MIXED),
                 "%s: fallback %dx%d is not the schedule", specs[sp], si.fallback.br, si.fallback.bc);
         if (si.fallback.br == 0)
           CHECK(si.guard_fixed_s >= 0.97 * si.guard_schedule_s, "%s: kept a schedule %g s against a fixed %g s", specs[sp],

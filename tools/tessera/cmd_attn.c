@@ -318,8 +318,9 @@ void attn_cli_info_json(cJSON *j, const ts_attn_sched_info *g, const ts_attn_sch
     cJSON_AddNumberToObject(j, "guard_ms", x->guard_ms);
     if (x->fallback.br > 0) { /* "fixed 16x16" (block skip) or "compact 16x64" (every panel one pass) */
       char tb[48];
-      snprintf(tb, sizeof tb, "%s %dx%d", x->fallback_kind == TS_ATTN_SEG_MIXED ? "fixed" : ts_attn_seg_kind_name((ts_attn_seg_kind)x->fallback_kind), x->fallback.br,
-               x->fallback.bc);
+      const ts_attn_seg_kind fk = (ts_attn_seg_kind)x->fallback_kind;
+      const char *kind = fk == TS_ATTN_SEG_MIXED ? "fixed" : ts_attn_seg_kind_name(fk);
+      snprintf(tb, sizeof tb, "%s %dx%d", kind, x->fallback.br, x->fallback.bc);
       cJSON_AddStringToObject(j, "fallback", tb);
       cJSON_AddNumberToObject(j, "guard_fallback_ms", x->guard_fallback_s * 1e3);
     } else {
@@ -467,6 +468,20 @@ static int cmd_plan(args *A, planned *P) {
                "%lld left at the warm start, %lld heights skipped by the bound; %.0f ms\n",
                (long long)P->ii.cover_enum, (long long)P->ii.cover_cbc, P->ii.cover_cbc_seconds, (long long)P->ii.cover_cbc_unproven,
                (long long)P->ii.cover_timeouts, (long long)P->ii.cover_pruned, P->ii.cover_ms);
+      if (P->ii.diag_first)
+        printf("diag       16-row DIAG passes ran faster than the greedy's schedule before the ILP's coverage stage: "
+               "stage skipped\n");
+      if (P->ii.guarded) {
+        const int fk = P->ii.fallback_kind;
+        const char *kind = fk == TS_ATTN_SEG_MIXED ? "fixed tiles" : fk == TS_ATTN_SEG_DIAG ? "diag passes" : "compact passes";
+        char tb[48] = "";
+        if (P->ii.fallback.br > 0) snprintf(tb, sizeof tb, "%s %dx%d", kind, P->ii.fallback.br, P->ii.fallback.bc);
+        printf("guard      %s%s (solved schedule %.3f ms, best fixed tile %.3f ms",
+               P->ii.fallback.br > 0 ? "replaced by " : "kept the solved schedule", tb, P->ii.guard_schedule_s * 1e3,
+               P->ii.guard_fixed_s * 1e3);
+        if (P->ii.guard_diag_s > 0) printf(", diag passes %.3f ms", P->ii.guard_diag_s * 1e3);
+        printf("; 1 head, 1 thread)\n");
+      }
       printf("solve      %.1f ms\n", P->solve_ms);
       if (!A->no_cache) printf("cached     %s\n", path);
     }

@@ -301,10 +301,13 @@ int attn_cli_bench(args *A, planned *P, const ts_context *ctx) {
     }
     printf("plan     %.1f ms (reorder %.1f, blocks %.1f, %s solve %.1f); predicted makespan greedy %.4g, ilp %.4g (%s)\n",
            plan_ms, P->reorder_ms, P->blocks_ms, ts_attn_solver_name(A->solver), P->solve_ms, P->gi.makespan, P->ii.makespan,
-           P->ii.ilp_run ? ts_ilp_status_name(P->ii.ilp_status) : "ilp not run");
+           P->ii.ilp_run ? ts_ilp_status_name(P->ii.ilp_status) : P->ii.diag_first ? "ilp not run: diag passes won first" : "ilp not run");
     if (P->ii.guarded && P->ii.fallback.br > 0)
       printf("guard    the solved schedule (%.3f ms, 1 head, 1 thread) was replaced by %s %dx%d (%.3f ms)\n",
-             P->ii.guard_schedule_s * 1e3, P->ii.fallback_kind == TS_ATTN_SEG_COMPACT ? "compact passes" : P->ii.fallback_kind == TS_ATTN_SEG_DIAG ? "diag passes" : "fixed tiles",
+             P->ii.guard_schedule_s * 1e3,
+             P->ii.fallback_kind == TS_ATTN_SEG_COMPACT ? "compact passes"
+             : P->ii.fallback_kind == TS_ATTN_SEG_DIAG  ? "diag passes"
+                                                        : "fixed tiles",
              P->ii.fallback.br, P->ii.fallback.bc, P->ii.guard_fallback_s * 1e3);
     else if (P->ii.guarded)
       printf("guard    kept the solved schedule (%.3f ms against %.3f for the best fixed tile; 1 head, 1 thread)\n",
