@@ -118,6 +118,15 @@ ts_status ts__attn_pass_cells(const ts_bitmap *mask, int32_t h, int64_t *compact
   return TS_OK;
 }
 
+ts_status ts__attn_diag_ratio(const ts_bitmap *mask, double *ratio) {
+  *ratio = INFINITY;
+  if (!ts__attn_diag_enabled()) return TS_OK;
+  int64_t cc = 0, dc = 0;
+  TS_TRY(ts__attn_pass_cells(mask, 16, &cc, &dc));
+  if (cc > 0) *ratio = (double)dc * TS__ATTN_DIAG_COST / (double)cc;
+  return TS_OK;
+}
+
 ts_status ts_attn_reorder(const ts_csr *mask, const ts_reorder_opts *o, int32_t *perm, ts_reorder_stats *st) {
   if (!mask || !o || !perm || mask->rows != mask->cols)
     return ts_error(TS_ERR_INVALID_ARG, "attn reorder: a square mask, options and a permutation are required");

@@ -129,10 +129,9 @@ static int64_t guard_heads(const ts_attn_sched_opts *o, int64_t n) {
 
 ts_status ts__sched_diag_first(const ts__sched_build *B, const ts_attn_sched_opts *o, const ts_attn_schedule *s, bool *wins) {
   *wins = false;
-  int64_t cc = 0, dc = 0;
-  if (!ts__attn_diag_enabled()) return TS_OK;
-  TS_TRY(ts__attn_pass_cells(B->mask, 16, &cc, &dc));
-  if (!((double)dc * TS__ATTN_DIAG_COST < (double)cc)) return TS_OK; /* not predicted to win outright */
+  double ratio;
+  TS_TRY(ts__attn_diag_ratio(B->mask, &ratio));
+  if (!(ratio < 1.0)) return TS_OK; /* not predicted to win outright */
   const int64_t n = B->mask->rows;
   ts__attn_timer T;
   memset(&T, 0, sizeof T);
@@ -162,11 +161,10 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
    * nf fixed tiles the model ranks cheapest, then (ndg = 1) DIAG passes of 16 rows on the solved
    * schedule's panels, when their cells at TS__ATTN_DIAG_COST come within GUARD_DIAG_SLACK of the
    * 16-row compact passes' (sliding windows in the natural order) */
-  int64_t cc = 0, dc = 0;
-  ts_status st = ts__attn_pass_cells(mask, 16, &cc, &dc);
+  double ratio;
+  ts_status st = ts__attn_diag_ratio(mask, &ratio);
   if (st != TS_OK) return st;
-  const int ndg = ts__attn_diag_enabled() && (double)dc * TS__ATTN_DIAG_COST < GUARD_DIAG_SLACK * (double)cc ? 1 : 0;
-  const int nc = 1 + nh + nf + ndg;
+  const int ndg = ratio < GUARD_DIAG_SLACK ? 1 : 0, nc = 1 + nh + nf + ndg;
   double *pred = malloc((size_t)nmenu * sizeof *pred), meas[1 + 4 + GUARD_TILES + 1], unused;
   int *choice = malloc((size_t)(ni ? ni : 1) * sizeof *choice), *height = malloc((size_t)np * sizeof *height);
   int best[GUARD_TILES];

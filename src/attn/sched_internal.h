@@ -119,6 +119,10 @@ static inline bool ts__attn_diag_enabled(void) { return ts_isa_active() == TS_IS
 /* Cells of h-row COMPACT passes (ts__attn_compact_keys per sub-tile) and of h-row DIAG passes (the
  * distinct offsets per sub-tile) over the whole mask. */
 ts_status ts__attn_pass_cells(const ts_bitmap *mask, int32_t h, int64_t *compact, int64_t *diag);
+/* The mask's 16-row DIAG passes priced against its 16-row compact passes: TS__ATTN_DIAG_COST x their
+ * cells / the compact cells (below 1: DIAG predicted to win); INFINITY where DIAG passes are not
+ * enabled (ts__attn_diag_enabled) or the mask is empty. */
+ts_status ts__attn_diag_ratio(const ts_bitmap *mask, double *ratio);
 
 /* ---- compact pricing (sched_compact.c) ---------------------------------------------------- */
 
