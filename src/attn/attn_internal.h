@@ -170,14 +170,20 @@ typedef struct ts__attn_kern {
                   const int32_t *offs, int nd, int br, const uint16_t *mask, float *o, int64_t ldo, const float *alpha);
 } ts__attn_kern;
 
-/* The DIAG kernels: AVX-512 (attn_kern_diag_avx512.c) and scalar (attn_kern_ref.c, also the AVX2
- * table's). */
+/* The DIAG kernels: AVX-512 (attn_kern_diag_avx512.c), AVX2 (attn_kern_diag_avx2.c) and scalar
+ * (attn_kern_ref.c). */
 void ts__attn_avx512_qk_diag(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
                              int64_t n, int64_t row0, const int32_t *offs, int nd, int br,
                              const uint16_t *mask, float *st, int64_t lds);
 void ts__attn_avx512_pv_diag(const float *pt, int64_t lds, const float *v32, const uint16_t *v16, int64_t d, int64_t n,
                              int64_t row0, const int32_t *offs, int nd, int br,
                              const uint16_t *mask, float *o, int64_t ldo, const float *alpha);
+void ts__attn_avx2_qk_diag(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
+                           int64_t n, int64_t row0, const int32_t *offs, int nd, int br, const uint16_t *mask,
+                           float *st, int64_t lds);
+void ts__attn_avx2_pv_diag(const float *pt, int64_t lds, const float *v32, const uint16_t *v16, int64_t d, int64_t n,
+                           int64_t row0, const int32_t *offs, int nd, int br, const uint16_t *mask, float *o,
+                           int64_t ldo, const float *alpha);
 void ts__attn_qk_diag_ref(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
                           int64_t n, int64_t row0, const int32_t *offs, int nd, int br,
                           const uint16_t *mask, float *st, int64_t lds);

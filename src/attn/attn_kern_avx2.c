@@ -209,4 +209,4 @@ static void finish(const float *o, int64_t ldo, const float *l, int64_t nr, int6
 const ts__attn_kern ts__attn_kern_avx2 = {.qk_f32 = qk_f32, .qk_bf16 = NULL, .softmax = softmax, .pv = pv,
                                           .pack_q = ts__attn_pack_q_ref, .finish = finish,
                                           .qk_runs = qk_runs, .pv_runs = pv_runs,
-                                          .qk_diag = ts__attn_qk_diag_ref, .pv_diag = ts__attn_pv_diag_ref};
+                                          .qk_diag = ts__attn_avx2_qk_diag, .pv_diag = ts__attn_avx2_pv_diag};

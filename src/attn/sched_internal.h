@@ -110,8 +110,9 @@ ts_status ts__sched_cover_price(const ts__sched_build *B, int32_t hh, const unsi
  * k = 13, 1.473 ms for 1.23 against 1.332 ms for Hilbert's 1.41 (1.27). */
 #define TS__ATTN_DIAG_COST 1.3
 
-/* Whether DIAG passes are worth considering on this machine: only the AVX-512 kernels are
- * vectorized (the AVX2 table runs the scalar ones), so below that level neither auto's order score
+/* Whether DIAG passes are worth considering on this machine: at AVX-512 only. The AVX2 kernels (8
+ * lanes, hadd reductions) ran 0.85-0.87x the AVX2 compact plan on window2d k = 7 (Morton order; one
+ * head one thread and 8 heads two threads, 2026-12-03), so below AVX-512 neither auto's order score
  * nor the guard counts them (a natural order chosen for them would leave the compact passes on a
  * worse order). */
 static inline bool ts__attn_diag_enabled(void) { return ts_isa_active() == TS_ISA_AVX512; }
