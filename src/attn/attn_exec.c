@@ -92,11 +92,11 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
   const float c = (float)(1.4426950408889634 / sqrt((double)d)); /* scale * log2(e) */
   const int64_t r0 = cp->r0, nr = cp->nr;
 
-  if (!cp->qt) {
-    /* DIAG items only: they read Q in place */
-  } else if (mode == MODE_BF16_DOT) pack_q_pairs(q16 + r0 * d, nr, d, ldq, w.qtp, w.qlast);
-  else if (q32) kn->pack_q(q32 + r0 * d, nr, d, ldq, w.qt);
-  else pack_q_bf16(q16 + r0 * d, nr, d, ldq, w.qt);
+  if (cp->qt) { /* (panels of DIAG items only read Q in place) */
+    if (mode == MODE_BF16_DOT) pack_q_pairs(q16 + r0 * d, nr, d, ldq, w.qtp, w.qlast);
+    else if (q32) kn->pack_q(q32 + r0 * d, nr, d, ldq, w.qt);
+    else pack_q_bf16(q16 + r0 * d, nr, d, ldq, w.qt);
+  }
   for (int64_t i = 0; i < ldq; i++) {
     w.m[i] = TS__ATTN_M0;
     w.l[i] = 0.0f;

@@ -32,6 +32,17 @@ typedef struct ts__attn_item {
  * mask words and skoff are as above with key j read as offset j. */
 static inline bool ts__attn_item_diag(const ts__attn_item *it) { return it->rl == 0 && it->qoff >= 0; }
 
+/* The end of the run of consecutive offsets that starts at offs[ta] (offs ascending, nd of them):
+ * the DIAG kernels share K/V rows along such runs (a window's dx). */
+static inline int ts__attn_run_end(const int32_t *offs, int nd, int ta) {
+  int tb = ta + 1;
+  while (tb < nd && offs[tb] == offs[tb - 1] + 1) tb++;
+  return tb;
+}
+
+/* Row j clamped into [0, n): DIAG kernels read keys outside the mask clamped (their cells are masked). */
+static inline int64_t ts__attn_clamp_row(int64_t j, int64_t n) { return j < 0 ? 0 : j >= n ? n - 1 : j; }
+
 /* Keys per run of a COMPACT item's 4-key runs. */
 #define TS__ATTN_RUN 4
 

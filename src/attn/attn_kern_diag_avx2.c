@@ -37,8 +37,6 @@ static inline __attribute__((always_inline)) __m256 ld8(const void *base, bool b
   return cnt >= 8 ? _mm256_loadu_ps((const float *)base + idx) : _mm256_maskload_ps((const float *)base + idx, lanes8(cnt));
 }
 
-static inline int64_t clampi(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
-
 /* Rows i, i+1 (i even) hold an allowed cell at an offset of [t0, t1) (mask NULL: always). */
 static inline bool pair_any(const uint16_t *mask, int nv, int i, int t0, int t1) {
   if (!mask) return true;
@@ -91,7 +89,7 @@ static inline __attribute__((always_inline)) void qk_diag_impl(const void *q, co
                                                                int br, const uint16_t *mask, float *st, int64_t lds) {
   const int nv = (br + 15) / 16;
   for (int ta = 0, tb; ta < nd; ta = tb) {
-    for (tb = ta + 1; tb < nd && offs[tb] == offs[tb - 1] + 1;) tb++;
+    tb = ts__attn_run_end(offs, nd, ta);
     for (int t0 = ta; t0 < tb; t0 += 4) {
       const int T = tb - t0 < 4 ? tb - t0 : 4;
       for (int i = 0; i < br; i += 2) {
@@ -101,7 +99,7 @@ static inline __attribute__((always_inline)) void qk_diag_impl(const void *q, co
         const bool fast = i + 2 <= br && k0 >= 0 && k0 + 4 < n;
         qr[0] = qrow, qr[1] = row0 + (i + 1 < br ? i + 1 : br - 1);
         UNROLL for (int x = 0; x < 8; x++) /* x = 2u + r; offsets past the run: scratch, not stored */
-          kr[x] = fast ? k0 + x / 2 + (x & 1) : clampi(qr[x & 1] + offs[t0 + (x / 2 < T ? x / 2 : T - 1)], 0, n - 1);
+          kr[x] = fast ? k0 + x / 2 + (x & 1) : ts__attn_clamp_row(qr[x & 1] + offs[t0 + (x / 2 < T ? x / 2 : T - 1)], n);
         const __m256 s = fast ? qk_pairs(q, k, bf, d, qr, kr, true) : qk_pairs(q, k, bf, d, qr, kr, false);
         float *dst = st + (int64_t)t0 * lds + i;
         if (i + 1 < br) {
@@ -138,7 +136,7 @@ static inline __attribute__((always_inline)) void pv_block(const float *pt, int6
     acc[r][1] = _mm256_mul_ps(_mm256_maskload_ps(o + r * ldo + e0 + 8, m1), a);
   }
   for (int ta = 0, tb; ta < nd; ta = tb) {
-    for (tb = ta + 1; tb < nd && offs[tb] == offs[tb - 1] + 1;) tb++;
+    tb = ts__attn_run_end(offs, nd, ta);
     const int L = tb - ta;
     const int64_t v0 = row0 + offs[ta];
     if (RR == 4 && v0 >= 0 && v0 + L + 3 <= n) { /* V row v0 + s serves row r at offset ta + s - r */
@@ -162,7 +160,7 @@ static inline __attribute__((always_inline)) void pv_block(const float *pt, int6
       UNROLL for (int r = 0; r < 4; r++) {
         if (r >= RR) break;
         const __m256 pb = _mm256_broadcast_ss(p + r);
-        const int64_t key = clampi(row0 + r + offs[t], 0, n - 1) * d + e0; /* outside [0, n): P = 0 */
+        const int64_t key = ts__attn_clamp_row(row0 + r + offs[t], n) * d + e0; /* outside [0, n): P = 0 */
         acc[r][0] = _mm256_fmadd_ps(pb, ld8(v, bf, key, c0), acc[r][0]);
         acc[r][1] = _mm256_fmadd_ps(pb, ld8(v, bf, key + 8, c1), acc[r][1]);
       }

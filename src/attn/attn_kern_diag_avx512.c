@@ -48,8 +48,6 @@ static inline __attribute__((always_inline)) __m512 reduce16(const __m512 v[16])
 }
 
 
-static inline int64_t clampi(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
-
 /* Whether rows i .. i+3 (i a multiple of 4) hold an allowed cell at any offset of [t0, t1): the
  * item's mask words [nd][nv] (NULL: unmasked, always). */
 static inline bool block_any(const uint16_t *mask, int nv, int i, int t0, int t1) {
@@ -112,7 +110,7 @@ static inline __attribute__((always_inline)) void qk_diag_impl(const void *q, co
                                                                int br, const uint16_t *mask, float *st, int64_t lds) {
   const int nv = (br + 15) / 16;
   for (int ta = 0, tb; ta < nd; ta = tb) {
-    for (tb = ta + 1; tb < nd && offs[tb] == offs[tb - 1] + 1;) tb++;
+    tb = ts__attn_run_end(offs, nd, ta);
     for (int t0 = ta; t0 < tb; t0 += 4) {
       const int T = tb - t0 < 4 ? tb - t0 : 4;
       for (int i = 0; i < br; i += 4) {
@@ -125,7 +123,7 @@ static inline __attribute__((always_inline)) void qk_diag_impl(const void *q, co
         }
         int64_t qr[4], kr[16]; /* rows past br: scratch lanes; keys outside [0, n): masked cells, read clamped */
         UNROLL for (int r = 0; r < 4; r++) qr[r] = row0 + (i + r < br ? i + r : br - 1);
-        UNROLL for (int x = 0; x < 16; x++) kr[x] = clampi(qr[x / 4] + offs[t0 + (x % 4 < T ? x % 4 : T - 1)], 0, n - 1);
+        UNROLL for (int x = 0; x < 16; x++) kr[x] = ts__attn_clamp_row(qr[x / 4] + offs[t0 + (x % 4 < T ? x % 4 : T - 1)], n);
         qk_block(q, k, bf, d, qr, kr, T, s, lds);
       }
     }
@@ -152,7 +150,7 @@ typedef struct diag_runs {
 static void runs_make(const int32_t *offs, int nd, const uint16_t *mask, int nv, diag_runs *R) {
   R->n = 0;
   for (int ta = 0, tb; ta < nd; ta = tb) {
-    for (tb = ta + 1; tb < nd && offs[tb] == offs[tb - 1] + 1;) tb++;
+    tb = ts__attn_run_end(offs, nd, ta);
     for (int w = 0; w < nv; w++) {
       unsigned x = mask ? 0 : 0xFFFF;
       for (int t = ta; mask && t < tb; t++) x |= mask[t * nv + w];
@@ -215,7 +213,7 @@ static inline __attribute__((always_inline)) void pv_block(const float *pt, int6
       UNROLL for (int r = 0; r < 4; r++) {
         if (r >= RR) break;
         const __m512 pb = _mm512_set1_ps(p[r]);
-        const int64_t key = clampi(row0 + r + offs[t], 0, n - 1) * d + e0; /* outside [0, n): P = 0 */
+        const int64_t key = ts__attn_clamp_row(row0 + r + offs[t], n) * d + e0; /* outside [0, n): P = 0 */
         UNROLL for (int c = 0; c < 4; c++) acc[r][c] = _mm512_fmadd_ps(pb, ld16(v, bf, key + 16 * c, cm[c]), acc[r][c]);
       }
     }

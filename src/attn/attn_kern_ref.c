@@ -92,15 +92,13 @@ static inline float elem(const float *a32, const uint16_t *a16, int64_t d, int64
   return f;
 }
 
-static inline int64_t clamp_key(int64_t j, int64_t n) { return j < 0 ? 0 : j >= n ? n - 1 : j; }
-
 void ts__attn_qk_diag_ref(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
                           int64_t n, int64_t row0, const int32_t *offs, int nd, int br,
                           const uint16_t *mask, float *st, int64_t lds) {
   (void)mask; /* every cell computed */
   for (int t = 0; t < nd; t++)
     for (int i = 0; i < br; i++) {
-      const int64_t key = clamp_key(row0 + i + offs[t], n);
+      const int64_t key = ts__attn_clamp_row(row0 + i + offs[t], n);
       float s = 0.0f;
       for (int64_t x = 0; x < d; x++) s += elem(q32, q16, d, row0 + i, x) * elem(k32, k16, d, key, x);
       st[(int64_t)t * lds + i] = s;
@@ -116,7 +114,7 @@ void ts__attn_pv_diag_ref(const float *pt, int64_t lds, const float *v32, const 
     for (int64_t e = 0; e < d; e++) orow[e] *= alpha[i];
     for (int t = 0; t < nd; t++) {
       const float p = pt[(int64_t)t * lds + i];
-      const int64_t key = clamp_key(row0 + i + offs[t], n);
+      const int64_t key = ts__attn_clamp_row(row0 + i + offs[t], n);
       for (int64_t e = 0; e < d; e++) orow[e] += p * elem(v32, v16, d, key, e);
     }
   }

@@ -129,9 +129,7 @@ static int64_t guard_heads(const ts_attn_sched_opts *o, int64_t n) {
 
 ts_status ts__sched_diag_first(const ts__sched_build *B, const ts_attn_sched_opts *o, const ts_attn_schedule *s, bool *wins) {
   *wins = false;
-  double ratio;
-  TS_TRY(ts__attn_diag_ratio(B->mask, &ratio));
-  if (!(ratio < 1.0)) return TS_OK; /* not predicted to win outright */
+  if (!(B->diag_ratio < 1.0)) return TS_OK; /* not predicted to win outright */
   const int64_t n = B->mask->rows;
   ts__attn_timer T;
   memset(&T, 0, sizeof T);
@@ -161,10 +159,7 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
    * nf fixed tiles the model ranks cheapest, then (ndg = 1) DIAG passes of 16 rows on the solved
    * schedule's panels, when their cells at TS__ATTN_DIAG_COST come within GUARD_DIAG_SLACK of the
    * 16-row compact passes' (sliding windows in the natural order) */
-  double ratio;
-  ts_status st = ts__attn_diag_ratio(mask, &ratio);
-  if (st != TS_OK) return st;
-  const int ndg = ratio < GUARD_DIAG_SLACK ? 1 : 0, nc = 1 + nh + nf + ndg;
+  const int ndg = B->diag_ratio < GUARD_DIAG_SLACK ? 1 : 0, nc = 1 + nh + nf + ndg;
   double *pred = malloc((size_t)nmenu * sizeof *pred), meas[1 + 4 + GUARD_TILES + 1], unused;
   int *choice = malloc((size_t)(ni ? ni : 1) * sizeof *choice), *height = malloc((size_t)np * sizeof *height);
   int best[GUARD_TILES];
@@ -173,7 +168,7 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
   memset(cand, 0, sizeof cand);
   ts__attn_timer T;
   memset(&T, 0, sizeof T);
-  st = pred && choice && height ? TS_OK : ts_error(TS_ERR_OOM, "attn guard: cannot allocate %d predictions", nmenu);
+  ts_status st = pred && choice && height ? TS_OK : ts_error(TS_ERR_OOM, "attn guard: cannot allocate %d predictions", nmenu);
   for (int t = 0; t < nmenu && st == TS_OK; t++) { /* the model's total of each fixed tile on this mask */
     ts_attn_schedule b;
     st = ts_attn_schedule_blockskip(&b, n, menu[t].br, menu[t].bc);

@@ -53,6 +53,7 @@ typedef struct ts__sched_build {
   const ts_attn_tile *menu;
   int nmenu;
   const ts_attn_sched_opts *o;
+  double diag_ratio;           /* ts__attn_diag_ratio of mask (set when the guard will run) */
 } ts__sched_build;
 
 /* The schedule of a solution: without compact heights (o->nheights 0) s with the pieces' tiles;
@@ -70,7 +71,7 @@ ts_status ts__sched_calibrate(const ts__sched_build *B, const ts_attn_sched_prob
 ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem *pb, const ts_attn_sched_opts *o,
                           ts_attn_schedule *s, ts_attn_sched_info *info);
 /* Before the ILP's coverage stage: where 16-row DIAG passes are predicted to beat the compact passes
- * outright (ts__attn_diag_enabled, their cells at TS__ATTN_DIAG_COST below the compact cells), times
+ * outright (B->diag_ratio below 1), times
  * them against the greedy's schedule s as the guard would; *wins: they ran faster by the guard's
  * margin, so the stage, which refines compact passes the guard will then replace, can be skipped
  * (window2d k = 7 at 64^2: 0.7 s of its 1.0 s planning). */
