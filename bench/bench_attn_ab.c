@@ -7,6 +7,11 @@
  *
  *   bench_attn_ab --pattern SPEC --plans A.json,B.json[,...] [--heads H] [--threads N] [--rounds R]
  *                 [--dtype f32|bf16] [--json]
+ *
+ * A plan given as A.json@fixed:16x16 runs the block-skip fixed tile 16 x 16 on A's token order (the
+ * fixed_best_reordered baseline of `attn bench`), so A.json@fixed:16x16,A.json measures a plan
+ * against it round by round. A trailing @nowarm runs the plan with key warming off
+ * (ts_attn_plan_set_warm).
  */
 #include <math.h>
 #include <stdio.h>
@@ -46,7 +51,15 @@ int main(int argc, char **argv) {
   ts_attn_plan *plan[MAX_PLANS] = {0};
   int64_t n = 0;
   ts_status st = ts_context_create(&ctx, threads);
-  for (int p = 0; p < np && st == TS_OK; p++) st = ts_bench_attn_load_plan(paths[p], ctx, spec, D, &plan[p], &n);
+  for (int p = 0; p < np && st == TS_OK; p++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s", paths[p]);
+    const size_t len = strlen(path), sl = strlen("@nowarm");
+    const bool nowarm = len > sl && !strcmp(path + len - sl, "@nowarm");
+    if (nowarm) path[len - sl] = '\0';
+    st = ts_bench_attn_load_plan(path, ctx, spec, D, &plan[p], &n);
+    if (st == TS_OK && nowarm) ts_attn_plan_set_warm(plan[p], false);
+  }
   if (st != TS_OK) return fprintf(stderr, "bench_attn_ab: %s\n", ts_last_error()), 1;
   ts_machine_profile prof;
   const bool have_prof = ts_bench_profile(&prof) == TS_OK;

@@ -1,6 +1,7 @@
 #include "harness_attn.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tessera/attn_sched.h"
@@ -33,7 +34,18 @@ ts_status ts_bench_attn_load_plan(const char *path, const ts_context *ctx, const
   ts_bitmap bm = {0};
   ts_attn_schedule s = {0};
   int32_t *perm = NULL;
-  ts_status st = ts_attn_plan_load(path, NULL, NULL, &perm, &s);
+  char file[4096];
+  int br = 0, bc = 0;
+  snprintf(file, sizeof file, "%s", path);
+  char *at = strrchr(file, '@');
+  if (at && sscanf(at, "@fixed:%dx%d", &br, &bc) == 2) *at = '\0'; /* the plan's order, block-skip tiles */
+  else br = bc = 0;
+  ts_status st = ts_attn_plan_load(file, NULL, NULL, &perm, &s);
+  if (st == TS_OK && br > 0) {
+    const int64_t nn = s.n;
+    ts_attn_schedule_free(&s);
+    st = ts_attn_schedule_blockskip(&s, nn, br, bc);
+  }
   if (st == TS_OK) st = ts_pattern_generate(spec, &m, NULL);
   if (st == TS_OK) st = perm ? ts_csr_permute(&m, perm, perm, &pm) : ts_csr_copy(&m, &pm);
   if (st == TS_OK) st = ts_csr_to_bitmap(&pm, &bm);

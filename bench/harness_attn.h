@@ -14,7 +14,8 @@ ts_status ts_bench_attn_mask(const char *spec, ts_reorder_method method, ts_csr 
 
 /* The plan file `path` (ts_attn_plan_load, e.g. from `tessera attn plan --out`) made for the mask of
  * pattern `spec`, created for head dimension d on the mask seen through the plan's permutation;
- * *n (may be NULL) gets the token count. */
+ * *n (may be NULL) gets the token count. `path@fixed:BRxBC`: instead of the plan's schedule, the
+ * block-skip fixed tile BR x BC on the same permuted mask (the plan's fixed_best_reordered). */
 ts_status ts_bench_attn_load_plan(const char *path, const ts_context *ctx, const char *spec, int64_t d, ts_attn_plan **plan,
                                   int64_t *n);
 
