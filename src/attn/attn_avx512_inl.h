@@ -95,6 +95,22 @@ static inline __attribute__((always_inline)) void softmax_impl(float *st, int64_
   }
 }
 
+/* One vector of the 16 sums: lane 4c + j = sum of the lanes of v[4j + c] (8 blends, 22 shuffles and
+ * 15 adds): 4 rows x 4 keys of dot products with the head dimension in the lanes (DIAG items, small
+ * sub-tiles) become one vector whose 128-bit lane c holds key c's 4 rows. */
+static inline __attribute__((always_inline)) __m512 reduce16(const __m512 v[16]) {
+  __m512 s1[8], s2[4], s3[2];
+  UNROLL for (int p = 0; p < 8; p++) /* [v2p: 0+2, 1+3 | v2p+1: 2+0, 3+1] (128-bit chunks): a blend and a shuffle */
+    s1[p] = _mm512_add_ps(_mm512_mask_blend_ps(0xFF00, v[2 * p], v[2 * p + 1]),
+                          _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x4E));
+  UNROLL for (int p = 0; p < 4; p++) /* 128-bit lane c = v[4p + c]'s 4 partial sums */
+    s2[p] = _mm512_add_ps(_mm512_shuffle_f32x4(s1[2 * p], s1[2 * p + 1], 0x88),
+                          _mm512_shuffle_f32x4(s1[2 * p], s1[2 * p + 1], 0xDD));
+  UNROLL for (int p = 0; p < 2; p++) /* lane c: [v[8p+c], v[8p+4+c], v[8p+c], v[8p+4+c]] partials */
+    s3[p] = _mm512_add_ps(_mm512_unpacklo_ps(s2[2 * p], s2[2 * p + 1]), _mm512_unpackhi_ps(s2[2 * p], s2[2 * p + 1]));
+  return _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], 0x44), _mm512_shuffle_ps(s3[0], s3[1], 0xEE));
+}
+
 /* In-register transpose of 16 rows of 16 floats: r[c] becomes column c. */
 static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
   __m512 t[16], u[16];

@@ -95,11 +95,72 @@ typedef void (*qk_full_fn)(const float *, int64_t, const float *, int64_t, int64
 typedef void (*qk_runs_fn)(const float *, int64_t, const float *const *, int64_t, int64_t, float *, int64_t);
 typedef void (*qk_tail_fn)(const float *, int64_t, const float *const *, int64_t, float *, int64_t);
 
-/* Passes over the lane vectors (4, 2 or 1 zmm at a time; one ymm for sub-tiles of <= 8 rows: Zen 4
+/* Sub-tiles of <= 4 rows (a few global tokens' rows over many keys, the last rows of a panel): with
+ * the rows in the lanes they fill half of a ymm, which on Zen 5 issues no faster than a zmm, so
+ * here the head dimension is in the lanes instead: per 4 rows x 4 keys, 16 dot products over d in
+ * 16 zmm, reduced to one vector whose 128-bit lane t holds key t's 4 rows (st's layout). The rows
+ * are copied out of Q^T once per sub-tile (rows past br repeat the last; keys past bc repeat the
+ * last key into st's padding rows). Against the ymm kernel, side by side in one process: 4 x 16
+ * block-skip tiles on swin 1.37x; vitdet's plan (global rows) 1.02-1.03x; at 5-8 rows the ymm
+ * kernel, whose lanes are then (nearly) full, stays 1.5-2% ahead. d <= QS_MAXD (the copy). */
+#define QS_ROWS 4
+#define QS_MAXD 256
+static inline __attribute__((always_inline)) void qk_small_impl(const float *qt, int64_t ldq, const float *k, int64_t ldk,
+                                                                int64_t d, int bc, int br, float *st, int64_t lds) {
+  _Alignas(64) float qr[4 * QS_MAXD];
+  for (int i0 = 0; i0 < br; i0 += 4) {
+    int64_t y = 0;
+    if (i0 + 4 <= br) /* 4 x 4 transposes: row i0 + r's dims y .. y+3 */
+      for (; y + 4 <= d; y += 4) {
+        __m128 a = _mm_loadu_ps(qt + y * ldq + i0), b = _mm_loadu_ps(qt + (y + 1) * ldq + i0);
+        __m128 c = _mm_loadu_ps(qt + (y + 2) * ldq + i0), e = _mm_loadu_ps(qt + (y + 3) * ldq + i0);
+        _MM_TRANSPOSE4_PS(a, b, c, e);
+        _mm_storeu_ps(qr + y, a), _mm_storeu_ps(qr + d + y, b), _mm_storeu_ps(qr + 2 * d + y, c), _mm_storeu_ps(qr + 3 * d + y, e);
+      }
+    for (int r = 0; r < 4; r++) {
+      const int i = i0 + r < br ? i0 + r : br - 1;
+      for (int64_t z = y; z < d; z++) qr[r * d + z] = qt[z * ldq + i];
+    }
+    for (int j0 = 0; j0 < bc; j0 += 4) {
+      const float *kr[4];
+      UNROLL for (int t = 0; t < 4; t++) kr[t] = k + (int64_t)(j0 + t < bc ? j0 + t : bc - 1) * ldk;
+      __m512 acc[16];
+      UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_setzero_ps();
+      _Pragma("GCC unroll 4") for (int64_t c = 0; c < d; c += 16) {
+        const __mmask16 m = lanes(d - c);
+        __m512 qv[4], kv[4];
+        UNROLL for (int r = 0; r < 4; r++) qv[r] = _mm512_maskz_loadu_ps(m, qr + r * d + c);
+        UNROLL for (int t = 0; t < 4; t++) {
+          kv[t] = _mm512_maskz_loadu_ps(m, kr[t] + c);
+          PIN(kv[t]);
+        }
+        UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_fmadd_ps(qv[x / 4], kv[x % 4], acc[x]);
+      }
+      const __m512 sv = reduce16(acc); /* 128-bit lane t: key j0 + t's rows i0 .. i0+3 */
+      float *o = st + (int64_t)j0 * lds + i0;
+      _mm_storeu_ps(o, _mm512_castps512_ps128(sv));
+      _mm_storeu_ps(o + lds, _mm512_extractf32x4_ps(sv, 1));
+      _mm_storeu_ps(o + 2 * lds, _mm512_extractf32x4_ps(sv, 2));
+      _mm_storeu_ps(o + 3 * lds, _mm512_extractf32x4_ps(sv, 3));
+    }
+  }
+}
+
+static void qk_small(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, int bc, int br, float *st,
+                     int64_t lds) {
+  if (d == 64) qk_small_impl(qt, ldq, k, ldk, 64, bc, br, st, lds);
+  else qk_small_impl(qt, ldq, k, ldk, d, bc, br, st, lds);
+}
+
+/* Passes over the lane vectors (4, 2 or 1 zmm at a time; one ymm for sub-tiles of 5-8 rows: Zen 4
  * issues two ymm FMAs per cycle against one zmm, so half-width rows lose nothing there), each pass
- * over the keys in full blocks, then 8-key (4-key) tail blocks. */
+ * over the keys in full blocks, then 8-key (4-key) tail blocks; <= 4 rows: qk_small. */
 static void qk_f32(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, int bc, int br, float *st,
                    int64_t lds) {
+  if (br <= QS_ROWS && d <= QS_MAXD) {
+    qk_small(qt, ldq, k, ldk, d, bc, br, st, lds);
+    return;
+  }
   const int nv = br <= 8 ? 1 : (br + 15) / 16, k64 = ldk == 64;
   for (int v0 = 0; v0 < nv;) {
     int iv = nv - v0 >= 4 ? 4 : nv - v0 >= 2 ? 2 : 1, J, Jt;
