@@ -76,6 +76,8 @@ QK_RUNS(qr_4x4_64, 4, 4, 64, 4)
 QK_RUNS(qr_4x4_g, 4, 4, ldk, 4)
 QK_RUNS(qr_2x8_64, 2, 8, 64, 4)
 QK_RUNS(qr_2x8_g, 2, 8, ldk, 4)
+QK_RUNS(qr_2x4_64, 2, 4, 64, 4)
+QK_RUNS(qr_2x4_g, 2, 4, ldk, 4)
 QK_RUNS(qr_1x16_64, 1, 16, 64, 4)
 QK_RUNS(qr_1x16_g, 1, 16, ldk, 4)
 QK_RUNS(qr_1x8_64, 1, 8, 64, 4)
@@ -86,6 +88,7 @@ QH_RUNS(qhr_8_64, 8, 64, 4)
 QH_RUNS(qhr_8_g, 8, ldk, 4)
 QK_RUNS(qs_4x4, 4, 4, 0, 1)
 QK_RUNS(qs_2x8, 2, 8, 0, 1)
+QK_RUNS(qs_2x4, 2, 4, 0, 1)
 QK_RUNS(qs_1x16, 1, 16, 0, 1)
 QK_RUNS(qs_1x8, 1, 8, 0, 1)
 QH_RUNS(qhs_16, 16, 0, 1)
@@ -184,8 +187,8 @@ static void qk_f32(const float *qt, int64_t ldq, const float *k, int64_t ldk, in
 
 /* qk_f32 over nq runs of rl keys (4, or 1: single keys): the same passes over the lane vectors,
  * keys in blocks of 16 for one lane vector, 8 for two, 4 for four; a last block of fewer than 12
- * keys takes the 8-key kernel for one lane vector; missing keys repeat the last run (scratch st
- * rows). */
+ * keys takes the 8-key kernel for one lane vector, of at most 4 the 4-key kernel for two; missing
+ * keys repeat the last run (scratch st rows). */
 static void qk_runs(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, const int32_t *runs, int nq, int rl,
                     int br, float *st, int64_t lds) {
   const int nv = br <= 8 ? 1 : (br + 15) / 16, k64 = ldk == 64, nk = nq * rl;
@@ -196,6 +199,7 @@ static void qk_runs(const float *qt, int64_t ldq, const float *k, int64_t ldk, i
       int J;
       qk_runs_fn f;
       if (iv == 4) J = 4, f = rl == 1 ? qs_4x4 : k64 ? qr_4x4_64 : qr_4x4_g;
+      else if (iv == 2 && nk - j0 <= 4) J = 4, f = rl == 1 ? qs_2x4 : k64 ? qr_2x4_64 : qr_2x4_g; /* no 4 padding keys */
       else if (iv == 2) J = 8, f = rl == 1 ? qs_2x8 : k64 ? qr_2x8_64 : qr_2x8_g;
       else if (nk - j0 >= 12) J = 16, f = br <= 8 ? (rl == 1 ? qhs_16 : k64 ? qhr_16_64 : qhr_16_g)
                                                     : (rl == 1 ? qs_1x16 : k64 ? qr_1x16_64 : qr_1x16_g);
