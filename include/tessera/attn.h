@@ -71,10 +71,11 @@
  * sub-tiles apply one 16-bit word per (key, 16 rows) precomputed by the plan (exact zeros, not
  * -inf arithmetic); O[i][:] += P[i][j] V[j][:] broadcasts P from S^T while V rows stream, with O in a
  * per-panel fp32 accumulator [nr][round16(d)]. AVX-512: Q K^T register blocks of 4x4, 2x8 or 1x16
- * (lane vectors x keys), with the key-row offsets as immediates when d = 64; fp32 sub-tiles of <= 8
+ * (lane vectors x keys), with the key-row offsets as immediates when d = 64; fp32 sub-tiles of 5-8
  * rows run 8-lane ymm FMAs (two per cycle on Zen 4, so half-width rows cost no extra there; on Zen 5
- * a ymm FMA costs a zmm one's slot); P V blocks of
- * 4 rows x 64 columns. AVX2 (8 lanes, 16 registers) and a scalar path run the same plan.
+ * a ymm FMA costs a zmm one's slot), and of <= 4 rows (a few global tokens' rows) hold the head
+ * dimension in the lanes instead, 4 rows x 4 keys per block with one transposing reduction; P V
+ * blocks of 4 rows x 64 columns. AVX2 (8 lanes, 16 registers) and a scalar path run the same plan.
  * bf16 (AVX-512 BF16): Q K^T with vdpbf16ps over (k, k+1) pairs (Q^T packed as pairs, K pairs
  * broadcast as dwords straight from memory), and P V with vdpbf16ps over (key, key+1) pairs: the V
  * tile is packed to pairs once per column tile (shared by the panel's row sub-tiles) and P is rounded
