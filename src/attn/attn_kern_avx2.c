@@ -81,8 +81,60 @@ static void qk_keys(const float *qt, int64_t ldq, const float *k, int64_t ldk, i
   }
 }
 
+/* Sub-tiles of <= 4 rows: with the rows in the lanes they would fill half of each ymm, so the head
+ * dimension is in the lanes instead (as in the AVX-512 file): per 4 rows x 2 keys, 8 dot products
+ * over d in 8 ymm, reduced by hadds to one vector whose lanes 4t .. 4t+3 hold key t's 4 rows (st's
+ * layout). The rows are copied out of Q^T once per sub-tile (rows past br repeat the last, keys past
+ * bc the last key). 4 x 16 block-skip tiles on swin 1.12x against the rows-in-lanes kernel. */
+#define QS_MAXD 256
+static inline __attribute__((always_inline)) void qk_small_impl(const float *qt, int64_t ldq, const float *k, int64_t ldk,
+                                                                int64_t d, int bc, int br, float *st, int64_t lds) {
+  float qr[4 * QS_MAXD];
+  for (int i0 = 0; i0 < br; i0 += 4) {
+    int64_t y = 0;
+    if (i0 + 4 <= br) /* 4 x 4 transposes: row i0 + r's dims y .. y+3 */
+      for (; y + 4 <= d; y += 4) {
+        __m128 a = _mm_loadu_ps(qt + y * ldq + i0), b = _mm_loadu_ps(qt + (y + 1) * ldq + i0);
+        __m128 c = _mm_loadu_ps(qt + (y + 2) * ldq + i0), e = _mm_loadu_ps(qt + (y + 3) * ldq + i0);
+        _MM_TRANSPOSE4_PS(a, b, c, e);
+        _mm_storeu_ps(qr + y, a), _mm_storeu_ps(qr + d + y, b), _mm_storeu_ps(qr + 2 * d + y, c), _mm_storeu_ps(qr + 3 * d + y, e);
+      }
+    for (int r = 0; r < 4; r++) {
+      const int i = i0 + r < br ? i0 + r : br - 1;
+      for (int64_t z = y; z < d; z++) qr[r * d + z] = qt[z * ldq + i];
+    }
+    for (int j0 = 0; j0 < bc; j0 += 2) {
+      const float *k0 = k + (int64_t)j0 * ldk, *k1 = k + (int64_t)(j0 + 1 < bc ? j0 + 1 : bc - 1) * ldk;
+      __m256 acc[8];
+      UNROLL for (int x = 0; x < 8; x++) acc[x] = _mm256_setzero_ps();
+      _Pragma("GCC unroll 8") for (int64_t c = 0; c < d; c += 8) {
+        const __m256i m = lane_mask(d - c);
+        const __m256 ka = _mm256_maskload_ps(k0 + c, m), kb = _mm256_maskload_ps(k1 + c, m);
+        UNROLL for (int r = 0; r < 4; r++) {
+          const __m256 q = _mm256_maskload_ps(qr + r * d + c, m);
+          acc[r] = _mm256_fmadd_ps(q, ka, acc[r]);
+          acc[4 + r] = _mm256_fmadd_ps(q, kb, acc[4 + r]);
+        }
+      }
+      /* lane x of the result = the sum of acc[x]: key x / 4, row x % 4 */
+      const __m256 h01 = _mm256_hadd_ps(acc[0], acc[1]), h23 = _mm256_hadd_ps(acc[2], acc[3]);
+      const __m256 h45 = _mm256_hadd_ps(acc[4], acc[5]), h67 = _mm256_hadd_ps(acc[6], acc[7]);
+      const __m256 a = _mm256_hadd_ps(h01, h23), b = _mm256_hadd_ps(h45, h67);
+      const __m256 sv = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+      float *o = st + (int64_t)j0 * lds + i0;
+      _mm_storeu_ps(o, _mm256_castps256_ps128(sv));
+      _mm_storeu_ps(o + lds, _mm256_extractf128_ps(sv, 1));
+    }
+  }
+}
+
 static void qk_f32(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, int bc, int br, float *st,
                    int64_t lds) {
+  if (br <= 4 && d <= QS_MAXD) {
+    if (d == 64) qk_small_impl(qt, ldq, k, ldk, 64, bc, br, st, lds);
+    else qk_small_impl(qt, ldq, k, ldk, d, bc, br, st, lds);
+    return;
+  }
   qk_keys(qt, ldq, k, ldk, d, NULL, 1, bc, br, st, lds);
 }
 
