@@ -240,7 +240,7 @@ static void test_sweep(void) {
         if (g_san && (t == 1 || t == 3 || t == 4)) continue;
         snprintf(what, sizeof what, "%s blockskip %dx%d", masks[mi].name, skip_tiles[t].br, skip_tiles[t].bc);
         CHECK_OK(ts_attn_schedule_blockskip(&s, n, skip_tiles[t].br, skip_tiles[t].bc));
-        check_schedule(&s, m, &D, ctx, what, full && (t < 3 || t >= 5)); /* 3 rows: the AVX-512 small-tile Q K^T */
+        check_schedule(&s, m, &D, ctx, what, full && (t < 3 || t >= 5)); /* 3 rows: the small-sub-tile Q K^T (AVX-512, AVX2) */
       }
       /* COMPACT: heights below / at / above the 8 and 16 lane widths, items of 16 runs, one run
        * (bc 4), a bc that is no multiple of 4 (3 runs) and panels that are no multiple of br */

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "attn/attn_internal.h"
+#include "attn/attn_rows4_inl.h"
 
 #define UNROLL _Pragma("GCC unroll 16")
 
@@ -91,18 +92,7 @@ static inline __attribute__((always_inline)) void qk_small_impl(const float *qt,
                                                                 int64_t d, int bc, int br, float *st, int64_t lds) {
   float qr[4 * QS_MAXD];
   for (int i0 = 0; i0 < br; i0 += 4) {
-    int64_t y = 0;
-    if (i0 + 4 <= br) /* 4 x 4 transposes: row i0 + r's dims y .. y+3 */
-      for (; y + 4 <= d; y += 4) {
-        __m128 a = _mm_loadu_ps(qt + y * ldq + i0), b = _mm_loadu_ps(qt + (y + 1) * ldq + i0);
-        __m128 c = _mm_loadu_ps(qt + (y + 2) * ldq + i0), e = _mm_loadu_ps(qt + (y + 3) * ldq + i0);
-        _MM_TRANSPOSE4_PS(a, b, c, e);
-        _mm_storeu_ps(qr + y, a), _mm_storeu_ps(qr + d + y, b), _mm_storeu_ps(qr + 2 * d + y, c), _mm_storeu_ps(qr + 3 * d + y, e);
-      }
-    for (int r = 0; r < 4; r++) {
-      const int i = i0 + r < br ? i0 + r : br - 1;
-      for (int64_t z = y; z < d; z++) qr[r * d + z] = qt[z * ldq + i];
-    }
+    ts__attn_rows4(qt, ldq, d, i0, br, qr);
     for (int j0 = 0; j0 < bc; j0 += 2) {
       const float *k0 = k + (int64_t)j0 * ldk, *k1 = k + (int64_t)(j0 + 1 < bc ? j0 + 1 : bc - 1) * ldk;
       __m256 acc[8];
