@@ -4,6 +4,7 @@
  * P rounded to bf16 pairs by the softmax). Only called when the CPU has AVX512_BF16.
  * Shapes: attn_internal.h. */
 #include "attn/attn_avx512_inl.h"
+#include "attn/attn_rows4_inl.h"
 
 /* ---- Q K^T (bf16 pairs, vdpbf16ps) ----------------------------------------------------------- */
 
@@ -62,8 +63,46 @@ QKB_TAIL(qkb_1x8_t, 1, 8)
 typedef void (*qkb_full_fn)(const uint32_t *, const float *, int64_t, const uint16_t *, int64_t, int64_t, float *, int64_t);
 typedef void (*qkb_tail_fn)(const uint32_t *, const float *, int64_t, const uint16_t *const *, int64_t, float *, int64_t);
 
+/* Sub-tiles of <= 4 rows, even d (as the fp32 kernels' qk_small, attn_kern_avx512.c): the head
+ * dimension's pairs in the lanes, 4 rows x 4 keys per block (K rows read as dwords of pairs in
+ * place), one transposing reduction; the rows' pairs are copied out of the pair-packed Q^T once per
+ * sub-tile. With the rows in the lanes, 4 rows used a quarter of each vdpbf16ps. */
+#define QSB_MAXP 128
+static inline __attribute__((always_inline)) void qkb_small_impl(const uint32_t *qtp, int64_t ldq, const uint16_t *k,
+                                                                 int64_t ldk, int64_t np, int bc, int br, float *st,
+                                                                 int64_t lds) {
+  _Alignas(64) uint32_t qr[4 * QSB_MAXP];
+  for (int i0 = 0; i0 < br; i0 += 4) {
+    ts__attn_rows4((const float *)qtp, ldq, np, i0, br, (float *)qr); /* dwords moved as floats: bit copies */
+    for (int j0 = 0; j0 < bc; j0 += 4) {
+      const uint16_t *kr[4];
+      UNROLL for (int t = 0; t < 4; t++) kr[t] = k + (int64_t)(j0 + t < bc ? j0 + t : bc - 1) * ldk;
+      __m512 acc[16];
+      UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_setzero_ps();
+      _Pragma("GCC unroll 4") for (int64_t c = 0; c < np; c += 16) {
+        const __mmask16 m = lanes(np - c);
+        __m512bh qv[4], kv[4];
+        UNROLL for (int r = 0; r < 4; r++) qv[r] = (__m512bh)_mm512_maskz_loadu_epi32(m, qr + r * np + c);
+        UNROLL for (int t = 0; t < 4; t++) kv[t] = (__m512bh)_mm512_maskz_loadu_epi32(m, kr[t] + 2 * c);
+        UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_dpbf16_ps(acc[x], qv[x / 4], kv[x % 4]);
+      }
+      const __m512 sv = reduce16(acc); /* 128-bit lane t: key j0 + t's rows i0 .. i0+3 */
+      float *o = st + (int64_t)j0 * lds + i0;
+      _mm_storeu_ps(o, _mm512_castps512_ps128(sv));
+      _mm_storeu_ps(o + lds, _mm512_extractf32x4_ps(sv, 1));
+      _mm_storeu_ps(o + 2 * lds, _mm512_extractf32x4_ps(sv, 2));
+      _mm_storeu_ps(o + 3 * lds, _mm512_extractf32x4_ps(sv, 3));
+    }
+  }
+}
+
 void ts__attn_avx512_qk_bf16(const uint32_t *qtp, const float *qlast, int64_t ldq, const uint16_t *k, int64_t ldk, int64_t d, int bc,
                     int br, float *st, int64_t lds) {
+  if (br <= 4 && !(d & 1) && d / 2 <= QSB_MAXP) {
+    if (d == 64) qkb_small_impl(qtp, ldq, k, ldk, 32, bc, br, st, lds);
+    else qkb_small_impl(qtp, ldq, k, ldk, d / 2, bc, br, st, lds);
+    return;
+  }
   const int nv = (br + 15) / 16, k64 = ldk == 64;
   for (int v0 = 0; v0 < nv;) {
     int iv = nv - v0 >= 4 ? 4 : nv - v0 >= 2 ? 2 : 1, J, Jt;
