@@ -71,15 +71,10 @@ static void convert_rows(const uint16_t *src, int64_t count, float *dst) {
   for (int64_t x = 0; x < count; x++) dst[x] = bf16f(src[x]);
 }
 
-/* The rows of a COMPACT item's keys (nq runs of rl keys) of a bf16 [n][d] array, gathered into dst
- * [rl nq][d]: bf16 (dst16) or converted to fp32 (dst32). */
-static void gather_rows(const uint16_t *src, int64_t d, const int32_t *runs, int nq, int rl, uint16_t *dst16, float *dst32) {
-  for (int g = 0; g < nq; g++) {
-    const uint16_t *r = src + (int64_t)runs[g] * d;
-    int64_t off = (int64_t)g * rl * d, len = rl * d;
-    if (dst16) memcpy(dst16 + off, r, (size_t)len * sizeof *dst16);
-    else convert_rows(r, len, dst32 + off);
-  }
+/* The rows of a COMPACT item's keys (nq runs of rl keys) of a bf16 [n][d] array, converted to fp32
+ * into dst [rl nq][d] (the conversion path; the bf16 dot path reads them in place). */
+static void gather_rows(const uint16_t *src, int64_t d, const int32_t *runs, int nq, int rl, float *dst) {
+  for (int g = 0; g < nq; g++) convert_rows(src + (int64_t)runs[g] * d, (int64_t)rl * d, dst + (int64_t)g * rl * d);
 }
 
 /* One panel of one (batch, head). q/k/v/o point at the head's [n][d] arrays (q32/k32/v32 for fp32,
@@ -127,25 +122,25 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
         kn->pv_runs(w.st, lds, v32, d, d, runs, nq, rl, it->br, orow, ldo, w.alpha, it->skoff >= 0 ? pl->skbits + it->skoff : NULL);
         continue;
       }
-      /* bf16: gather the keys' rows, then the contiguous kernels on the copies */
-      uint16_t *kb16 = (uint16_t *)w.kbuf, *vb16 = (uint16_t *)w.vbuf;
-      if (mode == MODE_BF16_DOT) {
-        gather_rows(k16, d, runs, nq, rl, kb16, NULL);
-        gather_rows(v16, d, runs, nq, rl, vb16, NULL);
-        kn->vpack(vb16, d, d, it->bc, w.vp, ldo);
-      } else {
-        gather_rows(k16, d, runs, nq, rl, NULL, w.kbuf);
-        gather_rows(v16, d, runs, nq, rl, NULL, w.vbuf);
-      }
       cj0 = -1; /* the buffers no longer hold a column tile */
-      kt = w.kbuf, vt = w.vbuf, kt16 = kb16;
+      if (mode == MODE_BF16_DOT) { /* K read in place by runs, V pair-packed from its rows in place */
+        kn->vpack(v16, d, d, it->bc, w.vp, ldo, runs, rl);
+        kn->qk_bf16(w.qtp + it->i0, w.qlast + it->i0, ldq, k16, d, d, it->bc, it->br, w.st, lds, runs, rl);
+        kn->softmax_pairs(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha, w.pp);
+        kn->pv_pairs(w.pp, lds, w.vp, ldo, d, it->bc, it->br, orow, ldo, w.alpha);
+        continue;
+      }
+      /* bf16 converted: gather the keys' rows into fp32, then the contiguous kernels on the copies */
+      gather_rows(k16, d, runs, nq, rl, w.kbuf);
+      gather_rows(v16, d, runs, nq, rl, w.vbuf);
+      kt = w.kbuf, vt = w.vbuf;
     } else if (mode == MODE_F32) {
       kt = k32 + (int64_t)it->j0 * d;
       vt = v32 + (int64_t)it->j0 * d;
     } else {
       if (it->j0 != cj0 || it->bc != cbc) { /* a new column tile: convert it once for all row sub-tiles */
         if (mode == MODE_BF16_DOT) {
-          kn->vpack(v16 + (int64_t)it->j0 * d, d, d, it->bc, w.vp, ldo);
+          kn->vpack(v16 + (int64_t)it->j0 * d, d, d, it->bc, w.vp, ldo, NULL, 1);
         } else {
           convert_rows(k16 + (int64_t)it->j0 * d, (int64_t)it->bc * d, w.kbuf);
           convert_rows(v16 + (int64_t)it->j0 * d, (int64_t)it->bc * d, w.vbuf);
@@ -157,7 +152,7 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
       vt = w.vbuf;
     }
     if (mode == MODE_BF16_DOT) {
-      kn->qk_bf16(w.qtp + it->i0, w.qlast + it->i0, ldq, kt16, d, d, it->bc, it->br, w.st, lds);
+      kn->qk_bf16(w.qtp + it->i0, w.qlast + it->i0, ldq, kt16, d, d, it->bc, it->br, w.st, lds, NULL, 1);
       kn->softmax_pairs(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha, w.pp);
       kn->pv_pairs(w.pp, lds, w.vp, ldo, d, it->bc, it->br, orow, ldo, w.alpha);
     } else {

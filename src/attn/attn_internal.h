@@ -126,7 +126,9 @@ ts_status ts__attn_plan_static(ts_attn_plan *pl, const ts_attn_schedule *s);
  *            with room for round16(bc) rows (kernels may compute padding rows from clamped keys).
  *   qk_bf16: the same from pair-packed bf16: qtp [ceil(d/2)][ldq] dwords (Q[i][2p] low half,
  *            Q[i][2p+1] high half, zero past d), k bf16 [bc][ldk]; for odd d the last k is taken in
- *            fp32 from qlast [ldq] (Q[i][d-1]) instead of a pair. NULL where the CPU lacks it.
+ *            fp32 from qlast [ldq] (Q[i][d-1]) instead of a pair. runs (NULL: none): the keys are
+ *            bc / rl runs of rl rows of k, the head's whole array (as qk_runs). NULL where the CPU
+ *            lacks it.
  *   softmax: online-softmax update of rows [0, br): c = scale * log2(e); m, l: running max (in
  *            log2 units, scaled) and sum, panel arrays offset to the sub-tile; mask as in
  *            ts__attn_item (NULL: unmasked). st becomes P^T (masked cells exactly 0); alpha[r] =
@@ -149,7 +151,8 @@ ts_status ts__attn_plan_static(ts_attn_plan *pl, const ts_attn_schedule *s);
  *            with no allowed cell (the softmax masks them) and pv_diag may skip them.
  * The bf16 dot path (AVX-512 BF16 only; NULL elsewhere) replaces softmax + pv by:
  *   vpack:         once per column tile: vp [ceil(bc/2)][ldvp] dwords, (V[2p][e], V[2p+1][e]) in the
- *                  (low, high) halves, zero past d (up to ldvp) and past bc.
+ *                  (low, high) halves, zero past d (up to ldvp) and past bc; with runs, key j is row
+ *                  runs[j / rl] + j % rl of v (the head's whole array).
  *   softmax_pairs: the softmax update writing P as bf16 pairs to pp [ceil(bc/2)][lds] dwords
  *                  ((P[i][2p], P[i][2p+1]), zero past bc) instead of overwriting st.
  *   pv_pairs:      pv from pp and vp (ldvp = ldo, a multiple of 16). */
@@ -157,7 +160,7 @@ typedef struct ts__attn_kern {
   void (*qk_f32)(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, int bc, int br,
                  float *st, int64_t lds);
   void (*qk_bf16)(const uint32_t *qtp, const float *qlast, int64_t ldq, const uint16_t *k, int64_t ldk,
-                  int64_t d, int bc, int br, float *st, int64_t lds);
+                  int64_t d, int bc, int br, float *st, int64_t lds, const int32_t *runs, int rl);
   void (*softmax)(float *st, int64_t lds, int bc, int br, const uint16_t *mask, float c, float *m,
                   float *l, float *alpha);
   void (*pv)(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, int bc, int br,
@@ -170,7 +173,8 @@ typedef struct ts__attn_kern {
                   int rl, int br, float *st, int64_t lds);
   void (*pv_runs)(const float *pt, int64_t lds, const float *v, int64_t ldv, int64_t d, const int32_t *runs, int nq,
                   int rl, int br, float *o, int64_t ldo, const float *alpha, const uint64_t *skip);
-  void (*vpack)(const uint16_t *v, int64_t ldv, int64_t d, int bc, uint32_t *vp, int64_t ldvp);
+  void (*vpack)(const uint16_t *v, int64_t ldv, int64_t d, int bc, uint32_t *vp, int64_t ldvp, const int32_t *runs,
+                int rl);
   void (*softmax_pairs)(float *st, int64_t lds, int bc, int br, const uint16_t *mask, float c, float *m,
                         float *l, float *alpha, uint32_t *pp);
   void (*pv_pairs)(const uint32_t *pp, int64_t lds, const uint32_t *vp, int64_t ldvp, int64_t d, int bc, int br,
@@ -204,8 +208,9 @@ void ts__attn_pv_diag_ref(const float *pt, int64_t lds, const float *v32, const 
 
 /* The AVX-512 BF16 functions of that table (attn_kern_bf16_avx512.c). */
 void ts__attn_avx512_qk_bf16(const uint32_t *qtp, const float *qlast, int64_t ldq, const uint16_t *k, int64_t ldk,
-                             int64_t d, int bc, int br, float *st, int64_t lds);
-void ts__attn_avx512_vpack(const uint16_t *v, int64_t ldv, int64_t d, int bc, uint32_t *vp, int64_t ldvp);
+                             int64_t d, int bc, int br, float *st, int64_t lds, const int32_t *runs, int rl);
+void ts__attn_avx512_vpack(const uint16_t *v, int64_t ldv, int64_t d, int bc, uint32_t *vp, int64_t ldvp, const int32_t *runs,
+                           int rl);
 void ts__attn_avx512_softmax_pairs(float *st, int64_t lds, int bc, int br, const uint16_t *mask, float c, float *m,
                                    float *l, float *alpha, uint32_t *pp);
 void ts__attn_avx512_pv_pairs(const uint32_t *pp, int64_t lds, const uint32_t *vp, int64_t ldvp, int64_t d, int bc,

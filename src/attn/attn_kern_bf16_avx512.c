@@ -59,6 +59,55 @@ QKB_FULL(qkb_1x16_g, 1, 16, ldk)
 QKB_TAIL(qkb_4x4_t, 4, 4)
 QKB_TAIL(qkb_2x8_t, 2, 8)
 QKB_TAIL(qkb_1x8_t, 1, 8)
+/* Keys in runs of RL consecutive rows read in place (COMPACT items): run g = K rows kq[g] + r LDK. */
+#define QKB_RUNS(NAME, IV, J, LDK, RL)                                                                         \
+  static void NAME(const uint32_t *qtp, const float *qlast, int64_t ldq, const uint16_t *const *kq, int64_t ldk, \
+                   int64_t d, float *st, int64_t lds) {                                                      \
+    (void)ldk;                                                                                               \
+    QKB_BODY(IV, J, kq[j / (RL)] + (j % (RL)) * (LDK) + 2 * p, kq[j / (RL)][(j % (RL)) * (LDK) + d - 1])      \
+  }
+QKB_RUNS(qkbr_4x4_64, 4, 4, 64, 4)
+QKB_RUNS(qkbr_4x4_g, 4, 4, ldk, 4)
+QKB_RUNS(qkbr_2x8_64, 2, 8, 64, 4)
+QKB_RUNS(qkbr_2x8_g, 2, 8, ldk, 4)
+QKB_RUNS(qkbr_2x4_64, 2, 4, 64, 4)
+QKB_RUNS(qkbr_2x4_g, 2, 4, ldk, 4)
+QKB_RUNS(qkbr_1x16_64, 1, 16, 64, 4)
+QKB_RUNS(qkbr_1x16_g, 1, 16, ldk, 4)
+QKB_RUNS(qkbr_1x8_64, 1, 8, 64, 4)
+QKB_RUNS(qkbr_1x8_g, 1, 8, ldk, 4)
+QKB_RUNS(qkbs_4x4, 4, 4, 0, 1)
+QKB_RUNS(qkbs_2x8, 2, 8, 0, 1)
+QKB_RUNS(qkbs_2x4, 2, 4, 0, 1)
+QKB_RUNS(qkbs_1x16, 1, 16, 0, 1)
+QKB_RUNS(qkbs_1x8, 1, 8, 0, 1)
+typedef void (*qkb_runs_fn)(const uint32_t *, const float *, int64_t, const uint16_t *const *, int64_t, int64_t, float *,
+                            int64_t);
+
+/* Keys as nq runs of rl (4 or 1) rows of the head's k (as the fp32 qk_runs): passes of 4, 2 or 1
+ * lane vectors over blocks of 4, 8 (a last one of <= 4: 4) or 16 (a last one of < 12: 8) keys;
+ * missing keys repeat the last run (scratch st rows). */
+static void qkb_runs(const uint32_t *qtp, const float *qlast, int64_t ldq, const uint16_t *k, int64_t ldk, int64_t d,
+                     const int32_t *runs, int nq, int rl, int br, float *st, int64_t lds) {
+  const int nv = (br + 15) / 16, k64 = ldk == 64, nk = nq * rl;
+  for (int v0 = 0; v0 < nv;) {
+    const int iv = nv - v0 >= 4 ? 4 : nv - v0 >= 2 ? 2 : 1;
+    for (int j0 = 0; j0 < nk;) {
+      int J;
+      qkb_runs_fn f;
+      if (iv == 4) J = 4, f = rl == 1 ? qkbs_4x4 : k64 ? qkbr_4x4_64 : qkbr_4x4_g;
+      else if (iv == 2 && nk - j0 <= 4) J = 4, f = rl == 1 ? qkbs_2x4 : k64 ? qkbr_2x4_64 : qkbr_2x4_g;
+      else if (iv == 2) J = 8, f = rl == 1 ? qkbs_2x8 : k64 ? qkbr_2x8_64 : qkbr_2x8_g;
+      else if (nk - j0 >= 12) J = 16, f = rl == 1 ? qkbs_1x16 : k64 ? qkbr_1x16_64 : qkbr_1x16_g;
+      else J = 8, f = rl == 1 ? qkbs_1x8 : k64 ? qkbr_1x8_64 : qkbr_1x8_g;
+      const uint16_t *kq[16];
+      for (int g = 0, g0 = j0 / rl; g < J / rl; g++) kq[g] = k + (int64_t)runs[g0 + g < nq ? g0 + g : nq - 1] * ldk;
+      f(qtp + 16 * v0, qlast + 16 * v0, ldq, kq, ldk, d, st + (int64_t)j0 * lds + 16 * v0, lds);
+      j0 += J;
+    }
+    v0 += iv;
+  }
+}
 
 typedef void (*qkb_full_fn)(const uint32_t *, const float *, int64_t, const uint16_t *, int64_t, int64_t, float *, int64_t);
 typedef void (*qkb_tail_fn)(const uint32_t *, const float *, int64_t, const uint16_t *const *, int64_t, float *, int64_t);
@@ -97,7 +146,11 @@ static inline __attribute__((always_inline)) void qkb_small_impl(const uint32_t 
 }
 
 void ts__attn_avx512_qk_bf16(const uint32_t *qtp, const float *qlast, int64_t ldq, const uint16_t *k, int64_t ldk, int64_t d, int bc,
-                    int br, float *st, int64_t lds) {
+                             int br, float *st, int64_t lds, const int32_t *runs, int rl) {
+  if (runs) {
+    qkb_runs(qtp, qlast, ldq, k, ldk, d, runs, bc / rl, rl, br, st, lds);
+    return;
+  }
   if (br <= 4 && !(d & 1) && d / 2 <= QSB_MAXP) {
     if (d == 64) qkb_small_impl(qtp, ldq, k, ldk, 32, bc, br, st, lds);
     else qkb_small_impl(qtp, ldq, k, ldk, d / 2, bc, br, st, lds);
@@ -125,11 +178,14 @@ void ts__attn_avx512_qk_bf16(const uint32_t *qtp, const float *qlast, int64_t ld
 
 /* ---- V tile -> pairs --------------------------------------------------------------------------- */
 
-/* vp[p][e] = (V[2p][e], V[2p+1][e]) for p < ceil(bc/2), e < ldvp (zero past d and past bc). */
-void ts__attn_avx512_vpack(const uint16_t *v, int64_t ldv, int64_t d, int bc, uint32_t *vp, int64_t ldvp) {
+/* vp[p][e] = (V[2p][e], V[2p+1][e]) for p < ceil(bc/2), e < ldvp (zero past d and past bc); key j is
+ * row j of v, or with runs row runs[j / rl] + j % rl (COMPACT items: V read in place). */
+void ts__attn_avx512_vpack(const uint16_t *v, int64_t ldv, int64_t d, int bc, uint32_t *vp, int64_t ldvp,
+                           const int32_t *runs, int rl) {
   for (int p = 0; p < (bc + 1) / 2; p++) {
-    const int hasb = 2 * p + 1 < bc;
-    const uint16_t *a = v + (int64_t)(2 * p) * ldv, *b = hasb ? a + ldv : a;
+    const int hasb = 2 * p + 1 < bc, ja = 2 * p, jb = 2 * p + 1;
+    const uint16_t *a = v + (runs ? (int64_t)runs[ja / rl] + ja % rl : ja) * ldv;
+    const uint16_t *b = hasb ? v + (runs ? (int64_t)runs[jb / rl] + jb % rl : jb) * ldv : a;
     for (int64_t e = 0; e < ldvp; e += 16) {
       __mmask16 km = lanes(d - e);
       __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(km, a + e));
