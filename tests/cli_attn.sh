@@ -120,6 +120,8 @@ for k in ["dense_flash", "fixed_best", "fixed_64", "fixed_best_reordered", "gree
     assert j[k] > 0 and math.isfinite(j[k]), (k, j[k])
     assert j["work_ratio"][k] >= 1.0, (k, j["work_ratio"])
 assert j["max_abs_err"] < 1e-4, j["max_abs_err"]
+pr = j["speedup_vs_fixed_best_reordered_paired"]
+assert pr["rounds"] == 21 and 0 < pr["q25"] <= pr["median"] <= pr["q75"] and math.isfinite(pr["q75"]), pr
 assert j["warm"] is True
 assert j["gflops_effective"] > 0
 assert 1.0 <= j["pv_work_ratio_ilp"] <= j["work_ratio"]["ilp"] + 1e-12, (j["pv_work_ratio_ilp"], j["work_ratio"])

@@ -112,6 +112,43 @@ static void bench_free(tensors *T) {
 }
 
 /* Max |O_ilp - O_ref| over batch 0, heads [0, hs), in the original token order. */
+/* Paired rounds: schedules a (the ILP's) and b (the best fixed tile on the same order) planned on
+ * mask, then `rounds` rounds of one execute each, the order alternating, after one warm-up each;
+ * q[0..2] = quartile 1, median, quartile 3 of the per-round ratio t_b / t_a. Within a round a
+ * shared machine's drift hits both alike, where the fastest-of-rounds figures above can each come
+ * from a different minute. */
+#define PAIRED_ROUNDS 21
+static ts_status paired_ratio(const args *A, const ts_context *ctx, const ts_attn_schedule *a, const ts_attn_schedule *b,
+                              const ts_bitmap *mask, const tensors *T, double q[3]) {
+  ts_attn_plan *pl[2] = {NULL, NULL};
+  ts_status st = ts_attn_plan_create(&pl[0], ctx, a, mask, T->d);
+  if (st == TS_OK) st = ts_attn_plan_create(&pl[1], ctx, b, mask, T->d);
+  double r[PAIRED_ROUNDS];
+  for (int k = 0; k < 2 && st == TS_OK; k++) {
+    ts_attn_plan_set_warm(pl[k], A->warm);
+    run_arg ra = {ctx, pl[k], T, true, A->bf16};
+    run_fn(&ra); /* warm-up */
+  }
+  for (int i = 0; i < PAIRED_ROUNDS && st == TS_OK; i++) {
+    double t[2];
+    for (int j = 0; j < 2; j++) {
+      const int k = (i + j) % 2;
+      run_arg ra = {ctx, pl[k], T, true, A->bf16};
+      const double t0 = ts_bench_clock(A->cpu_clock);
+      run_fn(&ra);
+      t[k] = ts_bench_clock(A->cpu_clock) - t0;
+    }
+    r[i] = t[1] / t[0];
+  }
+  if (st == TS_OK) {
+    qsort(r, PAIRED_ROUNDS, sizeof *r, ts_bench_cmp_double);
+    q[0] = r[PAIRED_ROUNDS / 4], q[1] = r[PAIRED_ROUNDS / 2], q[2] = r[3 * PAIRED_ROUNDS / 4];
+  }
+  ts_attn_plan_destroy(pl[0]);
+  ts_attn_plan_destroy(pl[1]);
+  return st;
+}
+
 static ts_status check_error(const args *A, const ts_context *ctx, const planned *P, const tensors *T, int64_t hs, double *err,
                              double *rel) {
   ts_attn_plan *pl;
@@ -205,6 +242,11 @@ int attn_cli_bench(args *A, planned *P, const ts_context *ctx) {
     if (fam[1][t].ms < fbr.ms) fbr = fam[1][t];
     if (menu[t].br == 64 && menu[t].bc == 64) f64.ms = fam[0][t].ms, f64.work = fam[0][t].work;
   }
+  double pq[3] = {NAN, NAN, NAN}; /* ilp against fixed_best_reordered, paired per round */
+  if (s == TS_OK && fbr.br > 0 && (s = ts_attn_schedule_blockskip(&sch, T.n, fbr.br, fbr.bc)) == TS_OK) {
+    s = paired_ratio(A, ctx, &P->ilp, &sch, &P->bp, &T, pq);
+    ts_attn_schedule_free(&sch);
+  }
   int64_t hs = A->heads < 2 ? A->heads : 2;
   double err = NAN, rel = NAN;
   if (s == TS_OK) s = check_error(A, ctx, P, &T, hs, &err, &rel);
@@ -255,6 +297,11 @@ int attn_cli_bench(args *A, planned *P, const ts_context *ctx) {
     cJSON_AddNumberToObject(j, "speedup_vs_fixed_best", fb.ms / il.ms);
     cJSON_AddNumberToObject(j, "speedup_vs_fixed_64", f64.ms / il.ms);
     cJSON_AddNumberToObject(j, "speedup_vs_fixed_best_reordered", fbr.ms / il.ms);
+    cJSON *pj = cJSON_AddObjectToObject(j, "speedup_vs_fixed_best_reordered_paired");
+    cJSON_AddNumberToObject(pj, "rounds", PAIRED_ROUNDS);
+    cJSON_AddNumberToObject(pj, "q25", pq[0]);
+    cJSON_AddNumberToObject(pj, "median", pq[1]);
+    cJSON_AddNumberToObject(pj, "q75", pq[2]);
     cJSON_AddNumberToObject(j, "speedup_vs_dense_flash", dense.ms / il.ms);
     cJSON_AddItemToObject(j, "work_ratio", w);
     /* the ilp plan: P V work after the COMPACT skip lists, and sub-tiles whose keys are listed one by one */
@@ -312,6 +359,8 @@ int attn_cli_bench(args *A, planned *P, const ts_context *ctx) {
     else if (P->ii.guarded)
       printf("guard    kept the solved schedule (%.3f ms against %.3f for the best fixed tile; 1 head, 1 thread)\n",
              P->ii.guard_schedule_s * 1e3, P->ii.guard_fixed_s * 1e3);
+    printf("paired   ilp vs fixed_best_reordered (%dx%d), %d rounds of one execute each: %.2fx [%.2f, %.2f]\n", fbr.br,
+           fbr.bc, PAIRED_ROUNDS, pq[1], pq[0], pq[2]);
     printf("ilp      %.2f GFLOP/s effective (%.1f%% of peak), max |err| %.3g (%.3g of max|V|) on batch 0, heads 0-%lld\n",
            gflops, pct, err, rel, (long long)hs - 1);
   }
