@@ -99,6 +99,10 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
   memset(w.o, 0, (size_t)(nr * ldo) * sizeof(float));
 
   int32_t cj0 = -1, cbc = -1;
+  /* bf16 dot path: the key runs whose V pairs slots 0 and 1 of w.vp hold (consecutive row sub-tiles
+   * of one window often list the same keys; column tiles use slot 0) */
+  const int32_t *vk[2] = {NULL, NULL};
+  int vkn[2] = {0, 0}, vkrl[2] = {0, 0}, vnext = 0;
   for (int64_t x = 0; x < cp->nit; x++) {
     const ts__attn_item *it = &pl->items[cp->it0 + x];
     const uint16_t *mask = it->moff >= 0 ? pl->mbits + it->moff : NULL;
@@ -124,10 +128,17 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
       }
       cj0 = -1; /* the buffers no longer hold a column tile */
       if (mode == MODE_BF16_DOT) { /* K read in place by runs, V pair-packed from its rows in place */
-        kn->vpack(v16, d, d, it->bc, w.vp, ldo, runs, rl);
+        int z = -1;
+        for (int y = 0; y < 2 && z < 0; y++)
+          if (vk[y] && vkn[y] == nq && vkrl[y] == rl && !memcmp(vk[y], runs, (size_t)nq * sizeof *runs)) z = y;
+        if (z < 0) {
+          z = vnext, vnext ^= 1;
+          kn->vpack(v16, d, d, it->bc, w.vp + z * L->vp_slot, ldo, runs, rl);
+          vk[z] = runs, vkn[z] = nq, vkrl[z] = rl;
+        }
         kn->qk_bf16(w.qtp + it->i0, w.qlast + it->i0, ldq, k16, d, d, it->bc, it->br, w.st, lds, runs, rl);
         kn->softmax_pairs(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha, w.pp);
-        kn->pv_pairs(w.pp, lds, w.vp, ldo, d, it->bc, it->br, orow, ldo, w.alpha);
+        kn->pv_pairs(w.pp, lds, w.vp + z * L->vp_slot, ldo, d, it->bc, it->br, orow, ldo, w.alpha);
         continue;
       }
       /* bf16 converted: gather the keys' rows into fp32, then the contiguous kernels on the copies */
@@ -141,6 +152,7 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
       if (it->j0 != cj0 || it->bc != cbc) { /* a new column tile: convert it once for all row sub-tiles */
         if (mode == MODE_BF16_DOT) {
           kn->vpack(v16 + (int64_t)it->j0 * d, d, d, it->bc, w.vp, ldo, NULL, 1);
+          vk[0] = NULL, vnext = 0; /* slot 0 now holds the column tile */
         } else {
           convert_rows(k16 + (int64_t)it->j0 * d, (int64_t)it->bc * d, w.kbuf);
           convert_rows(v16 + (int64_t)it->j0 * d, (int64_t)it->bc * d, w.vbuf);

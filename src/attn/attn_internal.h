@@ -74,6 +74,7 @@ typedef struct ts__attn_cpanel {
  * stays inside. lds = S^T row stride = largest br rounded up to 16. */
 typedef struct ts__attn_ws_layout {
   int64_t ldq, ldo, lds, st_rows;
+  int64_t vp_slot; /* dwords of one V-pairs slot (the bf16 dot path; off_vp holds two) */
   size_t off_qt, off_qtp, off_qlast, off_o, off_m, off_l, off_alpha, off_st, off_kbuf, off_vbuf, off_vp, off_pp;
   size_t bytes; /* per thread, multiple of 64 */
 } ts__attn_ws_layout;

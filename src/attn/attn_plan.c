@@ -447,7 +447,8 @@ ts_status ts__attn_ws_layout_make(int64_t nr_max, int32_t br_max, int32_t bc_max
   ws->off_st = off, off = up64(off + (size_t)(ws->st_rows * ws->lds) * f);
   ws->off_kbuf = off, off = up64(off + (size_t)((int64_t)bc_max * d) * f);
   ws->off_vbuf = off, off = up64(off + (size_t)((int64_t)bc_max * d) * f);
-  ws->off_vp = off, off = up64(off + (size_t)((int64_t)(bc_max + 1) / 2 * ws->ldo) * sizeof(uint32_t));
+  ws->vp_slot = (int64_t)(bc_max + 1) / 2 * ws->ldo; /* two slots: attn_exec.c keeps the last two items' V pairs */
+  ws->off_vp = off, off = up64(off + (size_t)(2 * ws->vp_slot) * sizeof(uint32_t));
   ws->off_pp = off, off = up64(off + (size_t)(ws->st_rows / 2 * ws->lds) * sizeof(uint32_t));
   ws->bytes = off;
   return TS_OK;
