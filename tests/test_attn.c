@@ -456,6 +456,63 @@ static void test_compact_keys(void) {
  * (a token's keys sit at the same offsets dy w + dx wherever it is; the grid's edges only mask some),
  * so the pass computes 16 k^2 cells per 16 rows; the 4-row blocks of P V at the edges skip the
  * offsets none of their rows has (pv_cells < cells); every ISA, fp32 and bf16, and d with tails. */
+/* A plan's workspace holds the previous execute's O accumulators. Fresh DIAG items start O at zero
+ * without reading it, and only panels where some item reads an O row nothing wrote yet (or a row
+ * has no item) zero O first: an execute on NaN values before each checked one leaves NaN in every
+ * accumulator, which any read of a stale row would carry into the output. */
+static void test_stale_workspace(void) {
+  ts_context *ctx;
+  CHECK_OK(ts_context_create(&ctx, 2));
+  const int64_t gh = 12, gw = 20, n = gh * gw, d = 32;
+  ts_bitmap m = mask_window2d(gh, gw, 5);
+  data D;
+  data_make(&D, 1, 2, n, d, &m, 4242, 2.0f);
+  const size_t t = (size_t)D.total;
+  float *vnan = ts_malloc(t * 4);
+  uint16_t *vnanb = ts_malloc(t * 2);
+  for (size_t i = 0; i < t; i++) vnan[i] = NAN;
+  ts_f32_to_bf16_array(vnan, vnanb, t);
+  for (int sc = 0; sc < 4; sc++) {
+    ts_attn_schedule s;
+    const char *what = sc == 0 ? "stale: diag" : sc == 1 ? "stale: diag, panel tail" : sc == 2 ? "stale: compact" : "stale: blocks+diag";
+    if (sc == 0) pass_schedule(&s, n, 48, 16, 64, TS_ATTN_SEG_DIAG);
+    else if (sc == 1) pass_schedule(&s, n, 37, 16, 20, TS_ATTN_SEG_DIAG); /* 5-row tails, offsets in 2+ items */
+    else if (sc == 2) compact_schedule(&s, n, 40, 16, 64);
+    else {
+      ts_block bl[256];
+      int64_t nb = attn_test_blocks(&m, 8, bl, 256);
+      ts_attn_tile tiles[256];
+      const ts_attn_tile *menu;
+      int nmenu = ts_attn_default_menu(&menu), dd = (int)d;
+      CHECK_OK(ts_attn_choose_tiles(bl, nb, menu, nmenu, NULL, &dd, tiles));
+      ts_attn_blocks_opts bo = ts_attn_blocks_opts_default();
+      bo.panel_rows = 48;
+      CHECK_OK(ts_attn_schedule_from_blocks(&s, n, bl, tiles, nb, NULL, &bo));
+      for (int64_t p = 0; p < s.npanels; p++) {
+        ts_attn_segment *g = &s.segs[s.panels[p].seg0 + s.panels[p].nseg - 1];
+        g->kind = TS_ATTN_SEG_DIAG, g->br = 16, g->bc = 40;
+      }
+    }
+    ts_attn_plan *pl = NULL;
+    CHECK_OK(ts_attn_plan_create(&pl, ctx, &s, &m, d));
+    for (int isa = TS_ISA_SCALAR; pl && isa <= (int)ts_isa_supported(); isa++)
+      for (int mode = 0; mode < 3; mode++) { /* fp32, bf16 converted, bf16 dot */
+        if (mode == 2 && !(isa == TS_ISA_AVX512 && ts_cpu()->avx512bf16)) continue;
+        CHECK_OK(ts_attn_plan_set_isa(pl, (ts_isa)isa));
+        ts_attn_plan_set_bf16_dot(pl, mode == 2);
+        if (mode == 0) CHECK_OK(ts_attn_execute(ctx, pl, D.q, D.k, vnan, D.o, D.B, D.H, n, d));
+        else CHECK_OK(ts_attn_execute_bf16(ctx, pl, D.qb, D.kb, vnanb, D.o, D.B, D.H, n, d));
+        run_check(pl, ctx, &D, (ts_isa)isa, mode > 0, mode == 2, what);
+      }
+    ts_attn_plan_destroy(pl);
+    ts_attn_schedule_free(&s);
+  }
+  ts_free(vnan), ts_free(vnanb);
+  data_free(&D);
+  mk_free(&m);
+  ts_context_destroy(ctx);
+}
+
 static void test_diag(void) {
   ts_context *ctx;
   CHECK_OK(ts_context_create(&ctx, 2));
@@ -777,6 +834,7 @@ static void test_json(void) {
 
 int main(void) {
   test_diag();
+  test_stale_workspace();
   test_warm();
   test_compact_keys();
   test_validation();

@@ -96,7 +96,7 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
     w.m[i] = TS__ATTN_M0;
     w.l[i] = 0.0f;
   }
-  memset(w.o, 0, (size_t)(nr * ldo) * sizeof(float));
+  if (cp->zero_o) memset(w.o, 0, (size_t)(nr * ldo) * sizeof(float)); /* else fresh DIAG items write every row first */
 
   int32_t cj0 = -1, cbc = -1;
   /* bf16 dot path: the key runs whose V pairs slots 0 and 1 of w.vp hold (consecutive row sub-tiles
@@ -114,7 +114,7 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
       const int64_t row0 = r0 + it->i0;
       kn->qk_diag(q32, q16, k32, k16, d, pl->n, row0, offs, it->bc, it->br, mask, w.st, lds);
       kn->softmax(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha);
-      kn->pv_diag(w.st, lds, v32, v16, d, pl->n, row0, offs, it->bc, it->br, mask, orow, ldo, w.alpha);
+      kn->pv_diag(w.st, lds, v32, v16, d, pl->n, row0, offs, it->bc, it->br, mask, orow, ldo, it->fresh ? NULL : w.alpha);
       continue;
     }
     if (it->qoff >= 0) { /* COMPACT item: keys in runs of rl */

@@ -24,6 +24,7 @@ typedef struct ts__attn_item {
   int64_t qoff;
   int64_t skoff;
   int32_t rl;
+  bool fresh; /* a DIAG item whose rows no earlier item of the panel wrote: its P V starts O at zero */
 } ts__attn_item;
 
 /* A DIAG item (TS_ATTN_SEG_DIAG) is marked by rl = 0 and qoff >= 0: its bc "keys" are the offsets
@@ -67,6 +68,7 @@ typedef struct ts__attn_cpanel {
   int64_t ks0;
   int32_t nks;
   bool qt;                /* some item reads the packed Q^T (every kind but DIAG) */
+  bool zero_o;            /* O must start zeroed: some item reads an O row no earlier item wrote, or a row has no item */
 } ts__attn_cpanel;
 
 /* Per-thread workspace geometry (floats unless said). ldq = rows of Q^T / O / m / l arrays: the
@@ -149,7 +151,8 @@ ts_status ts__attn_plan_static(ts_attn_plan *pl, const ts_attn_schedule *s);
  *            accumulation. Keys outside [0, n) are read clamped (their cells are masked, P = 0); st
  *            lanes < round4(br) may be written (scratch past br). mask: the item's words
  *            (ts__attn_item, NULL: unmasked); qk_diag may leave st stale for (4 rows, offset) blocks
- *            with no allowed cell (the softmax masks them) and pv_diag may skip them.
+ *            with no allowed cell (the softmax masks them) and pv_diag may skip them. pv_diag with
+ *            alpha NULL (a fresh item) starts o at zero without reading it, and writes all br rows.
  * The bf16 dot path (AVX-512 BF16 only; NULL elsewhere) replaces softmax + pv by:
  *   vpack:         once per column tile: vp [ceil(bc/2)][ldvp] dwords, (V[2p][e], V[2p+1][e]) in the
  *                  (low, high) halves, zero past d (up to ldvp) and past bc; with runs, key j is row

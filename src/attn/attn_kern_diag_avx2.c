@@ -129,8 +129,12 @@ static inline __attribute__((always_inline)) void pv_block(const float *pt, int6
   const int64_t c0 = d - e0, c1 = d - e0 - 8 > 0 ? d - e0 - 8 : 0;
   const __m256i m0 = lanes8(c0), m1 = lanes8(c1);
   __m256 acc[4][2];
-  UNROLL for (int r = 0; r < 4; r++) {
+  UNROLL for (int r = 0; r < 4; r++) { /* alpha NULL: a fresh item, O starts at zero (not read) */
     if (r >= RR) break;
+    if (!alpha) {
+      acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+      continue;
+    }
     const __m256 a = _mm256_set1_ps(alpha[r]);
     acc[r][0] = _mm256_mul_ps(_mm256_maskload_ps(o + r * ldo + e0, m0), a);
     acc[r][1] = _mm256_mul_ps(_mm256_maskload_ps(o + r * ldo + e0 + 8, m1), a);
@@ -180,8 +184,8 @@ static inline __attribute__((always_inline)) void pv_diag_impl(const float *pt, 
   for (int64_t e0 = 0; e0 < d; e0 += 16) {
     int i = 0;
     for (; i + 4 <= br; i += 4)
-      pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, nd, 4, e0, o + (int64_t)i * ldo, ldo, alpha + i);
-    const float *pi = pt + i, *ai = alpha + i;
+      pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, nd, 4, e0, o + (int64_t)i * ldo, ldo, alpha ? alpha + i : NULL);
+    const float *pi = pt + i, *ai = alpha ? alpha + i : NULL;
     float *oi = o + (int64_t)i * ldo;
     switch (br - i) {
       case 3: pv_block(pi, lds, v, bf, d, n, row0 + i, offs, nd, 3, e0, oi, ldo, ai); break;

@@ -152,8 +152,12 @@ static inline __attribute__((always_inline)) void pv_block(const float *pt, int6
                                                            const __mmask16 cm[4], float *o, int64_t ldo,
                                                            const float *alpha) {
   __m512 acc[4][4];
-  UNROLL for (int r = 0; r < 4; r++) {
+  UNROLL for (int r = 0; r < 4; r++) { /* alpha NULL: a fresh item, O starts at zero (not read) */
     if (r >= RR) break;
+    if (!alpha) {
+      UNROLL for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
+      continue;
+    }
     const __m512 a = _mm512_set1_ps(alpha[r]);
     UNROLL for (int c = 0; c < 4; c++) acc[r][c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(cm[c], o + r * ldo + e0 + 16 * c), a);
   }
@@ -219,8 +223,8 @@ static inline __attribute__((always_inline)) void pv_diag_impl(const float *pt, 
     for (int c = 0; c < 4; c++) cm[c] = e0 + 16 * c < d ? lanes(d - e0 - 16 * c) : 0;
     int i = 0;
     for (; i + 4 <= br; i += 4)
-      pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, &R, 4, i, e0, cm, o + (int64_t)i * ldo, ldo, alpha + i);
-    const float *pi = pt + i, *ai = alpha + i;
+      pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, &R, 4, i, e0, cm, o + (int64_t)i * ldo, ldo, alpha ? alpha + i : NULL);
+    const float *pi = pt + i, *ai = alpha ? alpha + i : NULL;
     float *oi = o + (int64_t)i * ldo;
     switch (br - i) { /* the last rows: never skipped (a partial group) */
       case 3: pv_block(pi, lds, v, bf, d, n, row0 + i, offs, &R, 3, i, e0, cm, oi, ldo, ai); break;

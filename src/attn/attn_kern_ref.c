@@ -111,7 +111,7 @@ void ts__attn_pv_diag_ref(const float *pt, int64_t lds, const float *v32, const 
   (void)mask; /* P = 0 where masked */
   for (int i = 0; i < br; i++) {
     float *orow = o + (int64_t)i * ldo;
-    for (int64_t e = 0; e < d; e++) orow[e] *= alpha[i];
+    for (int64_t e = 0; e < d; e++) orow[e] = alpha ? orow[e] * alpha[i] : 0.0f; /* NULL: a fresh item */
     for (int t = 0; t < nd; t++) {
       const float p = pt[(int64_t)t * lds + i];
       const int64_t key = ts__attn_clamp_row(row0 + i + offs[t], n);

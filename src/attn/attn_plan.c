@@ -299,13 +299,33 @@ static ts_status compile_segment(build *b, ts_attn_stats *st, uint64_t *R, int64
   return TS_OK;
 }
 
+/* Marks the panel's fresh DIAG items (no earlier item wrote any of their rows, so their P V starts
+ * O at zero without reading it) and returns whether O must still be zeroed before the items run:
+ * an item that reads O (any other kind, or a DIAG item some of whose rows were written) meets a row
+ * no earlier item wrote, or some row has no item at all. done: nr bytes of scratch. */
+static bool panel_fresh(ts__attn_item *items, int64_t nit, int32_t nr, uint8_t *done) {
+  memset(done, 0, (size_t)nr);
+  bool zero = false;
+  for (int64_t x = 0; x < nit; x++) {
+    ts__attn_item *it = &items[x];
+    int32_t cnt = 0;
+    for (int32_t r = it->i0; r < it->i0 + it->br; r++) cnt += done[r];
+    it->fresh = ts__attn_item_diag(it) && cnt == 0;
+    if (!it->fresh && cnt < it->br) zero = true;
+    memset(done + it->i0, 1, (size_t)it->br);
+  }
+  for (int32_t r = 0; r < nr && !zero; r++) zero = !done[r];
+  return zero;
+}
+
 static ts_status compile_panels(ts_attn_plan *pl, const ts_attn_schedule *s, const ts_bitmap *mask) {
   int64_t W = (s->n + 63) / 64;
   uint64_t *R = ts_malloc((size_t)pl->nr_max * (size_t)W * sizeof *R);
   if (!R) return ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld x %lld mask words", (long long)pl->nr_max, (long long)W);
   build b = {0};
   ts_status st = TS_OK;
-  if (!(b.u = ts_malloc((size_t)W * sizeof *b.u)) || !(b.du = ts_malloc((size_t)(2 * W) * sizeof *b.du)))
+  uint8_t *done = ts_malloc((size_t)pl->nr_max + 1);
+  if (!(b.u = ts_malloc((size_t)W * sizeof *b.u)) || !(b.du = ts_malloc((size_t)(2 * W) * sizeof *b.du)) || !done)
     st = ts_error(TS_ERR_OOM, "attn plan: cannot allocate %lld mask words", (long long)(3 * W));
   for (int64_t p = 0; p < s->npanels && st == TS_OK; p++) {
     const ts_attn_panel *P = &s->panels[p];
@@ -319,12 +339,15 @@ static ts_status compile_panels(ts_attn_plan *pl, const ts_attn_schedule *s, con
         st = ts_error(TS_ERR_INVALID_ARG, "attn plan: allowed cell (row %lld, col %lld) is not covered by panel %lld's segments",
                       (long long)(P->r0 + i), (long long)j, (long long)p);
     }
+    if (st != TS_OK) break;
     bool qt = false;
     for (int64_t x = it0; x < b.nitems; x++) qt |= !ts__attn_item_diag(&b.items[x]);
     pl->panels[p] = (ts__attn_cpanel){.r0 = P->r0, .nr = P->nr, .it0 = it0, .nit = b.nitems - it0,
-                                      .cells = pl->stats.cells - cells0, .qt = qt};
+                                      .cells = pl->stats.cells - cells0, .qt = qt,
+                                      .zero_o = panel_fresh(b.items + it0, b.nitems - it0, P->nr, done)};
   }
   ts_free(R);
+  ts_free(done);
   ts_free(b.u);
   ts_free(b.du);
   pl->items = b.items;
