@@ -111,6 +111,14 @@ static inline __attribute__((always_inline)) __m512 reduce16(const __m512 v[16])
   return _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], 0x44), _mm512_shuffle_ps(s3[0], s3[1], 0xEE));
 }
 
+/* reduce16's result stored to S^T: 128-bit lane t (key t's 4 rows) to st + t lds, for t < T. */
+static inline __attribute__((always_inline)) void store_lanes4(float *st, int64_t lds, __m512 s, int T) {
+  _mm_storeu_ps(st, _mm512_castps512_ps128(s));
+  if (T > 1) _mm_storeu_ps(st + lds, _mm512_extractf32x4_ps(s, 1));
+  if (T > 2) _mm_storeu_ps(st + 2 * lds, _mm512_extractf32x4_ps(s, 2));
+  if (T > 3) _mm_storeu_ps(st + 3 * lds, _mm512_extractf32x4_ps(s, 3));
+}
+
 /* In-register transpose of 16 rows of 16 floats: r[c] becomes column c. */
 static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
   __m512 t[16], u[16];

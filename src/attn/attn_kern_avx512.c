@@ -130,11 +130,7 @@ static inline __attribute__((always_inline)) void qk_small_impl(const float *qt,
         UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_fmadd_ps(qv[x / 4], kv[x % 4], acc[x]);
       }
       const __m512 sv = reduce16(acc); /* 128-bit lane t: key j0 + t's rows i0 .. i0+3 */
-      float *o = st + (int64_t)j0 * lds + i0;
-      _mm_storeu_ps(o, _mm512_castps512_ps128(sv));
-      _mm_storeu_ps(o + lds, _mm512_extractf32x4_ps(sv, 1));
-      _mm_storeu_ps(o + 2 * lds, _mm512_extractf32x4_ps(sv, 2));
-      _mm_storeu_ps(o + 3 * lds, _mm512_extractf32x4_ps(sv, 3));
+      store_lanes4(st + (int64_t)j0 * lds + i0, lds, sv, 4);
     }
   }
 }

@@ -54,10 +54,7 @@ static inline __attribute__((always_inline)) void qk_block(const void *q, const 
     UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_fmadd_ps(qv[x / 4], ld16(k, bf, kr[x] * d + c, m), acc[x]);
   }
   const __m512 s = reduce16(acc);
-  _mm_storeu_ps(st, _mm512_castps512_ps128(s));
-  if (T > 1) _mm_storeu_ps(st + lds, _mm512_extractf32x4_ps(s, 1));
-  if (T > 2) _mm_storeu_ps(st + 2 * lds, _mm512_extractf32x4_ps(s, 2));
-  if (T > 3) _mm_storeu_ps(st + 3 * lds, _mm512_extractf32x4_ps(s, 3));
+  store_lanes4(st, lds, s, T);
 }
 
 /* 4 consecutive rows x 4 consecutive offsets (a chunk of a run of consecutive offsets), every key
@@ -81,10 +78,7 @@ static inline __attribute__((always_inline)) void qk_block_run(const void *q, co
     UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_fmadd_ps(qv[x / 4], kv[x / 4 + x % 4], acc[x]);
   }
   const __m512 s = reduce16(acc); /* 128-bit lane u: offset u's 4 rows */
-  _mm_storeu_ps(st, _mm512_castps512_ps128(s));
-  if (T > 1) _mm_storeu_ps(st + lds, _mm512_extractf32x4_ps(s, 1));
-  if (T > 2) _mm_storeu_ps(st + 2 * lds, _mm512_extractf32x4_ps(s, 2));
-  if (T > 3) _mm_storeu_ps(st + 3 * lds, _mm512_extractf32x4_ps(s, 3));
+  store_lanes4(st, lds, s, T);
 }
 
 /* Offsets in runs of consecutive values (a window's dx), each cut into chunks of 4; for a chunk all
