@@ -554,6 +554,62 @@ static void test_guard_diag(void) {
   ts_context_destroy(ctx);
 }
 
+/* The guard's block-aligned candidate: on windows + global tokens in RCM order (windows contiguous)
+ * it is built and timed (guard_blocks_s), and its schedule, when it replaces the solved one, cuts
+ * panels at block edges and runs each block in 64-row tiles whose column tile spans the block;
+ * either way the result matches the reference. */
+static void test_guard_blocks(void) {
+  ts_context *ctx;
+  CHECK_OK(ts_context_create(&ctx, 2));
+  const char *specs[] = {"vitdet:h=28,w=28,win=7,global=2", "swin:h=28,w=28,win=7,shift=1"};
+  for (int c = 0; c < 2; c++) {
+    ordered M = ordered_make(specs[c], TS_REORDER_RCM);
+    const int64_t n = M.n;
+    qkv x = qkv_make(1, 2, n, 32, 77 + (uint64_t)c);
+    CHECK_OK(ts_attn_reference(&M.bo, x.Q, x.K, x.V, x.R, x.b, x.h, n, x.d));
+    int d = 32;
+    ts_attn_sched_opts o;
+    ts_attn_sched_opts_default(&o);
+    o.calibrate_d = 32;
+    o.threads = 2;
+    o.time_limit = 0.5;
+    o.cost_user = &d;
+    ts_attn_schedule s;
+    ts_attn_sched_info si;
+    CHECK_OK(ts_attn_schedule_solve(&M.blk, &M.bp, &o, &s, &si));
+    CHECK(si.guarded && si.guard_blocks_s > 0, "%s: block-aligned candidate timed (%g)", specs[c], si.guard_blocks_s);
+    if (si.block_panels) {
+      CHECK(si.fallback.br == 64 && si.fallback.bc == TS_ATTN_TILE_MAX && si.fallback_kind == TS_ATTN_SEG_MIXED,
+            "%s: block-aligned fallback %dx%d kind %d", specs[c], si.fallback.br, si.fallback.bc, si.fallback_kind);
+      for (int64_t g = 0; g < s.nsegs; g++) {
+        const ts_attn_segment *sg = &s.segs[g];
+        if (sg->kind == TS_ATTN_SEG_COMPACT) continue;
+        CHECK(sg->kind == TS_ATTN_SEG_MIXED && sg->br == 64 && (sg->bc >= sg->nc || sg->bc == TS_ATTN_TILE_MAX),
+              "%s: block segment %lld: %dx%d over %d columns", specs[c], (long long)g, sg->br, sg->bc, sg->nc);
+      }
+      for (int64_t p = 0; p < s.npanels; p++) /* panels cut at block edges: a block segment spans its panel's rows */
+        for (int64_t k = 0; k < s.panels[p].nseg; k++) {
+          const ts_attn_segment *sg = &s.segs[s.panels[p].seg0 + k];
+          CHECK(sg->r0 == s.panels[p].r0 && sg->nr == s.panels[p].nr, "%s: panel %lld segment %lld rows", specs[c],
+                (long long)p, (long long)k);
+        }
+    }
+    ts_attn_plan *pl = NULL;
+    CHECK_OK(ts_attn_plan_create(&pl, ctx, &s, &M.bp, x.d));
+    if (pl) {
+      CHECK_OK(ts_attn_execute_original(ctx, pl, M.perm, x.Q, x.K, x.V, x.O, x.b, x.h, n, x.d));
+      CHECK(rel_err(&x) <= TOL, "%s (block panels %d): error %g", specs[c], si.block_panels, rel_err(&x));
+    }
+    printf("guard on %s: schedule %.3g ms, block-aligned panels %.3g ms, kept %s\n", specs[c], si.guard_schedule_s * 1e3,
+           si.guard_blocks_s * 1e3, si.block_panels ? "the block-aligned panels" : si.fallback.br ? "a fallback" : "the schedule");
+    ts_attn_plan_destroy(pl);
+    ts_attn_schedule_free(&s);
+    qkv_free(&x);
+    ordered_free(&M);
+  }
+  ts_context_destroy(ctx);
+}
+
 /* ---- token order ------------------------------------------------------------------------------- */
 
 /* An order's auto score: its 16-row compact-pass cells, or its 16-row DIAG-pass cells at 1.3 each
@@ -776,6 +832,7 @@ static void test_cache(void) {
 
 int main(void) {
   test_guard_diag();
+  test_guard_blocks();
   test_attn_order();
   test_brute_force();
   test_compact_brute();

@@ -112,9 +112,12 @@ typedef struct ts_attn_sched_opts {
    * schedules (ts_attn_schedule_blockskip) of the 3 menu tiles the cost model ranks cheapest on
    * the mask, and -- where the mask's 16-row DIAG passes compute fewer cells at 1.3 compact cells
    * each than 1.25 x its 16-row compact passes (sliding windows in the natural order) -- DIAG
-   * passes of 16 rows over the schedule's panels; when one of them is more than 3% faster it
-   * replaces the schedule (info.fallback, fallback_kind MIXED, COMPACT or DIAG; it runs
-   * dynamically, without a thread assignment). Where DIAG passes are predicted to beat the compact
+   * passes of 16 rows over the schedule's panels, and the blocks on block-aligned panels (panels
+   * cut where a block starts or ends, each block's part one tile segment of 64 rows whose column
+   * tile spans the block, up to TS_ATTN_TILE_MAX keys; a compact pass takes the rest; windows
+   * contiguous in the token order then run in full-width sub-tiles over all their keys at once);
+   * when one of them is more than 3% faster it replaces the schedule (info.fallback, fallback_kind
+   * MIXED, COMPACT or DIAG, info.block_panels; it runs dynamically, without a thread assignment). Where DIAG passes are predicted to beat the compact
    * passes outright (1.3 x their cells below the compact cells), they are timed against the
    * greedy's schedule before the ILP's coverage stage, and when faster the stage is skipped
    * (info.diag_first): it would refine compact passes that the guard then replaces. The guard runs calibrate_heads heads per
@@ -125,7 +128,8 @@ typedef struct ts_attn_sched_opts {
    * +-4% of each other while planning took 2-4x longer, so the tools keep the default (fourth
    * session, docs/BENCHMARKS.md). Timings compare plans by the median of their ratios within
    * a round (7 rounds). Costs planning time: 1 + nheights plans and 8 one-head one-thread executes
-   * each, then 4 + nheights plans and 8 executes each. */
+   * each, then 4 + nheights plans (one more with block-aligned panels, one more with DIAG passes) and
+   * 8 executes each. */
   int64_t calibrate_d;
   ts_dtype calibrate_dtype;
   int64_t calibrate_heads; /* heads per execute of the guard's timings (1) */
@@ -157,6 +161,10 @@ typedef struct ts_attn_sched_info {
   double guard_schedule_s, guard_fixed_s; /* its measurements: the solved schedule, the fastest fixed tile */
   double guard_fallback_s;     /* the measurement of what replaced it (fallback), else 0 */
   double guard_diag_s;         /* its measurement of the 16-row DIAG passes, 0 when their cells ruled them out */
+  double guard_blocks_s;       /* its measurement of the blocks on block-aligned panels (0: not built) */
+  bool block_panels;           /* the guard replaced the schedule by the blocks on block-aligned panels: panels cut
+                                  where blocks start and end, each block's part one tile segment of 64 rows whose
+                                  column tile spans the block (fallback {64, TS_ATTN_TILE_MAX}, kind MIXED) */
   bool diag_first;             /* DIAG passes, predicted to beat the compact passes outright, were timed against the
                                   greedy's schedule before the ILP's coverage stage and ran faster, so the stage was
                                   skipped (the greedy's schedule went to the guard, which then kept the faster) */

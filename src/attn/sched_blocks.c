@@ -209,7 +209,7 @@ ts_status ts_attn_schedule_solve(const ts_blocks *blk, const ts_bitmap *mask, co
   ts_attn_sched_info inf;
   memset(&inf, 0, sizeof inf);
   ts__sched_build B = {.s = out, .mask = mask, .segof = segof, .npieces = ni, .menu = menu, .nmenu = nmenu, .o = &o,
-                       .diag_ratio = INFINITY};
+                       .diag_ratio = INFINITY, .blocks = blk->blocks, .nblocks = nb};
   if (st == TS_OK && o.calibrate_d > 0 && o.guard) st = ts__attn_diag_ratio(mask, &B.diag_ratio);
   ts_attn_sched_problem pb = {.npanels = np, .npieces = ni, .ntiles = nmenu, .piece_panel = pp, .cost = cost_m, .base = base,
                               .nheights = nh, .merge = merge, .open = open, .must_open = must};

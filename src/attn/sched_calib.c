@@ -119,6 +119,93 @@ static ts_status diag_schedule(const ts_attn_schedule *s, int32_t bc, ts_attn_sc
   return TS_OK;
 }
 
+typedef struct brect { int32_t r0, r1, c0, c1; } brect;
+static int cmp_brect(const void *a, const void *b) {
+  const brect *x = a, *y = b;
+  if (x->c0 != y->c0) return x->c0 < y->c0 ? -1 : 1;
+  if (x->c1 != y->c1) return x->c1 < y->c1 ? -1 : 1;
+  return (x->r0 > y->r0) - (x->r0 < y->r0);
+}
+static int cmp_i32(const void *a, const void *b) {
+  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+/* First index of cuts[0 .. nc) (ascending) that is >= v. */
+static int64_t lower_cut(const int32_t *cuts, int64_t nc, int32_t v) {
+  int64_t lo = 0, hi = nc;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    if (cuts[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Block-aligned panels (a guard candidate): the solve's blocks (B->blocks, which its 128-row panels
+ * cut into pieces) with panels cut wherever a block starts or ends, and each block's part of a
+ * panel one tile segment of BLOCK_BR rows whose column tile spans the block (up to TS_ATTN_TILE_MAX
+ * keys; wider blocks take several). A window-like block then runs in full-width 64-row sub-tiles
+ * over all its keys at once, where 128-row panels cut it into partial sub-tiles and the solver's
+ * menu (bc <= 128) into two or more column tiles (vitdet at 64^2, windows of 196 keys: 1.05-1.11x
+ * the solved schedule, docs/BENCHMARKS.md). A COMPACT segment over all columns takes whatever the
+ * blocks leave. *ok false, no schedule: no pieces, or panels under BLOCK_MIN_ROWS rows on average. */
+#define BLOCK_BR 64
+#define BLOCK_MIN_ROWS 16
+static ts_status block_panels(const ts__sched_build *B, const ts_attn_sched_opts *o, ts_attn_schedule *g, bool *ok) {
+  *ok = false;
+  const int64_t nb = B->nblocks, n = B->mask->rows;
+  if (nb < 1 || !B->blocks) return TS_OK;
+  brect *b = malloc((size_t)nb * sizeof *b);
+  int32_t *cuts = malloc((size_t)(2 * nb + 2) * sizeof *cuts);
+  int64_t *cnt = NULL;
+  ts_status st = b && cuts ? TS_OK : ts_error(TS_ERR_OOM, "attn guard: cannot allocate %lld blocks", (long long)nb);
+  int64_t nc = 0;
+  if (st == TS_OK) {
+    for (int64_t k = 0; k < nb; k++) {
+      const ts_block *x = &B->blocks[k];
+      b[k] = (brect){(int32_t)x->row0, (int32_t)(x->row0 + x->rows), (int32_t)x->col0, (int32_t)(x->col0 + x->cols)};
+    }
+    qsort(b, (size_t)nb, sizeof *b, cmp_brect);
+    cuts[nc++] = 0, cuts[nc++] = (int32_t)n;
+    for (int64_t k = 0; k < nb; k++) cuts[nc++] = b[k].r0, cuts[nc++] = b[k].r1;
+    qsort(cuts, (size_t)nc, sizeof *cuts, cmp_i32);
+    int64_t u = 0;
+    for (int64_t k = 0; k < nc; k++)
+      if (u == 0 || cuts[k] != cuts[u - 1]) cuts[u++] = cuts[k];
+    nc = u; /* panels: [cuts[p], cuts[p + 1]) */
+  }
+  const int64_t np = nc - 1;
+  if (st == TS_OK && np >= 1 && n / np >= BLOCK_MIN_ROWS) {
+    cnt = calloc((size_t)np + 1, sizeof *cnt);
+    if (!cnt) st = ts_error(TS_ERR_OOM, "attn guard: cannot allocate %lld panels", (long long)np);
+    for (int64_t k = 0; k < nb && st == TS_OK; k++) /* segments per panel: the panels each block spans */
+      for (int64_t p = lower_cut(cuts, nc, b[k].r0); p < np && cuts[p] < b[k].r1; p++) cnt[p + 1]++;
+    for (int64_t p = 0; p < np && st == TS_OK; p++) cnt[p + 1] += cnt[p] + 1; /* + the COMPACT residue */
+    if (st == TS_OK) st = ts_attn_schedule_alloc(g, n, np, cnt[np]);
+    for (int64_t p = 0; p < np && st == TS_OK; p++) {
+      g->panels[p] = (ts_attn_panel){.r0 = cuts[p], .nr = cuts[p + 1] - cuts[p], .seg0 = cnt[p], .nseg = cnt[p + 1] - cnt[p]};
+      g->segs[cnt[p + 1] - 1] = (ts_attn_segment){.r0 = cuts[p], .nr = cuts[p + 1] - cuts[p], .c0 = 0, .nc = (int32_t)n,
+                                                  .br = o->nheights > 0 ? o->heights[0] : 16, .bc = o->compact_bc,
+                                                  .kind = TS_ATTN_SEG_COMPACT};
+    }
+    int64_t *fill = st == TS_OK ? malloc((size_t)np * sizeof *fill) : NULL;
+    if (st == TS_OK && !fill) st = ts_error(TS_ERR_OOM, "attn guard: cannot allocate %lld panels", (long long)np);
+    for (int64_t p = 0; p < np && st == TS_OK; p++) fill[p] = cnt[p];
+    for (int64_t k = 0; k < nb && st == TS_OK; k++)
+      for (int64_t p = lower_cut(cuts, nc, b[k].r0); p < np && cuts[p] < b[k].r1; p++) {
+        const int32_t r0 = cuts[p], r1 = cuts[p + 1] < b[k].r1 ? cuts[p + 1] : b[k].r1, w = b[k].c1 - b[k].c0;
+        const int32_t bc = w >= TS_ATTN_TILE_MAX ? TS_ATTN_TILE_MAX : (w + 15) / 16 * 16;
+        g->segs[fill[p]++] = (ts_attn_segment){.r0 = r0, .nr = r1 - r0, .c0 = b[k].c0, .nc = w, .br = BLOCK_BR, .bc = bc,
+                                               .kind = TS_ATTN_SEG_MIXED};
+      }
+    free(fill);
+    *ok = st == TS_OK;
+    if (st != TS_OK) ts_attn_schedule_free(g);
+  }
+  free(b), free(cuts), free(cnt);
+  return st;
+}
+
 /* The heads of the guard's executes: calibrate_heads, at most GUARD_HEADS and GUARD_TOKENS heads x
  * tokens. */
 static int64_t guard_heads(const ts_attn_sched_opts *o, int64_t n) {
@@ -159,16 +246,22 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
    * nf fixed tiles the model ranks cheapest, then (ndg = 1) DIAG passes of 16 rows on the solved
    * schedule's panels, when their cells at TS__ATTN_DIAG_COST come within GUARD_DIAG_SLACK of the
    * 16-row compact passes' (sliding windows in the natural order) */
-  const int ndg = B->diag_ratio < GUARD_DIAG_SLACK ? 1 : 0, nc = 1 + nh + nf + ndg;
-  double *pred = malloc((size_t)nmenu * sizeof *pred), meas[1 + 4 + GUARD_TILES + 1], unused;
+  const int ndg = B->diag_ratio < GUARD_DIAG_SLACK ? 1 : 0;
+  double *pred = malloc((size_t)nmenu * sizeof *pred), meas[1 + 4 + GUARD_TILES + 2], unused;
   int *choice = malloc((size_t)(ni ? ni : 1) * sizeof *choice), *height = malloc((size_t)np * sizeof *height);
   int best[GUARD_TILES];
-  ts_attn_schedule cand[1 + 4 + GUARD_TILES + 1];
-  ts_attn_plan *plans[1 + 4 + GUARD_TILES + 1] = {0};
+  ts_attn_schedule cand[1 + 4 + GUARD_TILES + 2];
+  ts_attn_plan *plans[1 + 4 + GUARD_TILES + 2] = {0};
   memset(cand, 0, sizeof cand);
+  /* then (nbk = 1) the blocks on block-aligned panels, last */
+  bool have_bk = false;
+  ts_status sb = block_panels(B, o, &cand[1 + nh + nf + ndg], &have_bk);
+  const int nbk = have_bk ? 1 : 0, nc = 1 + nh + nf + ndg + nbk, idg = 1 + nh + nf, ibk = idg + ndg;
   ts__attn_timer T;
   memset(&T, 0, sizeof T);
-  ts_status st = pred && choice && height ? TS_OK : ts_error(TS_ERR_OOM, "attn guard: cannot allocate %d predictions", nmenu);
+  ts_status st = sb != TS_OK ? sb
+                 : pred && choice && height ? TS_OK
+                                            : ts_error(TS_ERR_OOM, "attn guard: cannot allocate %d predictions", nmenu);
   for (int t = 0; t < nmenu && st == TS_OK; t++) { /* the model's total of each fixed tile on this mask */
     ts_attn_schedule b;
     st = ts_attn_schedule_blockskip(&b, n, menu[t].br, menu[t].bc);
@@ -189,8 +282,9 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
   for (int h = 0; h < nh && st == TS_OK; h++)
     st = pure_plan(B, pb, h, &T, choice, height, &unused, &unused, &plans[1 + h], &cand[1 + h]);
   for (int g = 0; g < nf && st == TS_OK; g++) st = ts_attn_plan_create(&plans[1 + nh + g], T.ctx, &cand[1 + nh + g], mask, T.d);
-  if (ndg && st == TS_OK) st = diag_schedule(s, o->compact_bc, &cand[nc - 1]); /* over the solved schedule's panels */
-  if (ndg && st == TS_OK) st = ts_attn_plan_create(&plans[nc - 1], T.ctx, &cand[nc - 1], mask, T.d);
+  if (ndg && st == TS_OK) st = diag_schedule(s, o->compact_bc, &cand[idg]); /* over the solved schedule's panels */
+  if (ndg && st == TS_OK) st = ts_attn_plan_create(&plans[idg], T.ctx, &cand[idg], mask, T.d);
+  if (nbk && st == TS_OK) st = ts_attn_plan_create(&plans[ibk], T.ctx, &cand[ibk], mask, T.d);
   if (st == TS_OK) st = ts__attn_time_plans(&T, plans, nc, n, CALIB_ROUNDS, meas);
   if (st == TS_OK) {
     int w = 0, wf = 1 + nh;
@@ -201,13 +295,16 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
     info->guarded = true;
     info->guard_schedule_s = meas[0];
     info->guard_fixed_s = nf > 0 ? meas[wf] : 1e300;
-    info->guard_diag_s = ndg ? meas[nc - 1] : 0.0;
+    info->guard_diag_s = ndg ? meas[idg] : 0.0;
+    info->guard_blocks_s = nbk ? meas[ibk] : 0.0;
     if (w > 0 && meas[w] < (1 - GUARD_MARGIN) * meas[0]) { /* an alternative wins: it replaces the schedule */
       ts_attn_schedule_free(s);
       *s = cand[w];
       memset(&cand[w], 0, sizeof cand[w]);
       info->guard_fallback_s = meas[w];
-      if (w > nh + nf) info->fallback = (ts_attn_tile){16, o->compact_bc}, info->fallback_kind = TS_ATTN_SEG_DIAG;
+      info->block_panels = nbk && w == ibk;
+      if (info->block_panels) info->fallback = (ts_attn_tile){BLOCK_BR, TS_ATTN_TILE_MAX}, info->fallback_kind = TS_ATTN_SEG_MIXED;
+      else if (w > nh + nf) info->fallback = (ts_attn_tile){16, o->compact_bc}, info->fallback_kind = TS_ATTN_SEG_DIAG;
       else if (w > nh) info->fallback = menu[best[w - 1 - nh]], info->fallback_kind = TS_ATTN_SEG_MIXED;
       else info->fallback = (ts_attn_tile){o->heights[w - 1], o->compact_bc}, info->fallback_kind = TS_ATTN_SEG_COMPACT;
     }
@@ -216,6 +313,7 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
     ts_attn_plan_destroy(plans[c]);
     if (c > 0) ts_attn_schedule_free(&cand[c]);
   }
+  if (!nbk) ts_attn_schedule_free(&cand[1 + nh + nf + ndg]); /* (nothing was built: a no-op) */
   if (T.ctx) ts__attn_timer_free(&T);
   free(pred), free(choice), free(height);
   return st;

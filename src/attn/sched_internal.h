@@ -54,6 +54,8 @@ typedef struct ts__sched_build {
   int nmenu;
   const ts_attn_sched_opts *o;
   double diag_ratio;           /* ts__attn_diag_ratio of mask (set when the guard will run) */
+  const ts_block *blocks;      /* the blocks the pieces were cut from (the guard's block-aligned panels) */
+  int64_t nblocks;
 } ts__sched_build;
 
 /* The schedule of a solution: without compact heights (o->nheights 0) s with the pieces' tiles;

@@ -54,8 +54,9 @@ static void usage(void) {
          "  --calibrate on|off time the pure configurations of this mask (all blocks standalone, everything\n"
          "                     in compact passes of each height; 1 thread, 1 head) and scale each family's\n"
          "                     costs to the measured time before solving, then time the schedule against\n"
-         "                     the 3 fixed tiles the model ranks first and keep a fixed tile that is more\n"
-         "                     than 3%% faster (on)\n"
+         "                     the pure compact passes, the 3 fixed tiles the model ranks first, 16-row DIAG\n"
+         "                     passes (sliding windows in the natural order) and the blocks on block-aligned\n"
+         "                     panels, and keep whichever is more than 3%% faster (on)\n"
          "  --guard on|off     with --calibrate on: the measured comparison after solving (off: the solved\n"
          "                     schedule as it is, e.g. to time the greedy's and the ILP's own choices) (on)\n"
          "  --compact H,..     row heights the compact passes may use (8,16,32), or none: every block runs\n"
@@ -317,6 +318,9 @@ void attn_cli_info_json(cJSON *j, const ts_attn_sched_info *g, const ts_attn_sch
     cJSON_AddNumberToObject(j, "guard_fixed_ms", x->guard_fixed_s * 1e3);
     if (x->guard_diag_s > 0) cJSON_AddNumberToObject(j, "guard_diag_ms", x->guard_diag_s * 1e3);
     else cJSON_AddNullToObject(j, "guard_diag_ms");
+    if (x->guard_blocks_s > 0) cJSON_AddNumberToObject(j, "guard_blocks_ms", x->guard_blocks_s * 1e3);
+    else cJSON_AddNullToObject(j, "guard_blocks_ms");
+    cJSON_AddBoolToObject(j, "block_panels", x->block_panels);
     cJSON_AddNumberToObject(j, "guard_ms", x->guard_ms);
     if (x->fallback.br > 0) { /* "fixed 16x16" (block skip) or "compact 16x64" (every panel one pass) */
       char tb[48];
@@ -475,13 +479,17 @@ static int cmd_plan(args *A, planned *P) {
                "stage skipped\n");
       if (P->ii.guarded) {
         const int fk = P->ii.fallback_kind;
-        const char *kind = fk == TS_ATTN_SEG_MIXED ? "fixed tiles" : fk == TS_ATTN_SEG_DIAG ? "diag passes" : "compact passes";
+        const char *kind = P->ii.block_panels        ? "block-aligned panels, tiles"
+                           : fk == TS_ATTN_SEG_MIXED ? "fixed tiles"
+                           : fk == TS_ATTN_SEG_DIAG  ? "diag passes"
+                                                     : "compact passes";
         char tb[48] = "";
         if (P->ii.fallback.br > 0) snprintf(tb, sizeof tb, "%s %dx%d", kind, P->ii.fallback.br, P->ii.fallback.bc);
         printf("guard      %s%s (solved schedule %.3f ms, best fixed tile %.3f ms",
                P->ii.fallback.br > 0 ? "replaced by " : "kept the solved schedule", tb, P->ii.guard_schedule_s * 1e3,
                P->ii.guard_fixed_s * 1e3);
         if (P->ii.guard_diag_s > 0) printf(", diag passes %.3f ms", P->ii.guard_diag_s * 1e3);
+        if (P->ii.guard_blocks_s > 0) printf(", block-aligned panels %.3f ms", P->ii.guard_blocks_s * 1e3);
         printf("; 1 head, 1 thread)\n");
       }
       printf("solve      %.1f ms\n", P->solve_ms);

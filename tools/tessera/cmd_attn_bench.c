@@ -352,9 +352,10 @@ int attn_cli_bench(args *A, planned *P, const ts_context *ctx) {
     if (P->ii.guarded && P->ii.fallback.br > 0)
       printf("guard    the solved schedule (%.3f ms, 1 head, 1 thread) was replaced by %s %dx%d (%.3f ms)\n",
              P->ii.guard_schedule_s * 1e3,
-             P->ii.fallback_kind == TS_ATTN_SEG_COMPACT ? "compact passes"
-             : P->ii.fallback_kind == TS_ATTN_SEG_DIAG  ? "diag passes"
-                                                        : "fixed tiles",
+             P->ii.block_panels                          ? "block-aligned panels, tiles"
+             : P->ii.fallback_kind == TS_ATTN_SEG_COMPACT ? "compact passes"
+             : P->ii.fallback_kind == TS_ATTN_SEG_DIAG    ? "diag passes"
+                                                          : "fixed tiles",
              P->ii.fallback.br, P->ii.fallback.bc, P->ii.guard_fallback_s * 1e3);
     else if (P->ii.guarded)
       printf("guard    kept the solved schedule (%.3f ms against %.3f for the best fixed tile; 1 head, 1 thread)\n",
