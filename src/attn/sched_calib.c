@@ -130,15 +130,15 @@ static int cmp_i32(const void *a, const void *b) {
   const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
   return (x > y) - (x < y);
 }
-/* First index of cuts[0 .. nc) (ascending) that is >= v. */
-static int64_t lower_cut(const int32_t *cuts, int64_t nc, int32_t v) {
+/* The panel [cuts[p], cuts[p + 1]) holding row v (cuts ascending from 0, v >= 0). */
+static int64_t panel_of(const int32_t *cuts, int64_t nc, int32_t v) {
   int64_t lo = 0, hi = nc;
   while (lo < hi) {
     const int64_t mid = (lo + hi) / 2;
-    if (cuts[mid] < v) lo = mid + 1;
+    if (cuts[mid] <= v) lo = mid + 1;
     else hi = mid;
   }
-  return lo;
+  return lo - 1;
 }
 
 /* Block-aligned panels (a guard candidate): the solve's blocks (B->blocks, which its 128-row panels
@@ -147,10 +147,13 @@ static int64_t lower_cut(const int32_t *cuts, int64_t nc, int32_t v) {
  * keys; wider blocks take several). A window-like block then runs in full-width 64-row sub-tiles
  * over all its keys at once, where 128-row panels cut it into partial sub-tiles and the solver's
  * menu (bc <= 128) into two or more column tiles (vitdet at 64^2, windows of 196 keys: 1.05-1.11x
- * the solved schedule, docs/BENCHMARKS.md). A COMPACT segment over all columns takes whatever the
- * blocks leave. *ok false, no schedule: no pieces, or panels under BLOCK_MIN_ROWS rows on average. */
+ * the solved schedule, docs/BENCHMARKS.md). Blocks narrower than BLOCK_MIN_COLS (a few global
+ * tokens' columns down many rows) cut no panel; their segments cover the rows they meet. A COMPACT
+ * segment over all columns takes whatever the blocks leave. *ok false, no schedule: no blocks, or
+ * panels under BLOCK_MIN_ROWS rows on average. */
 #define BLOCK_BR 64
 #define BLOCK_MIN_ROWS 16
+#define BLOCK_MIN_COLS 16
 static ts_status block_panels(const ts__sched_build *B, const ts_attn_sched_opts *o, ts_attn_schedule *g, bool *ok) {
   *ok = false;
   const int64_t nb = B->nblocks, n = B->mask->rows;
@@ -167,7 +170,8 @@ static ts_status block_panels(const ts__sched_build *B, const ts_attn_sched_opts
     }
     qsort(b, (size_t)nb, sizeof *b, cmp_brect);
     cuts[nc++] = 0, cuts[nc++] = (int32_t)n;
-    for (int64_t k = 0; k < nb; k++) cuts[nc++] = b[k].r0, cuts[nc++] = b[k].r1;
+    for (int64_t k = 0; k < nb; k++) /* thin blocks (a few global columns) cut no panel: they start mid-panel */
+      if (b[k].c1 - b[k].c0 >= BLOCK_MIN_COLS) cuts[nc++] = b[k].r0, cuts[nc++] = b[k].r1;
     qsort(cuts, (size_t)nc, sizeof *cuts, cmp_i32);
     int64_t u = 0;
     for (int64_t k = 0; k < nc; k++)
@@ -179,7 +183,7 @@ static ts_status block_panels(const ts__sched_build *B, const ts_attn_sched_opts
     cnt = calloc((size_t)np + 1, sizeof *cnt);
     if (!cnt) st = ts_error(TS_ERR_OOM, "attn guard: cannot allocate %lld panels", (long long)np);
     for (int64_t k = 0; k < nb && st == TS_OK; k++) /* segments per panel: the panels each block spans */
-      for (int64_t p = lower_cut(cuts, nc, b[k].r0); p < np && cuts[p] < b[k].r1; p++) cnt[p + 1]++;
+      for (int64_t p = panel_of(cuts, nc, b[k].r0); p < np && cuts[p] < b[k].r1; p++) cnt[p + 1]++;
     for (int64_t p = 0; p < np && st == TS_OK; p++) cnt[p + 1] += cnt[p] + 1; /* + the COMPACT residue */
     if (st == TS_OK) st = ts_attn_schedule_alloc(g, n, np, cnt[np]);
     for (int64_t p = 0; p < np && st == TS_OK; p++) {
@@ -192,8 +196,9 @@ static ts_status block_panels(const ts__sched_build *B, const ts_attn_sched_opts
     if (st == TS_OK && !fill) st = ts_error(TS_ERR_OOM, "attn guard: cannot allocate %lld panels", (long long)np);
     for (int64_t p = 0; p < np && st == TS_OK; p++) fill[p] = cnt[p];
     for (int64_t k = 0; k < nb && st == TS_OK; k++)
-      for (int64_t p = lower_cut(cuts, nc, b[k].r0); p < np && cuts[p] < b[k].r1; p++) {
-        const int32_t r0 = cuts[p], r1 = cuts[p + 1] < b[k].r1 ? cuts[p + 1] : b[k].r1, w = b[k].c1 - b[k].c0;
+      for (int64_t p = panel_of(cuts, nc, b[k].r0); p < np && cuts[p] < b[k].r1; p++) {
+        const int32_t r0 = cuts[p] > b[k].r0 ? cuts[p] : b[k].r0, r1 = cuts[p + 1] < b[k].r1 ? cuts[p + 1] : b[k].r1;
+        const int32_t w = b[k].c1 - b[k].c0;
         const int32_t bc = w >= TS_ATTN_TILE_MAX ? TS_ATTN_TILE_MAX : (w + 15) / 16 * 16;
         g->segs[fill[p]++] = (ts_attn_segment){.r0 = r0, .nr = r1 - r0, .c0 = b[k].c0, .nc = w, .br = BLOCK_BR, .bc = bc,
                                                .kind = TS_ATTN_SEG_MIXED};
