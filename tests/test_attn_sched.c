@@ -506,6 +506,18 @@ static void test_scheduled_window2d(void) {
   ts_context_destroy(ctx);
 }
 
+/* M's schedule from the measured pipeline (calibration and guard at d = 32, 2 threads). */
+static void guarded_solve(const ordered *M, ts_attn_schedule *s, ts_attn_sched_info *si) {
+  int d = 32;
+  ts_attn_sched_opts o;
+  ts_attn_sched_opts_default(&o);
+  o.calibrate_d = 32;
+  o.threads = 2;
+  o.time_limit = 0.5;
+  o.cost_user = &d;
+  CHECK_OK(ts_attn_schedule_solve(&M->blk, &M->bp, &o, s, si));
+}
+
 /* The guard times 16-row DIAG passes where their cells make them a candidate -- a small window in
  * the natural order -- and not on the Hilbert-ordered one, whose rows meet their keys at scattered
  * offsets; whatever it keeps runs correctly. */
@@ -517,16 +529,9 @@ static void test_guard_diag(void) {
     const int64_t n = M.n;
     qkv x = qkv_make(1, 2, n, 32, 41 + (uint64_t)order);
     CHECK_OK(ts_attn_reference(&M.bo, x.Q, x.K, x.V, x.R, x.b, x.h, n, x.d));
-    int d = 32;
-    ts_attn_sched_opts o;
-    ts_attn_sched_opts_default(&o);
-    o.calibrate_d = 32;
-    o.threads = 2;
-    o.time_limit = 0.5;
-    o.cost_user = &d;
     ts_attn_schedule s;
     ts_attn_sched_info si;
-    CHECK_OK(ts_attn_schedule_solve(&M.blk, &M.bp, &o, &s, &si));
+    guarded_solve(&M, &s, &si);
     const bool diag_isa = ts_isa_active() == TS_ISA_AVX512; /* below it DIAG passes are never candidates */
     CHECK(si.guarded && (order || !diag_isa ? si.guard_diag_s == 0 : si.guard_diag_s > 0), "%s order: guard_diag_s %g",
           order ? "hilbert" : "natural", si.guard_diag_s);
@@ -568,16 +573,9 @@ static void test_guard_blocks(void) {
     const int64_t n = M.n;
     qkv x = qkv_make(1, 2, n, 32, 77 + (uint64_t)c);
     CHECK_OK(ts_attn_reference(&M.bo, x.Q, x.K, x.V, x.R, x.b, x.h, n, x.d));
-    int d = 32;
-    ts_attn_sched_opts o;
-    ts_attn_sched_opts_default(&o);
-    o.calibrate_d = 32;
-    o.threads = 2;
-    o.time_limit = 0.5;
-    o.cost_user = &d;
     ts_attn_schedule s;
     ts_attn_sched_info si;
-    CHECK_OK(ts_attn_schedule_solve(&M.blk, &M.bp, &o, &s, &si));
+    guarded_solve(&M, &s, &si);
     CHECK(si.guarded && si.guard_blocks_s > 0, "%s: block-aligned candidate timed (%g)", specs[c], si.guard_blocks_s);
     if (si.block_panels) {
       CHECK(si.fallback.br == 64 && si.fallback.bc == TS_ATTN_TILE_MAX && si.fallback_kind == TS_ATTN_SEG_MIXED,
