@@ -119,13 +119,6 @@ static ts_status diag_schedule(const ts_attn_schedule *s, int32_t bc, ts_attn_sc
   return TS_OK;
 }
 
-typedef struct brect { int32_t r0, r1, c0, c1; } brect;
-static int cmp_brect(const void *a, const void *b) {
-  const brect *x = a, *y = b;
-  if (x->c0 != y->c0) return x->c0 < y->c0 ? -1 : 1;
-  if (x->c1 != y->c1) return x->c1 < y->c1 ? -1 : 1;
-  return (x->r0 > y->r0) - (x->r0 < y->r0);
-}
 static int cmp_i32(const void *a, const void *b) {
   const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
   return (x > y) - (x < y);
@@ -158,20 +151,15 @@ static ts_status block_panels(const ts__sched_build *B, const ts_attn_sched_opts
   *ok = false;
   const int64_t nb = B->nblocks, n = B->mask->rows;
   if (nb < 1 || !B->blocks) return TS_OK;
-  brect *b = malloc((size_t)nb * sizeof *b);
+  const ts_block *b = B->blocks;
   int32_t *cuts = malloc((size_t)(2 * nb + 2) * sizeof *cuts);
   int64_t *cnt = NULL;
-  ts_status st = b && cuts ? TS_OK : ts_error(TS_ERR_OOM, "attn guard: cannot allocate %lld blocks", (long long)nb);
+  ts_status st = cuts ? TS_OK : ts_error(TS_ERR_OOM, "attn guard: cannot allocate %lld blocks", (long long)nb);
   int64_t nc = 0;
   if (st == TS_OK) {
-    for (int64_t k = 0; k < nb; k++) {
-      const ts_block *x = &B->blocks[k];
-      b[k] = (brect){(int32_t)x->row0, (int32_t)(x->row0 + x->rows), (int32_t)x->col0, (int32_t)(x->col0 + x->cols)};
-    }
-    qsort(b, (size_t)nb, sizeof *b, cmp_brect);
     cuts[nc++] = 0, cuts[nc++] = (int32_t)n;
     for (int64_t k = 0; k < nb; k++) /* thin blocks (a few global columns) cut no panel: they start mid-panel */
-      if (b[k].c1 - b[k].c0 >= BLOCK_MIN_COLS) cuts[nc++] = b[k].r0, cuts[nc++] = b[k].r1;
+      if (b[k].cols >= BLOCK_MIN_COLS) cuts[nc++] = (int32_t)b[k].row0, cuts[nc++] = (int32_t)(b[k].row0 + b[k].rows);
     qsort(cuts, (size_t)nc, sizeof *cuts, cmp_i32);
     int64_t u = 0;
     for (int64_t k = 0; k < nc; k++)
@@ -183,7 +171,7 @@ static ts_status block_panels(const ts__sched_build *B, const ts_attn_sched_opts
     cnt = calloc((size_t)np + 1, sizeof *cnt);
     if (!cnt) st = ts_error(TS_ERR_OOM, "attn guard: cannot allocate %lld panels", (long long)np);
     for (int64_t k = 0; k < nb && st == TS_OK; k++) /* segments per panel: the panels each block spans */
-      for (int64_t p = panel_of(cuts, nc, b[k].r0); p < np && cuts[p] < b[k].r1; p++) cnt[p + 1]++;
+      for (int64_t p = panel_of(cuts, nc, (int32_t)b[k].row0); p < np && cuts[p] < b[k].row0 + b[k].rows; p++) cnt[p + 1]++;
     for (int64_t p = 0; p < np && st == TS_OK; p++) cnt[p + 1] += cnt[p] + 1; /* + the COMPACT residue */
     if (st == TS_OK) st = ts_attn_schedule_alloc(g, n, np, cnt[np]);
     for (int64_t p = 0; p < np && st == TS_OK; p++) {
@@ -195,19 +183,20 @@ static ts_status block_panels(const ts__sched_build *B, const ts_attn_sched_opts
     int64_t *fill = st == TS_OK ? malloc((size_t)np * sizeof *fill) : NULL;
     if (st == TS_OK && !fill) st = ts_error(TS_ERR_OOM, "attn guard: cannot allocate %lld panels", (long long)np);
     for (int64_t p = 0; p < np && st == TS_OK; p++) fill[p] = cnt[p];
-    for (int64_t k = 0; k < nb && st == TS_OK; k++)
-      for (int64_t p = panel_of(cuts, nc, b[k].r0); p < np && cuts[p] < b[k].r1; p++) {
-        const int32_t r0 = cuts[p] > b[k].r0 ? cuts[p] : b[k].r0, r1 = cuts[p + 1] < b[k].r1 ? cuts[p + 1] : b[k].r1;
-        const int32_t w = b[k].c1 - b[k].c0;
-        const int32_t bc = w >= TS_ATTN_TILE_MAX ? TS_ATTN_TILE_MAX : (w + 15) / 16 * 16;
-        g->segs[fill[p]++] = (ts_attn_segment){.r0 = r0, .nr = r1 - r0, .c0 = b[k].c0, .nc = w, .br = BLOCK_BR, .bc = bc,
-                                               .kind = TS_ATTN_SEG_MIXED};
+    for (int64_t k = 0; k < nb && st == TS_OK; k++) {
+      const int32_t b0 = (int32_t)b[k].row0, b1 = (int32_t)(b[k].row0 + b[k].rows), w = (int32_t)b[k].cols;
+      const int32_t bc = w >= TS_ATTN_TILE_MAX ? TS_ATTN_TILE_MAX : (w + 15) / 16 * 16;
+      for (int64_t p = panel_of(cuts, nc, b0); p < np && cuts[p] < b1; p++) {
+        const int32_t r0 = cuts[p] > b0 ? cuts[p] : b0, r1 = cuts[p + 1] < b1 ? cuts[p + 1] : b1;
+        g->segs[fill[p]++] = (ts_attn_segment){.r0 = r0, .nr = r1 - r0, .c0 = (int32_t)b[k].col0, .nc = w, .br = BLOCK_BR,
+                                               .bc = bc, .kind = TS_ATTN_SEG_MIXED};
       }
+    }
     free(fill);
     *ok = st == TS_OK;
     if (st != TS_OK) ts_attn_schedule_free(g);
   }
-  free(b), free(cuts), free(cnt);
+  free(cuts), free(cnt);
   return st;
 }
 
@@ -318,7 +307,6 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
     ts_attn_plan_destroy(plans[c]);
     if (c > 0) ts_attn_schedule_free(&cand[c]);
   }
-  if (!nbk) ts_attn_schedule_free(&cand[1 + nh + nf + ndg]); /* (nothing was built: a no-op) */
   if (T.ctx) ts__attn_timer_free(&T);
   free(pred), free(choice), free(height);
   return st;
