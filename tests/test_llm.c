@@ -302,20 +302,20 @@ static void check_ops(void) {
 
 /* Batched GEMM on packed rows (the active level's packed kernel when it has one, else its dot loop
  * on the file rows) vs the loop over the reference dot, edge shapes around the tiles (4 rows x 1
- * token), the 4-block loads and 16-block scale groups (n = 32 .. 576, odd block counts). Every
+ * token, two groups side by side), the 4-block loads and 16-block scale groups (n = 32 .. 576, odd block counts). Every
  * kernel follows llama.cpp's fp32 order (llm/cpu_order.h), so the results must be equal bit for
  * bit, not within a tolerance. */
 static void check_gemm(void) {
   const uint32_t types[] = {TS_QT_Q8_0, TS_QT_Q4_0, TS_QT_Q4_1};
   const int64_t ns[] = {32, 64, 96, 160, 544, 576, 1536};
-  const int64_t rowsv[] = {1, 3, 4, 5, 8, 17};
+  const int64_t rowsv[] = {1, 3, 4, 5, 8, 12, 13, 17};
   const int Ts[] = {1, 2, 3, 5, 9};
   const ts__quant_table *ref = ts__quant_for(TS_ISA_SCALAR), *act = ts__quant();
   ts_rng r;
   ts_rng_seed(&r, 3);
   for (int ti = 0; ti < 3; ti++)
     for (int ni = 0; ni < 7; ni++)
-      for (int ri = 0; ri < 6; ri++)
+      for (int ri = 0; ri < 8; ri++)
         for (int tk = 0; tk < 5; tk++) {
           const uint32_t type = types[ti];
           const int64_t n = ns[ni], rows = rowsv[ri], nb = n / 32;

@@ -3,9 +3,9 @@
  * order (cpu_order.h), so every output equals the scalar reference dot bit for bit:
  * y[t][r] = hsum8 over blocks of fma(d_w d_x, lane) (+ Q4_1's sum of m_w s_x, block after block).
  *
- * A tile is one group (4 rows) x 1 token. The integer part of a block dot is exact in any order;
- * only the fp32 accumulation is fixed per row and lane, so a vector holds the 8 lanes of 2 or 4
- * rows for one block and the accumulators advance block by block:
+ * A tile is one or two groups (4 or 8 rows) x 1 token. The integer part of a block dot is exact in
+ * any order; only the fp32 accumulation is fixed per row and lane, so a vector holds the 8 lanes of
+ * 2 or 4 rows for one block and the accumulators advance block by block:
  *   Q4_0 / Q4_1: a block's 64 bytes are the 16 nibble bytes of rows 0..3 (128-bit lane k = row k);
  *     lo = q & 15 are elements 0..15, hi = q >> 4 elements 16..31, so vpdpbusd against the token's
  *     elements 0..15 (16..31) broadcast to every 128-bit lane gives in int32 lane 4k + g the exact
@@ -72,93 +72,124 @@ AI __m512i bcast256(const void *p) { return _mm512_broadcast_i64x4(_mm256_loadu_
 /* where the quants start in a group of 4 packed rows (after the scales) */
 AI size_t qoff(int kind, int64_t nb) { return (size_t)(kind == K_Q4_1 ? 16 : 8) * (size_t)nb; }
 
-/* Blocks 4j .. 4j + nbj - 1 of a group g of 4 rows into the accumulators:
+/* Blocks 4j .. 4j + nbj - 1 of ng (1 or 2) groups of 4 rows, group i at g + i gb, into the
+ * accumulators a[3 i .. 3 i + 2]:
  * Q4: a0 / a1 lanes 4k + g = row k's ggml lane g / 4 + g, a2 lane 4k = row k's sum of m_w s_x;
- * Q8_0: a0 / a1 lanes 8i + g = lane g of row i / 2 + i. */
-AI void blocks4(int kind, int nbj, const uint8_t *g, int64_t nb, int64_t j, const int8_t *q, const float *dx,
-                const float *sx, const int32_t *gs, __m512 *a0, __m512 *a1, __m512 *a2) {
-  const uint8_t *Q = g + qoff(kind, nb);
+ * Q8_0: a0 / a1 lanes 8i + g = lane g of row i / 2 + i.
+ * Each accumulator is one chain of fmas, block after block (the order is fixed), so one group
+ * alone waits on the fma latency every block; two groups side by side give the core two
+ * independent chains and share the token's broadcasts. */
+AI void blocks4(int kind, int nbj, int ng, const uint8_t *g, size_t gb, int64_t nb, int64_t j, const int8_t *q,
+                const float *dx, const float *sx, const int32_t *gs, __m512 *a) {
+  const size_t qo = qoff(kind, nb);
   const int64_t b0 = 4 * j;
-  const __m512 S = _mm512_mul_ps(ld_scales(g + 32 * j, nbj), bcast4(dx + b0, nbj));
+  const __m512 X = bcast4(dx + b0, nbj);
+  __m512 S[2], M[2];
+#pragma GCC unroll 2
+  for (int i = 0; i < ng; i++) S[i] = _mm512_mul_ps(ld_scales(g + i * gb + 32 * j, nbj), X);
   if (kind == K_Q8_0) {
-    const __m512 S01 = _mm512_shuffle_f32x4(S, S, 0x50), S23 = _mm512_shuffle_f32x4(S, S, 0xFA);
+    __m512 S01[2], S23[2];
+#pragma GCC unroll 2
+    for (int i = 0; i < ng; i++) {
+      S01[i] = _mm512_shuffle_f32x4(S[i], S[i], 0x50);
+      S23[i] = _mm512_shuffle_f32x4(S[i], S[i], 0xFA);
+    }
 #pragma GCC unroll 4
     for (int h = 0; h < 4; h++) {
       if (h >= nbj) break;
       const int64_t b = b0 + h;
       const __m512i xv = bcast256(q + 32 * b);
       const __m512i c = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bcast256(gs + 8 * b), 7));
-      const __m512i p01 = _mm512_dpbusd_epi32(c, _mm512_loadu_si512(Q + 128 * b), xv);
-      const __m512i p23 = _mm512_dpbusd_epi32(c, _mm512_loadu_si512(Q + 128 * b + 64), xv);
-      *a0 = _mm512_fmadd_ps(lane_h(S01, h), _mm512_cvtepi32_ps(p01), *a0);
-      *a1 = _mm512_fmadd_ps(lane_h(S23, h), _mm512_cvtepi32_ps(p23), *a1);
+#pragma GCC unroll 2
+      for (int i = 0; i < ng; i++) {
+        const uint8_t *Q = g + i * gb + qo;
+        const __m512i p01 = _mm512_dpbusd_epi32(c, _mm512_loadu_si512(Q + 128 * b), xv);
+        const __m512i p23 = _mm512_dpbusd_epi32(c, _mm512_loadu_si512(Q + 128 * b + 64), xv);
+        a[3 * i] = _mm512_fmadd_ps(lane_h(S01[i], h), _mm512_cvtepi32_ps(p01), a[3 * i]);
+        a[3 * i + 1] = _mm512_fmadd_ps(lane_h(S23[i], h), _mm512_cvtepi32_ps(p23), a[3 * i + 1]);
+      }
     }
     return;
   }
   const __m512i lom = _mm512_set1_epi8(0x0F);
-  __m512 M = _mm512_setzero_ps();
-  if (kind == K_Q4_1) M = _mm512_mul_ps(ld_scales(g + 8 * nb + 32 * j, nbj), bcast4(sx + b0, nbj));
+  if (kind == K_Q4_1) {
+    const __m512 Y = bcast4(sx + b0, nbj);
+#pragma GCC unroll 2
+    for (int i = 0; i < ng; i++) M[i] = _mm512_mul_ps(ld_scales(g + i * gb + 8 * nb + 32 * j, nbj), Y);
+  }
 #pragma GCC unroll 4
   for (int h = 0; h < 4; h++) {
     if (h >= nbj) break;
     const int64_t b = b0 + h;
-    const __m512i v = _mm512_loadu_si512(Q + 64 * b);
     __m512i c0 = _mm512_setzero_si512(), c1 = c0;
     if (kind == K_Q4_0) {
       c0 = _mm512_sub_epi32(c0, _mm512_slli_epi32(bcast128(gs + 8 * b), 3));
       c1 = _mm512_sub_epi32(c1, _mm512_slli_epi32(bcast128(gs + 8 * b + 4), 3));
     }
-    const __m512i lo = _mm512_and_si512(v, lom), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), lom);
-    const __m512i pl = _mm512_dpbusd_epi32(c0, lo, bcast128(q + 32 * b));
-    const __m512i ph = _mm512_dpbusd_epi32(c1, hi, bcast128(q + 32 * b + 16));
-    const __m512 s = lane_h(S, h);
-    *a0 = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(pl), *a0);
-    *a1 = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(ph), *a1);
-    if (kind == K_Q4_1) *a2 = _mm512_add_ps(*a2, h == 0 ? M : lane_h(M, h));
+    const __m512i xl = bcast128(q + 32 * b), xh = bcast128(q + 32 * b + 16);
+#pragma GCC unroll 2
+    for (int i = 0; i < ng; i++) {
+      const __m512i v = _mm512_loadu_si512(g + i * gb + qo + 64 * b);
+      const __m512i lo = _mm512_and_si512(v, lom), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), lom);
+      const __m512i pl = _mm512_dpbusd_epi32(c0, lo, xl);
+      const __m512i ph = _mm512_dpbusd_epi32(c1, hi, xh);
+      const __m512 s = lane_h(S[i], h);
+      a[3 * i] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(pl), a[3 * i]);
+      a[3 * i + 1] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(ph), a[3 * i + 1]);
+      if (kind == K_Q4_1) a[3 * i + 2] = _mm512_add_ps(a[3 * i + 2], h == 0 ? M[i] : lane_h(M[i], h));
+    }
   }
 }
 
-/* y[k] (k < nr) = row k of group w . token; rows nr..3 are the group's zero padding */
-AI void tile(int kind, const uint8_t *w, size_t gb, int nr, int64_t nb, const int8_t *q, const float *dx,
+/* one group's accumulators -> y[k] (k < nr): hsum8 per row, ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)),
+ * row k's result in lane 4k (rows nr..3 are the group's zero padding) */
+AI void finish(int kind, const __m512 *a, int nr, float *y) {
+  __m512 t;
+  if (kind == K_Q8_0) { /* a_i + a_(i+4) into lanes 0-3 / 8-11 of each pair, then rows 0..3 in 128-bit lanes */
+    const __m512 t0 = _mm512_add_ps(a[0], _mm512_shuffle_f32x4(a[0], a[0], 0xB1));
+    const __m512 t1 = _mm512_add_ps(a[1], _mm512_shuffle_f32x4(a[1], a[1], 0xB1));
+    t = _mm512_shuffle_f32x4(t0, t1, 0x88);
+  } else {
+    t = _mm512_add_ps(a[0], a[1]); /* lane 4k + g: a_g + a_(g+4) of row k */
+  }
+  t = _mm512_add_ps(t, _mm512_permute_ps(t, 0x4E));
+  t = _mm512_add_ps(t, _mm512_permute_ps(t, 0xB1));
+  if (kind == K_Q4_1) t = _mm512_add_ps(t, a[2]);
+  const __m128 r = _mm512_castps512_ps128(
+      _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), t));
+  _mm_mask_storeu_ps(y, (__mmask8)((1u << nr) - 1u), r);
+}
+
+/* y[4 i + k] (4 i + k < nr) = row k of group w + i gb . token, for ng (1 or 2) groups */
+AI void tile(int kind, int ng, const uint8_t *w, size_t gb, int nr, int64_t nb, const int8_t *q, const float *dx,
              const float *sx, const int32_t *gs, float *y, int pf, ts__pfq *side) {
-  /* The group PF_BYTES ahead: Q8_0's lines spread over the steps of 4 blocks (per lines each),
+  /* The groups PF_BYTES ahead: Q8_0's lines spread over the steps of 4 blocks (per lines each),
    * the others' all at once. One burst of ~20-35 prefetches stalls when the core's miss buffers are
    * full (the samples pile up on the prefetches); spread, the Q8_0 vocabulary projection streamed
    * ~6% faster from memory (1 thread; Q4_1: no change; docs/BENCHMARKS.md, issue 7). */
-  const int64_t steps = nb / 4, lines = (int64_t)((gb + 63) / 64);
+  const int64_t steps = nb / 4, lines = (int64_t)((ng * gb + 63) / 64);
   const int64_t per = kind == K_Q8_0 && steps > 0 ? (lines + steps - 1) / steps : lines;
   const char *pw = (const char *)w + PF_BYTES;
   if (pf && per == lines)
     for (int64_t o = 0; o < lines; o++) _mm_prefetch(pw + 64 * o, _MM_HINT_T0);
   if (side) ts__pfq_pump(side, PF_SIDE_LINES);
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0;
+  __m512 a[6];
+#pragma GCC unroll 6
+  for (int i = 0; i < 6; i++) a[i] = _mm512_setzero_ps();
   int64_t j = 0;
   for (; 4 * j + 4 <= nb; j++) {
     if (pf && per < lines)
       for (int64_t o = j * per; o < (j + 1) * per && o < lines; o++) _mm_prefetch(pw + 64 * o, _MM_HINT_T0);
-    blocks4(kind, 4, w, nb, j, q, dx, sx, gs, &a0, &a1, &a2);
+    blocks4(kind, 4, ng, w, gb, nb, j, q, dx, sx, gs, a);
   }
   switch (nb - 4 * j) { /* the last 1..3 blocks (constant counts: unrolled like the rest) */
-    case 1: blocks4(kind, 1, w, nb, j, q, dx, sx, gs, &a0, &a1, &a2); break;
-    case 2: blocks4(kind, 2, w, nb, j, q, dx, sx, gs, &a0, &a1, &a2); break;
-    case 3: blocks4(kind, 3, w, nb, j, q, dx, sx, gs, &a0, &a1, &a2); break;
+    case 1: blocks4(kind, 1, ng, w, gb, nb, j, q, dx, sx, gs, a); break;
+    case 2: blocks4(kind, 2, ng, w, gb, nb, j, q, dx, sx, gs, a); break;
+    case 3: blocks4(kind, 3, ng, w, gb, nb, j, q, dx, sx, gs, a); break;
     default: break;
   }
-  /* hsum8 per row: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), row k's result in lane 4k */
-  __m512 t;
-  if (kind == K_Q8_0) { /* a_i + a_(i+4) into lanes 0-3 / 8-11 of each pair, then rows 0..3 in 128-bit lanes */
-    const __m512 t0 = _mm512_add_ps(a0, _mm512_shuffle_f32x4(a0, a0, 0xB1));
-    const __m512 t1 = _mm512_add_ps(a1, _mm512_shuffle_f32x4(a1, a1, 0xB1));
-    t = _mm512_shuffle_f32x4(t0, t1, 0x88);
-  } else {
-    t = _mm512_add_ps(a0, a1); /* lane 4k + g: a_g + a_(g+4) of row k */
-  }
-  t = _mm512_add_ps(t, _mm512_permute_ps(t, 0x4E));
-  t = _mm512_add_ps(t, _mm512_permute_ps(t, 0xB1));
-  if (kind == K_Q4_1) t = _mm512_add_ps(t, a2);
-  const __m128 r = _mm512_castps512_ps128(
-      _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), t));
-  _mm_mask_storeu_ps(y, (__mmask8)((1u << nr) - 1u), r);
+  finish(kind, a, nr < 4 ? nr : 4, y);
+  if (ng == 2) finish(kind, a + 3, nr - 4, y + 4);
 }
 
 #define CHUNK_BYTES (32 * 1024)
@@ -176,9 +207,13 @@ AI void pgemm(int kind, const void *P, size_t rb, int64_t rows, const ts__qbatch
       const int8_t *q = x->q + (size_t)t * (size_t)n;
       const float *dx = x->d + (size_t)t * (size_t)nb, *sx = x->s + (size_t)t * (size_t)nb;
       const int32_t *gs = x->gsum + (size_t)t * (size_t)nb * 8;
-      for (int64_t r = c0; r < c1; r += 4) {
+      int64_t r = c0;
+      for (; r + 8 <= c1; r += 8)
+        tile(kind, 2, base + (size_t)r * rb, gb, 8, nb, q, dx, sx, gs, y + (size_t)t * (size_t)ldy + r, t == 0,
+             t == 0 ? x->pf : NULL);
+      for (; r < c1; r += 4) {
         const int nr = c1 - r < 4 ? (int)(c1 - r) : 4;
-        tile(kind, base + (size_t)r * rb, gb, nr, nb, q, dx, sx, gs, y + (size_t)t * (size_t)ldy + r, t == 0,
+        tile(kind, 1, base + (size_t)r * rb, gb, nr, nb, q, dx, sx, gs, y + (size_t)t * (size_t)ldy + r, t == 0,
              t == 0 ? x->pf : NULL);
       }
     }
