@@ -127,7 +127,9 @@ typedef struct ts_attn_sched_opts {
    * deployment's heads (4 at 64^2 tokens) the guarded ILP and greedy schedules still ended within
    * +-4% of each other while planning took 2-4x longer, so the tools keep the default (fourth
    * session, docs/BENCHMARKS.md). Timings compare plans by the median of their ratios within
-   * a round (7 rounds). Costs planning time: 1 + nheights plans and 8 one-head one-thread executes
+   * a round (7 rounds); a near tie (the best alternative faster, but by less than 3%) is timed
+   * again, that alternative alone against the schedule over 21 rounds, and decided on the second
+   * reading (info.guard_retimed). Costs planning time: 1 + nheights plans and 8 one-head one-thread executes
    * each, then 4 + nheights plans (one more with block-aligned panels, one more with DIAG passes) and
    * 8 executes each. */
   int64_t calibrate_d;
@@ -162,6 +164,9 @@ typedef struct ts_attn_sched_info {
   double guard_fallback_s;     /* the measurement of what replaced it (fallback), else 0 */
   double guard_diag_s;         /* its measurement of the 16-row DIAG passes, 0 when their cells ruled them out */
   double guard_blocks_s;       /* its measurement of the blocks on block-aligned panels (0: not built) */
+  bool guard_retimed;          /* the best alternative was faster than the schedule but within the guard's margin, so
+                                  the two were timed again over more rounds; guard_schedule_s and that alternative's
+                                  measurement are the second reading */
   bool block_panels;           /* the guard replaced the schedule by the blocks on block-aligned panels: panels cut
                                   where blocks start and end, each block's part one tile segment of 64 rows whose
                                   column tile spans the block (fallback {64, TS_ATTN_TILE_MAX}, kind MIXED) */

@@ -321,6 +321,7 @@ void attn_cli_info_json(cJSON *j, const ts_attn_sched_info *g, const ts_attn_sch
     if (x->guard_blocks_s > 0) cJSON_AddNumberToObject(j, "guard_blocks_ms", x->guard_blocks_s * 1e3);
     else cJSON_AddNullToObject(j, "guard_blocks_ms");
     cJSON_AddBoolToObject(j, "block_panels", x->block_panels);
+    cJSON_AddBoolToObject(j, "guard_retimed", x->guard_retimed);
     cJSON_AddNumberToObject(j, "guard_ms", x->guard_ms);
     if (x->fallback.br > 0) { /* "fixed 16x16" (block skip) or "compact 16x64" (every panel one pass) */
       char tb[48];
@@ -490,7 +491,7 @@ static int cmd_plan(args *A, planned *P) {
                P->ii.guard_fixed_s * 1e3);
         if (P->ii.guard_diag_s > 0) printf(", diag passes %.3f ms", P->ii.guard_diag_s * 1e3);
         if (P->ii.guard_blocks_s > 0) printf(", block-aligned panels %.3f ms", P->ii.guard_blocks_s * 1e3);
-        printf("; 1 head, 1 thread)\n");
+        printf("; 1 head, 1 thread%s)\n", P->ii.guard_retimed ? "; a near tie, timed again" : "");
       }
       printf("solve      %.1f ms\n", P->solve_ms);
       if (!A->no_cache) printf("cached     %s\n", path);
