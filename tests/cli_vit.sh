@@ -41,7 +41,7 @@ if "$T" vit bench --cost analytic --model deit-s --res 128 --pattern window2d:k=
   >"$tmp/r2.json" 2>"$tmp/err" &&
   "$T" vit bench --cost analytic --model deit-s --res 128 --pattern window2d:k=3 --depth 1 --repeats 1 --threads 2 --no-cache \
   --json >"$tmp/r3.json" 2>>"$tmp/err" &&
-  python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert a["plan_cached"] is True and b["plan_cached"] is False and a["max_abs_err"] < 1e-4 * max(1, a["logit_scale"]), (a, b)' \
+  python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert a["plan_cached"] is True and b["plan_cached"] is False and a["reorder"] is None and a["blocks"] is None and isinstance(b["reorder"], str) and b["blocks"] >= 0 and a["max_abs_err"] < 1e-4 * max(1, a["logit_scale"]), (a, b)' \
     "$tmp/r2.json" "$tmp/r3.json"; then ok; else bad "vit bench plan cache: $(cat "$tmp/err")"; fi
 
 # text mode, a given fixed tile, another pattern and reordering

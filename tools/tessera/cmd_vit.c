@@ -379,11 +379,13 @@ static int bench(int argc, char **argv) {
     if (b.profile) cJSON_AddStringToObject(j, "cost_tag", b.cost_tag);
     cJSON_AddNumberToObject(j, "profile_ms", b.profile_ms);
     cJSON_AddNumberToObject(j, "reorder_ms", si.reorder_ms);
-    cJSON_AddStringToObject(j, "reorder", ts_reorder_method_name(si.reorder));
+    if (si.cached) cJSON_AddNullToObject(j, "reorder"); /* a cached plan records its permutation, not how it was made */
+    else cJSON_AddStringToObject(j, "reorder", ts_reorder_method_name(si.reorder));
     cJSON_AddStringToObject(j, "solver", si.solver < 0 ? "none" : ts_attn_solver_name((ts_attn_solver)si.solver));
     cJSON_AddBoolToObject(j, "ilp_improved", si.ilp_improved);
     cJSON_AddNumberToObject(j, "sched_ms", si.sched_ms);
-    cJSON_AddNumberToObject(j, "blocks", (double)si.nblocks);
+    if (si.cached) cJSON_AddNullToObject(j, "blocks");
+    else cJSON_AddNumberToObject(j, "blocks", (double)si.nblocks);
     cJSON_AddNumberToObject(j, "work_ratio_scheduled", si.stats.work_ratio);
     cJSON_AddNumberToObject(j, "work_ratio_fixed", fi.stats.work_ratio);
     cJSON_AddStringToObject(j, "fixed_tile", tile);
@@ -404,10 +406,13 @@ static int bench(int argc, char **argv) {
     for (int k = 0; k < 3; k++)
       printf("%-12s %12.2f %12.2f %7.1f%% %10.2f\n", names[k], rr[k].ms, rr[k].attn_ms, 100 * rr[k].attn_ms / rr[k].ms,
              inf[k] ? inf[k]->stats.work_ratio : (double)mask.n * mask.n / (double)mask.nnz);
-    printf("fixed tile %s%s; scheduled: reorder %s, %lld blocks, solver %s%s, plan %.1f ms%s\n", tile,
-           b.fixed_given ? " (given)" : " (fastest of 16x32, 32x32, 64x64, 128x64)", ts_reorder_method_name(si.reorder),
-           (long long)si.nblocks, si.solver < 0 ? "none" : ts_attn_solver_name((ts_attn_solver)si.solver),
-           si.ilp_improved ? " (improved on greedy)" : "", si.plan_ms, si.cached ? " (from the plan cache)" : "");
+    printf("fixed tile %s%s; ", tile, b.fixed_given ? " (given)" : " (fastest of 16x32, 32x32, 64x64, 128x64)");
+    if (si.cached) /* the cache holds the permutation and the schedule, not how they were made */
+      printf("scheduled: plan from the plan cache, loaded in %.1f ms\n", si.plan_ms);
+    else
+      printf("scheduled: reorder %s, %lld blocks, solver %s%s, plan %.1f ms\n", ts_reorder_method_name(si.reorder),
+             (long long)si.nblocks, si.solver < 0 ? "none" : ts_attn_solver_name((ts_attn_solver)si.solver),
+             si.ilp_improved ? " (improved on greedy)" : "", si.plan_ms);
     printf("scheduled vs dense_flash: end-to-end %.2fx (Amdahl bound %.2fx from share %.1f%% and attention %.2fx)\n",
            rr[0].ms / rr[2].ms, amdahl, 100 * share, s_attn);
     printf("scheduled vs fixed:       end-to-end %.2fx, attention %.2fx\n", rr[1].ms / rr[2].ms,
