@@ -2,6 +2,8 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,4 +80,23 @@ void cli_print_json(cJSON *j) {
     free(s);
   }
   cJSON_Delete(j);
+}
+
+void cli_apply_threads(int threads) {
+  if (threads <= 0) return;
+  char t[16];
+  snprintf(t, sizeof t, "%d", threads);
+  setenv("TESSERA_THREADS", t, 1);
+  omp_set_num_threads(threads);
+}
+
+bool cli_parse_grid(const char *v, int64_t *h, int64_t *w) {
+  char *end;
+  long long a = strtoll(v, &end, 10);
+  if (end == v || (*end != 'x' && *end != 'X')) return false;
+  const char *b = end + 1;
+  long long c = strtoll(b, &end, 10);
+  if (end == b || *end || a < 1 || c < 1 || a > INT32_MAX || c > INT32_MAX) return false;
+  *h = a, *w = c;
+  return true;
 }

@@ -19,6 +19,8 @@ int cli_fail(const char *cmd, ts_status s);
 /* Strict number parsing for option values; false (and a usage message) when not a number in range. */
 bool cli_parse_int(const char *cmd, const char *opt, const char *val, long lo, long hi, long *out);
 bool cli_parse_double(const char *cmd, const char *opt, const char *val, double lo, double hi, double *out);
+/* "HxW" (or "HXW"), both in [1, INT32_MAX] -> *h, *w; false (nothing written) otherwise. */
+bool cli_parse_grid(const char *v, int64_t *h, int64_t *w);
 
 /* Common options every command accepts: --threads N, --json, --help/-h.
  * cli_common consumes argv[*i] (and its value) if it is one of them: returns 1 when consumed,
@@ -29,6 +31,10 @@ typedef struct cli_common_opts {
   bool help;
 } cli_common_opts;
 int cli_common(const char *cmd, int argc, char **argv, int *i, cli_common_opts *o);
+
+/* --threads N (N > 0) for the library's parts that size their own teams: TESSERA_THREADS (read by
+ * contexts made after this) and OpenMP's default team. 0: nothing changes. */
+void cli_apply_threads(int threads);
 
 /* Fetches the value of option argv[*i] (advancing *i); NULL and a usage message if missing. */
 const char *cli_value(const char *cmd, int argc, char **argv, int *i);

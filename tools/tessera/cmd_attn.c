@@ -4,7 +4,6 @@
  *   attn bench  the same planning, then every baseline and both schedules timed in one process on
  *               the same random Q/K/V (fixed seed), error checked against the reference. */
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -509,12 +508,7 @@ int cmd_attn(int argc, char **argv) {
     usage();
     return CLI_OK;
   }
-  if (A.co.threads > 0) {
-    char t[16];
-    snprintf(t, sizeof t, "%d", A.co.threads);
-    setenv("TESSERA_THREADS", t, 1);
-    omp_set_num_threads(A.co.threads);
-  }
+  cli_apply_threads(A.co.threads);
   ts_context *ctx = NULL;
   ts_status s = ts_context_create(&ctx, A.co.threads);
   if (s != TS_OK) return cli_fail(CMD, s);

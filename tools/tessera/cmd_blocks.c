@@ -1,6 +1,5 @@
 /* tessera blocks: cover a (reordered) pattern with dense blocks plus a residue and report the
  * blocks, their densities and the fill ratio; optionally write the block list as JSON. */
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,12 +92,7 @@ int cmd_blocks(int argc, char **argv) {
   }
   if ((perm_path || cperm_path) && a.method_given && a.ro.method != TS_REORDER_NONE)
     return cli_usage_error(CMD, "give --perm or --method, not both");
-  if (co.threads > 0) {
-    char t[16];
-    snprintf(t, sizeof t, "%d", co.threads);
-    setenv("TESSERA_THREADS", t, 1);
-    omp_set_num_threads(co.threads);
-  }
+  cli_apply_threads(co.threads);
   rcli_input in;
   int rc = rcli_load(CMD, &a, &in);
   if (rc != CLI_OK) return rc;

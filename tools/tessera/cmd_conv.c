@@ -3,7 +3,6 @@
  *   plan    per-layer algorithm choice from the cached profile (measuring shapes it lacks)
  *   bench   every algorithm and the baselines per layer, totals, the selection, end to end
  *           (cmd_conv_bench.c) */
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,12 +247,7 @@ int cmd_conv(int argc, char **argv) {
     usage();
     return CLI_OK;
   }
-  if (a.co.threads > 0) {
-    char t[16];
-    snprintf(t, sizeof t, "%d", a.co.threads);
-    setenv("TESSERA_THREADS", t, 1);
-    omp_set_num_threads(a.co.threads);
-  }
+  cli_apply_threads(a.co.threads);
   if (!strcmp(a.sub, "layers")) return cmd_layers(&a);
   ts_context *ctx = NULL;
   ts_status s = ts_context_create(&ctx, a.co.threads);

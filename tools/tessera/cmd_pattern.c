@@ -58,11 +58,7 @@ int cmd_pattern(int argc, char **argv) {
   if (out && !has_ext(out, ".npy") && !has_ext(out, ".mtx"))
     return cli_usage_error("pattern", "--out %s: expected a .npy or .mtx file name", out);
   if (index && !has_ext(index, ".npy")) return cli_usage_error("pattern", "--index %s: expected a .npy file name", index);
-  if (o.threads > 0) {
-    char t[16];
-    snprintf(t, sizeof t, "%d", o.threads);
-    setenv("TESSERA_THREADS", t, 1);
-  }
+  cli_apply_threads(o.threads);
 
   ts_csr m;
   ts_pattern_info info;

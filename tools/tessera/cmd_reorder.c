@@ -3,7 +3,6 @@
  * shares (cmd_reorder.h). */
 #include "cmd_reorder.h"
 
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,17 +45,6 @@ const char *rcli_options_help(void) {
          "  --block-cost C     dp: per-block overhead in cells (16)\n";
 }
 
-static bool parse_grid(const char *v, int64_t *h, int64_t *w) {
-  char *end;
-  long long a = strtoll(v, &end, 10);
-  if (end == v || (*end != 'x' && *end != 'X')) return false;
-  const char *b = end + 1;
-  long long c = strtoll(b, &end, 10);
-  if (end == b || *end || a < 1 || c < 1 || a > INT32_MAX || c > INT32_MAX) return false;
-  *h = a, *w = c;
-  return true;
-}
-
 int rcli_option(const char *cmd, int argc, char **argv, int *i, rcli_args *a) {
   const char *o = argv[*i], *v;
   long n;
@@ -91,7 +79,7 @@ int rcli_option(const char *cmd, int argc, char **argv, int *i, rcli_args *a) {
     a->ro.tile = (int32_t)n;
   } else if (strcmp(o, "--grid") == 0) {
     VALUE();
-    if (!parse_grid(v, &a->ro.grid_h, &a->ro.grid_w)) {
+    if (!cli_parse_grid(v, &a->ro.grid_h, &a->ro.grid_w)) {
       cli_usage_error(cmd, "--grid expects HxW with positive sides, got '%s'", v);
       return -1;
     }
@@ -324,12 +312,7 @@ int cmd_reorder(int argc, char **argv) {
     usage();
     return CLI_OK;
   }
-  if (co.threads > 0) {
-    char t[16];
-    snprintf(t, sizeof t, "%d", co.threads);
-    setenv("TESSERA_THREADS", t, 1);
-    omp_set_num_threads(co.threads);
-  }
+  cli_apply_threads(co.threads);
   rcli_input in;
   int rc = rcli_load(CMD, &a, &in);
   if (rc != CLI_OK) return rc;

@@ -42,18 +42,6 @@ typedef struct panel_info {
   int32_t *row_perm, *col_perm;
 } panel_info;
 
-static bool parse_grid(const char *v, int64_t *h, int64_t *w) {
-  char *end;
-  long long a = strtoll(v, &end, 10);
-  if (end == v || (*end != 'x' && *end != 'X')) return false;
-  const char *b = end + 1;
-  long long c = strtoll(b, &end, 10);
-  if (end == b || *end || a < 1 || c < 1 || a > INT32_MAX || c > INT32_MAX) return false;
-  *h = a;
-  *w = c;
-  return true;
-}
-
 /* The picture shows no times, so the same command draws the same picture. */
 static void subtitle(panel_info *p, int32_t tile) {
   int64_t nonempty = p->met.tiles_mixed + p->met.tiles_full;
@@ -95,7 +83,7 @@ int cmd_spy(int argc, char **argv) {
   ts_plot_format fmt;
   if (ts_plot_format_from_path(out, &fmt) != TS_OK) return cli_usage_error(CMD, "--out %s", ts_last_error());
   int64_t gh = 0, gw = 0;
-  if (grid && !parse_grid(grid, &gh, &gw)) return cli_usage_error(CMD, "--grid expects HxW (e.g. 64x64), got '%s'", grid);
+  if (grid && !cli_parse_grid(grid, &gh, &gw)) return cli_usage_error(CMD, "--grid expects HxW (e.g. 64x64), got '%s'", grid);
 
   /* the methods, parsed before any work so a typo costs nothing */
   ts_reorder_method meth[MAX_METHODS];
