@@ -33,11 +33,14 @@ void ts__cuda_flat_free(ts__cuda_flat *f) {
   memset(f, 0, sizeof *f);
 }
 
-static ts_status copy_mbits(const ts_attn_plan *pl, ts__cuda_flat *f) {
-  f->nmbits = pl->nmbits;
-  f->mbits = malloc((size_t)(pl->nmbits ? pl->nmbits : 1) * sizeof *f->mbits);
-  if (!f->mbits) return ts_error(TS_ERR_OOM, "cuda attn plan: cannot copy %lld mask words", (long long)pl->nmbits);
+/* The plan's mask words, then (extra, may be NULL) the words made for DIAG items' chunks. */
+static ts_status copy_mbits(const ts_attn_plan *pl, const vec *extra, ts__cuda_flat *f) {
+  const int64_t ne = extra ? extra->n : 0;
+  f->nmbits = pl->nmbits + ne;
+  f->mbits = malloc((size_t)(f->nmbits ? f->nmbits : 1) * sizeof *f->mbits);
+  if (!f->mbits) return ts_error(TS_ERR_OOM, "cuda attn plan: cannot copy %lld mask words", (long long)f->nmbits);
   if (pl->nmbits) memcpy(f->mbits, pl->mbits, (size_t)pl->nmbits * sizeof *f->mbits);
+  if (ne) memcpy(f->mbits + pl->nmbits, extra->p, (size_t)ne * sizeof *f->mbits);
   return TS_OK;
 }
 
@@ -54,10 +57,6 @@ static int panel_class(const ts__attn_item *it, int64_t nit) {
   return 3;
 }
 
-/* Chunks of the items of one row group [g0, g1) (panel-relative). Runs of consecutive items over
- * the same key columns with rows going down (the row sub-tiles of one column tile) walk their
- * column chunks in the outer loop, so a block loads each K/V chunk once for the whole run.
- * COMPACT items (compact_chunks) go one by one. */
 /* A COMPACT item (keys in runs, plan->runs + qoff): per row slice of its rows inside [g0, g1),
  * chunks over maximal stretches of consecutive keys (adjacent runs merged, at most cb columns). */
 static ts_status compact_chunks(vec *chunks, const ts__attn_item *it, const int32_t *runs, int32_t g0, int32_t g1, int32_t rb,
@@ -76,9 +75,68 @@ static ts_status compact_chunks(vec *chunks, const ts__attn_item *it, const int3
   return TS_OK;
 }
 
-static ts_status group_chunks(vec *chunks, const ts_attn_plan *pl, const ts__attn_item *items, int64_t nit, int32_t g0,
-                              int32_t g1, int32_t rb, int32_t cb) {
+/* A DIAG item (offsets plan->runs + qoff, row i meeting key r0 + i + offset; attn_internal.h): per
+ * row slice of its rows inside [g0, g1) and per run of consecutive offsets, the keys the slice's
+ * rows meet at the run's offsets are one stretch of consecutive columns (nr + run length - 1 of
+ * them, clipped into [0, n)), cut into chunks of at most cb columns. Their cells are the run's
+ * diagonals only, so each chunk gets mask words of its own, appended to extra (indices from
+ * base = the plan's word count on): [nc][nv] with nv = ceil(nr / 16), ro = 0. Chunks without an
+ * allowed cell are left out. The GPU computes each chunk's whole rectangle: nr + L - 1 columns
+ * for L offsets, the price of running the CPU's diagonal passes on rectangle kernels. */
+static ts_status diag_chunks(vec *chunks, vec *extra, int64_t base, const ts_attn_plan *pl, const ts__attn_item *it,
+                             int32_t r0, int32_t g0, int32_t g1, int32_t rb, int32_t cb) {
+  const int32_t lo = it->i0 > g0 ? it->i0 : g0, hi = it->i0 + it->br < g1 ? it->i0 + it->br : g1;
+  const int32_t *offs = pl->runs + it->qoff, nvi = (it->br + 15) / 16;
+  const int64_t n = pl->n;
+  for (int32_t ii = lo; ii < hi; ii += rb) {
+    const int32_t nr = hi - ii < rb ? hi - ii : rb, nv = (nr + 15) / 16;
+    const int64_t row = (int64_t)r0 + ii; /* the slice's first row, absolute */
+    for (int ta = 0, tb; ta < it->bc; ta = tb) {
+      tb = ts__attn_run_end(offs, it->bc, ta);
+      int64_t k0 = row + offs[ta], k1 = row + nr - 1 + offs[tb - 1]; /* the stretch [k0, k1] */
+      if (k0 < 0) k0 = 0;
+      if (k1 > n - 1) k1 = n - 1;
+      for (int64_t c0 = k0; c0 <= k1; c0 += cb) {
+        const int32_t nc = (int32_t)(k1 - c0 + 1 < cb ? k1 - c0 + 1 : cb);
+        const int64_t w0 = extra->n;
+        bool any = false;
+        for (int32_t j = 0; j < nc; j++)
+          for (int32_t r = 0; r < nv * 16; r += 16) {
+            uint16_t w = 0;
+            for (int32_t b = 0; b < 16 && r + b < nr; b++) {
+              const int64_t o = c0 + j - (row + r + b); /* the cell's offset */
+              if (o < offs[ta] || o > offs[tb - 1]) continue;
+              const int32_t t = ta + (int32_t)(o - offs[ta]), ir = ii + r + b - it->i0; /* offset index, item row */
+              if (it->moff >= 0 && !((pl->mbits[it->moff + (int64_t)t * nvi + ir / 16] >> (ir % 16)) & 1u)) continue;
+              w |= (uint16_t)(1u << b);
+            }
+            any |= w != 0;
+            TS_TRY(vec_push(extra, &w, sizeof w));
+          }
+        if (!any) {
+          extra->n = w0;
+          continue;
+        }
+        ts__cuda_chunk c = {.i0 = ii - g0, .nr = nr, .j0 = (int32_t)c0, .nc = nc, .nv = nv, .ro = 0, .moff = base + w0};
+        TS_TRY(vec_push(chunks, &c, sizeof c));
+      }
+    }
+  }
+  return TS_OK;
+}
+
+/* Chunks of the items of one row group [g0, g1) (panel-relative; the panel starts at row r0). Runs
+ * of consecutive items over the same key columns with rows going down (the row sub-tiles of one
+ * column tile) walk their column chunks in the outer loop, so a block loads each K/V chunk once for
+ * the whole run. COMPACT items (compact_chunks) and DIAG items (diag_chunks) go one by one. */
+static ts_status group_chunks(vec *chunks, vec *extra, const ts_attn_plan *pl, const ts__attn_item *items, int64_t nit,
+                              int32_t r0, int32_t g0, int32_t g1, int32_t rb, int32_t cb) {
   for (int64_t a = 0; a < nit;) {
+    if (ts__attn_item_diag(&items[a])) {
+      TS_TRY(diag_chunks(chunks, extra, pl->nmbits, pl, &items[a], r0, g0, g1, rb, cb));
+      a++;
+      continue;
+    }
     if (items[a].qoff >= 0) {
       TS_TRY(compact_chunks(chunks, &items[a], pl->runs + items[a].qoff, g0, g1, rb, cb));
       a++;
@@ -114,7 +172,7 @@ ts_status ts__cuda_flatten_vartile(const ts_attn_plan *pl, size_t smem_limit, ts
     g[c] = TS__CUDA_GMAX;
     while (g[c] >= 16 && ts__cuda_smem_bytes(g[c], ts__cuda_class_rb[c], ts__cuda_class_cb[c], pl->d) > smem_limit) g[c] -= 16;
   }
-  vec units[TS__CUDA_NCLASS] = {{0}}, chunks = {0};
+  vec units[TS__CUDA_NCLASS] = {{0}}, chunks = {0}, extra = {0};
   ts_status st = TS_OK;
   for (int64_t k = 0; k < pl->npanels && st == TS_OK; k++) {
     const ts__attn_cpanel *P = &pl->panels[pl->order[k]];
@@ -128,7 +186,7 @@ ts_status ts__cuda_flatten_vartile(const ts_attn_plan *pl, size_t smem_limit, ts
     for (int32_t g0 = 0; g0 < P->nr && st == TS_OK; g0 += g[c]) {
       int32_t g1 = g0 + g[c] < P->nr ? g0 + g[c] : P->nr;
       int64_t c0 = chunks.n;
-      st = group_chunks(&chunks, pl, items, P->nit, g0, g1, ts__cuda_class_rb[c], ts__cuda_class_cb[c]);
+      st = group_chunks(&chunks, &extra, pl, items, P->nit, P->r0, g0, g1, ts__cuda_class_rb[c], ts__cuda_class_cb[c]);
       if (st == TS_OK && chunks.n - c0 > INT32_MAX)
         st = ts_error(TS_ERR_OVERFLOW, "cuda attn plan: panel at row %d has %lld chunks", P->r0, (long long)(chunks.n - c0));
       ts__cuda_unit u = {.c0 = c0, .nchunks = (int32_t)(chunks.n - c0), .r0 = P->r0 + g0, .rows = g1 - g0};
@@ -149,10 +207,10 @@ ts_status ts__cuda_flatten_vartile(const ts_attn_plan *pl, size_t smem_limit, ts
     }
     out->nunits = nu;
     out->chunks = chunks.p, out->nchunks = chunks.n, chunks.p = NULL;
-    st = copy_mbits(pl, out);
+    st = copy_mbits(pl, &extra, out);
   }
   for (int c = 0; c < TS__CUDA_NCLASS; c++) free(units[c].p);
-  free(chunks.p);
+  free(chunks.p), free(extra.p);
   if (st != TS_OK) ts__cuda_flat_free(out);
   return st;
 }
@@ -186,7 +244,7 @@ ts_status ts__cuda_flatten_fixed(const ts_attn_plan *pl, int cls, ts__cuda_flat 
   }
   out->nunits = pl->npanels, out->nchunks = at;
   out->cls[cls] = (ts__cuda_class_run){.u0 = 0, .nu = pl->npanels, .g = g};
-  ts_status st = copy_mbits(pl, out);
+  ts_status st = copy_mbits(pl, NULL, out);
   if (st != TS_OK) ts__cuda_flat_free(out);
   return st;
 }

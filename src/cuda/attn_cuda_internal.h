@@ -8,7 +8,8 @@
  * [i0, i0+nr) x absolute key columns [j0, j0+nc). moff < 0: unmasked; else cell (i0+r, j0+j) is
  * bit (ro+r) % 16 of word mbits[moff + j*nv + (ro+r)/16] (the plan's [bc][nv] layout of the
  * sub-tile, moff already advanced to the chunk's first column; ro = the chunk's first row inside
- * the sub-tile). The fixed kernel reads its units unsplit (one per query tile, chunks = whole key
+ * the sub-tile; a DIAG sub-tile's chunks carry words of their own, appended after the plan's, with
+ * ro = 0). The fixed kernel reads its units unsplit (one per query tile, chunks = whole key
  * tiles) and cuts the chunks itself. */
 #ifndef TS_CUDA_ATTN_INTERNAL_H
 #define TS_CUDA_ATTN_INTERNAL_H

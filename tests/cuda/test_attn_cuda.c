@@ -269,6 +269,15 @@ static int vt_schedules(const ts_bitmap *m, int64_t d, ts_attn_schedule *out, co
     for (int64_t g = 0; g < out[k].nsegs; g++) out[k].segs[g].kind = TS_ATTN_SEG_COMPACT, out[k].segs[g].bc = compact[c][1];
     k++;
   }
+  /* DIAG passes (each row meets its keys at listed offsets: chunks of the offsets' diagonals with
+   * mask words of their own), 64 and 5 offsets per item */
+  const int32_t diag[2][2] = {{16, 64}, {16, 5}};
+  for (int c = 0; c < 2; c++) {
+    names[k] = c ? "diag 16x5" : "diag 16x64";
+    CHECK_OK(ts_attn_schedule_blockskip(&out[k], m->rows, diag[c][0], m->rows));
+    for (int64_t g = 0; g < out[k].nsegs; g++) out[k].segs[g].kind = TS_ATTN_SEG_DIAG, out[k].segs[g].bc = diag[c][1];
+    k++;
+  }
   return k;
 }
 
@@ -291,8 +300,8 @@ static void test_emulation(mcase *ms, int nm) {
     for (int di = 0; di < 2; di++) {
       data D;
       data_make(&D, 1, 2, &ms[mi].m, dims[di], 500 + 7 * mi + di);
-      ts_attn_schedule s[10];
-      const char *names[10];
+      ts_attn_schedule s[12];
+      const char *names[12];
       int ns = vt_schedules(&ms[mi].m, D.d, s, names);
       for (int k = 0; k < ns; k++) {
         snprintf(what, sizeof what, "emulated vartile %s %s d=%lld", ms[mi].name, names[k], (long long)D.d);
@@ -374,8 +383,8 @@ static void test_gpu(mcase *ms, int nm) {
     for (int di = 0; di < 3; di++) {
       data D;
       data_make(&D, 2, 3, &ms[mi].m, dims[di], 900 + 11 * mi + di);
-      ts_attn_schedule s[10];
-      const char *names[10];
+      ts_attn_schedule s[12];
+      const char *names[12];
       int ns = vt_schedules(&ms[mi].m, D.d, s, names);
       for (int k = 0; k < ns; k++) {
         ts_attn_cuda_plan *p = NULL;
