@@ -112,7 +112,8 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
     if (ts__attn_item_diag(it)) { /* DIAG item: Q, K and V rows read in place, fp32 or bf16 */
       const int32_t *offs = pl->runs + it->qoff;
       const int64_t row0 = r0 + it->i0;
-      kn->qk_diag(q32, q16, k32, k16, d, pl->n, row0, offs, it->bc, it->br, mask, w.st, lds);
+      (mode == MODE_BF16_DOT && kn->qk_diag_dot ? kn->qk_diag_dot : kn->qk_diag)(q32, q16, k32, k16, d, pl->n, row0, offs,
+                                                                             it->bc, it->br, mask, w.st, lds);
       kn->softmax(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha);
       kn->pv_diag(w.st, lds, v32, v16, d, pl->n, row0, offs, it->bc, it->br, mask, orow, ldo, it->fresh ? NULL : w.alpha);
       continue;

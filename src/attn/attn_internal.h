@@ -159,7 +159,8 @@ ts_status ts__attn_plan_static(ts_attn_plan *pl, const ts_attn_schedule *s);
  *                  runs[j / rl] + j % rl of v (the head's whole array).
  *   softmax_pairs: the softmax update writing P as bf16 pairs to pp [ceil(bc/2)][lds] dwords
  *                  ((P[i][2p], P[i][2p+1]), zero past bc) instead of overwriting st.
- *   pv_pairs:      pv from pp and vp (ldvp = ldo, a multiple of 16). */
+ *   pv_pairs:      pv from pp and vp (ldvp = ldo, a multiple of 16).
+ *   qk_diag_dot:   qk_diag from bf16 Q and K by vdpbf16ps (q16/k16 only); pv_diag stays. */
 typedef struct ts__attn_kern {
   void (*qk_f32)(const float *qt, int64_t ldq, const float *k, int64_t ldk, int64_t d, int bc, int br,
                  float *st, int64_t lds);
@@ -187,6 +188,8 @@ typedef struct ts__attn_kern {
                   int64_t row0, const int32_t *offs, int nd, int br, const uint16_t *mask, float *st, int64_t lds);
   void (*pv_diag)(const float *pt, int64_t lds, const float *v32, const uint16_t *v16, int64_t d, int64_t n, int64_t row0,
                   const int32_t *offs, int nd, int br, const uint16_t *mask, float *o, int64_t ldo, const float *alpha);
+  void (*qk_diag_dot)(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d, int64_t n,
+                      int64_t row0, const int32_t *offs, int nd, int br, const uint16_t *mask, float *st, int64_t lds);
 } ts__attn_kern;
 
 /* The DIAG kernels: AVX-512 (attn_kern_diag_avx512.c), AVX2 (attn_kern_diag_avx2.c) and scalar
@@ -197,6 +200,9 @@ void ts__attn_avx512_qk_diag(const float *q32, const uint16_t *q16, const float 
 void ts__attn_avx512_pv_diag(const float *pt, int64_t lds, const float *v32, const uint16_t *v16, int64_t d, int64_t n,
                              int64_t row0, const int32_t *offs, int nd, int br,
                              const uint16_t *mask, float *o, int64_t ldo, const float *alpha);
+void ts__attn_avx512_qk_diag_dot(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
+                                 int64_t n, int64_t row0, const int32_t *offs, int nd, int br, const uint16_t *mask,
+                                 float *st, int64_t lds);
 void ts__attn_avx2_qk_diag(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
                            int64_t n, int64_t row0, const int32_t *offs, int nd, int br, const uint16_t *mask,
                            float *st, int64_t lds);

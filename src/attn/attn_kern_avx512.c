@@ -368,4 +368,5 @@ const ts__attn_kern ts__attn_kern_avx512 = {.pack_q = pack_q,
                                             .softmax_pairs = ts__attn_avx512_softmax_pairs,
                                             .pv_pairs = ts__attn_avx512_pv_pairs,
                                             .qk_diag = ts__attn_avx512_qk_diag,
+                                            .qk_diag_dot = ts__attn_avx512_qk_diag_dot,
                                             .pv_diag = ts__attn_avx512_pv_diag};

@@ -20,7 +20,9 @@
  *   P V:   O[i][:] += P[t][i] V[i + offs[t]][:] for 4 rows x 64 columns in 16 zmm, P broadcast; each
  *          V row of a run is loaded once for the (up to 4) rows it serves; 4-row runs without an
  *          allowed cell are skipped.
- * bf16 inputs are widened on load (a shift), fp32 accumulation. Contracts: attn_internal.h. */
+ * bf16 inputs are widened on load (a shift), fp32 accumulation; on the bf16 dot path (CPUs with
+ * AVX-512 BF16) the interior Q K^T blocks take bf16 pairs by vdpbf16ps instead (qk_block_run_dot).
+ * Contracts: attn_internal.h. */
 #include "attn/attn_avx512_inl.h"
 
 /* 16 fp32 from a [.][d] array of fp32 (bf == false) or bf16 (bf == true) at element idx, lanes m. */
@@ -81,9 +83,34 @@ static inline __attribute__((always_inline)) void qk_block_run(const void *q, co
   store_lanes4(st, lds, s, T);
 }
 
+/* The same block from bf16 rows with vdpbf16ps (the bf16 dot path, CPUs with AVX-512 BF16): 32
+ * elements of the head dimension per vector as 16 pairs, so a block takes half the multiply-adds and
+ * no widening (a widened bf16 load is a load, a zero extension and a shift). Lane p of an
+ * accumulator sums pairs p of every step; the reduction adds all 16 lanes as before. */
+static inline __attribute__((always_inline)) void qk_block_run_dot(const uint16_t *q, const uint16_t *k, int64_t d,
+                                                                   int64_t qrow, int64_t k0, int T, float *st,
+                                                                   int64_t lds) {
+  const uint16_t *qp = q + qrow * d, *kp = k + k0 * d;
+  __m512 acc[16];
+  UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_setzero_ps();
+  _Pragma("GCC unroll 2") for (int64_t c = 0; c < d; c += 32) {
+    const __mmask32 m = d - c >= 32 ? ~(__mmask32)0 : ((__mmask32)1 << (d - c)) - 1;
+    __m512bh qv[4], kv[7];
+    UNROLL for (int r = 0; r < 4; r++) qv[r] = (__m512bh)_mm512_maskz_loadu_epi16(m, qp + r * d + c);
+    UNROLL for (int x = 0; x < 7; x++) {
+      kv[x] = (__m512bh)_mm512_maskz_loadu_epi16(m, kp + x * d + c);
+      PIN(kv[x]);
+    }
+    UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_dpbf16_ps(acc[x], qv[x / 4], kv[x / 4 + x % 4]);
+  }
+  const __m512 s = reduce16(acc);
+  store_lanes4(st, lds, s, T);
+}
+
 /* Offsets in runs of consecutive values (a window's dx), each cut into chunks of 4; for a chunk all
- * row blocks of the sub-tile in turn, so its K rows (16 + 6) stay in L1 from block to block. */
-static inline __attribute__((always_inline)) void qk_diag_impl(const void *q, const void *k, bool bf, int64_t d,
+ * row blocks of the sub-tile in turn, so its K rows (16 + 6) stay in L1 from block to block.
+ * dot (bf16 only): interior blocks by vdpbf16ps (qk_block_run_dot); edge blocks widen as always. */
+static inline __attribute__((always_inline)) void qk_diag_impl(const void *q, const void *k, bool bf, bool dot, int64_t d,
                                                                int64_t n, int64_t row0, const int32_t *offs, int nd,
                                                                int br, const uint16_t *mask, float *st, int64_t lds) {
   const int nv = (br + 15) / 16;
@@ -96,7 +123,8 @@ static inline __attribute__((always_inline)) void qk_diag_impl(const void *q, co
         float *s = st + (int64_t)t0 * lds + i;
         if (!block_any(mask, nv, i, t0, t0 + T)) continue; /* nothing allowed: the softmax masks it all */
         if (i + 4 <= br && k0 >= 0 && k0 + 6 < n) {
-          qk_block_run(q, k, bf, d, qrow, k0, T, s, lds);
+          if (dot) qk_block_run_dot(q, k, d, qrow, k0, T, s, lds);
+          else qk_block_run(q, k, bf, d, qrow, k0, T, s, lds);
           continue;
         }
         int64_t qr[4], kr[16]; /* rows past br: scratch lanes; keys outside [0, n): masked cells, read clamped */
@@ -111,10 +139,18 @@ static inline __attribute__((always_inline)) void qk_diag_impl(const void *q, co
 void ts__attn_avx512_qk_diag(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
                              int64_t n, int64_t row0, const int32_t *offs, int nd, int br,
                              const uint16_t *mask, float *st, int64_t lds) {
-  if (q32 && d == 64) qk_diag_impl(q32, k32, false, 64, n, row0, offs, nd, br, mask, st, lds); /* constant displacements */
-  else if (q32) qk_diag_impl(q32, k32, false, d, n, row0, offs, nd, br, mask, st, lds);
-  else if (d == 64) qk_diag_impl(q16, k16, true, 64, n, row0, offs, nd, br, mask, st, lds);
-  else qk_diag_impl(q16, k16, true, d, n, row0, offs, nd, br, mask, st, lds);
+  if (q32 && d == 64) qk_diag_impl(q32, k32, false, false, 64, n, row0, offs, nd, br, mask, st, lds); /* constant displacements */
+  else if (q32) qk_diag_impl(q32, k32, false, false, d, n, row0, offs, nd, br, mask, st, lds);
+  else if (d == 64) qk_diag_impl(q16, k16, true, false, 64, n, row0, offs, nd, br, mask, st, lds);
+  else qk_diag_impl(q16, k16, true, false, d, n, row0, offs, nd, br, mask, st, lds);
+}
+
+void ts__attn_avx512_qk_diag_dot(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
+                                 int64_t n, int64_t row0, const int32_t *offs, int nd, int br, const uint16_t *mask,
+                                 float *st, int64_t lds) {
+  (void)q32, (void)k32;
+  if (d == 64) qk_diag_impl(q16, k16, true, true, 64, n, row0, offs, nd, br, mask, st, lds);
+  else qk_diag_impl(q16, k16, true, true, d, n, row0, offs, nd, br, mask, st, lds);
 }
 
 /* An item's offsets as runs of consecutive values, found once for all its row blocks: run x is
