@@ -175,8 +175,31 @@ static void runs_make(const int32_t *offs, int nd, const uint16_t *mask, int nv,
   R->t0[R->n] = (int16_t)nd;
 }
 
-/* RR rows (1..4) x the columns [e0, e0 + 64) of the head dimension (lane masks cm[4]). */
-static inline __attribute__((always_inline)) void pv_block(const float *pt, int64_t lds, const void *v, bool bf,
+/* bf16 V at d = 64 (pv_block's perm): a V row's 64 values in two 64-byte loads, each widened by
+ * two unpacks against zero (vpunpck{l,h}wd: a bf16 in the high half of a dword is its fp32 value)
+ * instead of four half loads, zero extensions and shifts. The unpacks leave 32 columns in the
+ * order (0-3, 8-11, 16-19, 24-27 | 4-7, 12-15, 20-23, 28-31), so the accumulators hold O in that
+ * order: O rows are permuted on load (vpermt2ps) and back on store. */
+static inline __attribute__((always_inline)) void ld_v64_perm(const uint16_t *p, __m512 vv[4]) {
+  const __m512i z = _mm512_setzero_si512(), w0 = _mm512_loadu_si512(p), w1 = _mm512_loadu_si512(p + 32);
+  vv[0] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, w0));
+  vv[1] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, w0));
+  vv[2] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, w1));
+  vv[3] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, w1));
+}
+/* 32 columns a (0-15), b (16-31) in natural order <-> (lo, hi) in the unpacks' order */
+static inline __attribute__((always_inline)) void perm_in(__m512 a, __m512 b, __m512 *lo, __m512 *hi) {
+  *lo = _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27), b);
+  *hi = _mm512_permutex2var_ps(a, _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31), b);
+}
+static inline __attribute__((always_inline)) void perm_out(__m512 lo, __m512 hi, __m512 *a, __m512 *b) {
+  *a = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23), hi);
+  *b = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31), hi);
+}
+
+/* RR rows (1..4) x the columns [e0, e0 + 64) of the head dimension (lane masks cm[4]); perm: bf16 V
+ * at d = 64, e0 = 0 (ld_v64_perm). */
+static inline __attribute__((always_inline)) void pv_block(const float *pt, int64_t lds, const void *v, bool bf, bool perm,
                                                            int64_t d, int64_t n, int64_t row0, const int32_t *offs,
                                                            const diag_runs *R, int RR, int i0, int64_t e0,
                                                            const __mmask16 cm[4], float *o, int64_t ldo,
@@ -190,6 +213,10 @@ static inline __attribute__((always_inline)) void pv_block(const float *pt, int6
     }
     const __m512 a = _mm512_set1_ps(alpha[r]);
     UNROLL for (int c = 0; c < 4; c++) acc[r][c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(cm[c], o + r * ldo + e0 + 16 * c), a);
+    if (perm) {
+      perm_in(acc[r][0], acc[r][1], &acc[r][0], &acc[r][1]);
+      perm_in(acc[r][2], acc[r][3], &acc[r][2], &acc[r][3]);
+    }
   }
   const int64_t es = bf ? 2 : 4;
   for (int x = 0; x < R->n; x++) { /* runs of consecutive offsets */
@@ -208,17 +235,20 @@ static inline __attribute__((always_inline)) void pv_block(const float *pt, int6
   }
       __m512 vv[4];
       UNROLL for (int s2 = 0; s2 < 3; s2++) {
-        UNROLL for (int c = 0; c < 4; c++) vv[c] = ld16(vp + (s2 * d + 16 * c) * es, bf, 0, cm[c]);
+        if (perm) ld_v64_perm((const uint16_t *)vp + s2 * d, vv);
+        else UNROLL for (int c = 0; c < 4; c++) vv[c] = ld16(vp + (s2 * d + 16 * c) * es, bf, 0, cm[c]);
         UNROLL for (int c = 0; c < 4; c++) PIN(vv[c]);
         UNROLL for (int r = 0; r <= s2; r++) PV_ROW(s2, r)
       }
       for (int s2 = 3; s2 < L; s2++) {
-        UNROLL for (int c = 0; c < 4; c++) vv[c] = ld16(vp + (s2 * d + 16 * c) * es, bf, 0, cm[c]);
+        if (perm) ld_v64_perm((const uint16_t *)vp + s2 * d, vv);
+        else UNROLL for (int c = 0; c < 4; c++) vv[c] = ld16(vp + (s2 * d + 16 * c) * es, bf, 0, cm[c]);
         UNROLL for (int c = 0; c < 4; c++) PIN(vv[c]);
         UNROLL for (int r = 0; r < 4; r++) PV_ROW(s2, r)
       }
       UNROLL for (int j = 0; j < 3; j++) {
-        UNROLL for (int c = 0; c < 4; c++) vv[c] = ld16(vp + ((L + j) * d + 16 * c) * es, bf, 0, cm[c]);
+        if (perm) ld_v64_perm((const uint16_t *)vp + (L + j) * d, vv);
+        else UNROLL for (int c = 0; c < 4; c++) vv[c] = ld16(vp + ((L + j) * d + 16 * c) * es, bf, 0, cm[c]);
         UNROLL for (int c = 0; c < 4; c++) PIN(vv[c]);
         UNROLL for (int r = j + 1; r < 4; r++) PV_ROW(L + j, r)
       }
@@ -232,12 +262,19 @@ static inline __attribute__((always_inline)) void pv_block(const float *pt, int6
         if (r >= RR) break;
         const __m512 pb = _mm512_set1_ps(p[r]);
         const int64_t key = ts__attn_clamp_row(row0 + r + offs[t], n) * d + e0; /* outside [0, n): P = 0 */
-        UNROLL for (int c = 0; c < 4; c++) acc[r][c] = _mm512_fmadd_ps(pb, ld16(v, bf, key + 16 * c, cm[c]), acc[r][c]);
+        __m512 vv[4];
+        if (perm) ld_v64_perm((const uint16_t *)v + key, vv);
+        else UNROLL for (int c = 0; c < 4; c++) vv[c] = ld16(v, bf, key + 16 * c, cm[c]);
+        UNROLL for (int c = 0; c < 4; c++) acc[r][c] = _mm512_fmadd_ps(pb, vv[c], acc[r][c]);
       }
     }
   }
   UNROLL for (int r = 0; r < 4; r++) {
     if (r >= RR) break;
+    if (perm) {
+      perm_out(acc[r][0], acc[r][1], &acc[r][0], &acc[r][1]);
+      perm_out(acc[r][2], acc[r][3], &acc[r][2], &acc[r][3]);
+    }
     UNROLL for (int c = 0; c < 4; c++) _mm512_mask_storeu_ps(o + r * ldo + e0 + 16 * c, cm[c], acc[r][c]);
   }
 }
@@ -248,18 +285,19 @@ static inline __attribute__((always_inline)) void pv_diag_impl(const float *pt, 
                                                                int64_t ldo, const float *alpha) {
   diag_runs R;
   runs_make(offs, nd, mask, (br + 15) / 16, &R);
+  const bool perm = bf && d == 64;
   for (int64_t e0 = 0; e0 < d; e0 += 64) {
     __mmask16 cm[4];
     for (int c = 0; c < 4; c++) cm[c] = e0 + 16 * c < d ? lanes(d - e0 - 16 * c) : 0;
     int i = 0;
     for (; i + 4 <= br; i += 4)
-      pv_block(pt + i, lds, v, bf, d, n, row0 + i, offs, &R, 4, i, e0, cm, o + (int64_t)i * ldo, ldo, alpha ? alpha + i : NULL);
+      pv_block(pt + i, lds, v, bf, perm, d, n, row0 + i, offs, &R, 4, i, e0, cm, o + (int64_t)i * ldo, ldo, alpha ? alpha + i : NULL);
     const float *pi = pt + i, *ai = alpha ? alpha + i : NULL;
     float *oi = o + (int64_t)i * ldo;
     switch (br - i) { /* the last rows: never skipped (a partial group) */
-      case 3: pv_block(pi, lds, v, bf, d, n, row0 + i, offs, &R, 3, i, e0, cm, oi, ldo, ai); break;
-      case 2: pv_block(pi, lds, v, bf, d, n, row0 + i, offs, &R, 2, i, e0, cm, oi, ldo, ai); break;
-      case 1: pv_block(pi, lds, v, bf, d, n, row0 + i, offs, &R, 1, i, e0, cm, oi, ldo, ai); break;
+      case 3: pv_block(pi, lds, v, bf, perm, d, n, row0 + i, offs, &R, 3, i, e0, cm, oi, ldo, ai); break;
+      case 2: pv_block(pi, lds, v, bf, perm, d, n, row0 + i, offs, &R, 2, i, e0, cm, oi, ldo, ai); break;
+      case 1: pv_block(pi, lds, v, bf, perm, d, n, row0 + i, offs, &R, 1, i, e0, cm, oi, ldo, ai); break;
       default: break;
     }
   }
