@@ -44,8 +44,9 @@
  *             token patch computes (k+3)^2 keys per row (k = 7: 2.04 cells per allowed cell). The
  *             kernels hold the head dimension in the SIMD lanes (the rows meet different keys),
  *             reduce 16 dot products at a time and read Q, K and V in place (src/attn/
- *             attn_kern_diag_avx512.c, _avx2.c); a computed cell costs about 1.3 of a COMPACT
- *             item's at AVX-512.
+ *             attn_kern_diag_avx512.c, _avx2.c; bf16 with AVX-512 BF16: Q K^T over bf16 pairs by
+ *             vdpbf16ps, P V widening V by unpacks); a computed cell costs about 1.3 of a COMPACT
+ *             item's at AVX-512 (fp32).
  *    Ownership: segments of a panel may overlap; an allowed cell belongs to the FIRST segment (in
  *    panel order) that covers it, and later segments mask it out. So a scheduler may list its dense
  *    blocks and then one residue segment over the whole panel: the residue runs only the sub-tiles
