@@ -350,16 +350,17 @@ int attn_cli_bench(args *A, planned *P, const ts_context *ctx) {
            plan_ms, P->reorder_ms, P->blocks_ms, ts_attn_solver_name(A->solver), P->solve_ms, P->gi.makespan, P->ii.makespan,
            P->ii.ilp_run ? ts_ilp_status_name(P->ii.ilp_status) : P->ii.diag_first ? "ilp not run: diag passes won first" : "ilp not run");
     if (P->ii.guarded && P->ii.fallback.br > 0)
-      printf("guard    the solved schedule (%.3f ms, 1 head, 1 thread) was replaced by %s %dx%d (%.3f ms)\n",
+      printf("guard    the solved schedule (%.3f ms, 1 head, 1 thread) was replaced by %s %dx%d (%.3f ms%s)\n",
              P->ii.guard_schedule_s * 1e3,
              P->ii.block_panels                          ? "block-aligned panels, tiles"
              : P->ii.fallback_kind == TS_ATTN_SEG_COMPACT ? "compact passes"
              : P->ii.fallback_kind == TS_ATTN_SEG_DIAG    ? "diag passes"
                                                           : "fixed tiles",
-             P->ii.fallback.br, P->ii.fallback.bc, P->ii.guard_fallback_s * 1e3);
+             P->ii.fallback.br, P->ii.fallback.bc, P->ii.guard_fallback_s * 1e3,
+             P->ii.guard_retimed ? "; a near tie, timed again" : "");
     else if (P->ii.guarded)
-      printf("guard    kept the solved schedule (%.3f ms against %.3f for the best fixed tile; 1 head, 1 thread)\n",
-             P->ii.guard_schedule_s * 1e3, P->ii.guard_fixed_s * 1e3);
+      printf("guard    kept the solved schedule (%.3f ms against %.3f for the best fixed tile; 1 head, 1 thread%s)\n",
+             P->ii.guard_schedule_s * 1e3, P->ii.guard_fixed_s * 1e3, P->ii.guard_retimed ? "; a near tie, timed again" : "");
     printf("paired   ilp vs fixed_best_reordered (%dx%d), %d rounds of one execute each: %.2fx [%.2f, %.2f]\n", fbr.br,
            fbr.bc, PAIRED_ROUNDS, pq[1], pq[0], pq[2]);
     printf("ilp      %.2f GFLOP/s effective (%.1f%% of peak), max |err| %.3g (%.3g of max|V|) on batch 0, heads 0-%lld\n",
