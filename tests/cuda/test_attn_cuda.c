@@ -260,22 +260,18 @@ static int vt_schedules(const ts_bitmap *m, int64_t d, ts_attn_schedule *out, co
   CHECK_OK(ts_attn_schedule_blockskip(&out[k++], m->rows, 32, 32));
   names[k] = "blockskip 24x48"; /* the 32x64 chunk shape */
   CHECK_OK(ts_attn_schedule_blockskip(&out[k++], m->rows, 24, 48));
-  /* compact passes: 4-key runs and single keys (items' keys listed in plan->runs); 128 keys per
-   * item, the scheduler's default */
-  const int32_t compact[2][2] = {{16, 128}, {8, 16}};
-  for (int c = 0; c < 2; c++) {
-    names[k] = c ? "compact 8x16" : "compact 16x128";
-    CHECK_OK(ts_attn_schedule_blockskip(&out[k], m->rows, compact[c][0], m->rows));
-    for (int64_t g = 0; g < out[k].nsegs; g++) out[k].segs[g].kind = TS_ATTN_SEG_COMPACT, out[k].segs[g].bc = compact[c][1];
-    k++;
-  }
-  /* DIAG passes (each row meets its keys at listed offsets: chunks of the offsets' diagonals with
-   * mask words of their own), 64 and 5 offsets per item */
-  const int32_t diag[2][2] = {{16, 64}, {16, 5}};
-  for (int c = 0; c < 2; c++) {
-    names[k] = c ? "diag 16x5" : "diag 16x64";
-    CHECK_OK(ts_attn_schedule_blockskip(&out[k], m->rows, diag[c][0], m->rows));
-    for (int64_t g = 0; g < out[k].nsegs; g++) out[k].segs[g].kind = TS_ATTN_SEG_DIAG, out[k].segs[g].bc = diag[c][1];
+  /* passes, every panel one segment of one kind over all keys: compact (4-key runs and single keys,
+   * the items' keys listed in plan->runs; 128 keys per item, the scheduler's default) and DIAG (each
+   * row meets its keys at listed offsets: chunks of the offsets' diagonals with mask words of their
+   * own; 64 and 5 offsets per item) */
+  const struct { const char *name; int32_t kind, br, bc; } pass[] = {{"compact 16x128", TS_ATTN_SEG_COMPACT, 16, 128},
+                                                                      {"compact 8x16", TS_ATTN_SEG_COMPACT, 8, 16},
+                                                                      {"diag 16x64", TS_ATTN_SEG_DIAG, 16, 64},
+                                                                      {"diag 16x5", TS_ATTN_SEG_DIAG, 16, 5}};
+  for (size_t c = 0; c < sizeof pass / sizeof pass[0]; c++) {
+    names[k] = pass[c].name;
+    CHECK_OK(ts_attn_schedule_blockskip(&out[k], m->rows, pass[c].br, m->rows));
+    for (int64_t g = 0; g < out[k].nsegs; g++) out[k].segs[g].kind = pass[c].kind, out[k].segs[g].bc = pass[c].bc;
     k++;
   }
   return k;
