@@ -246,9 +246,10 @@ static void prefetch_range(const void *p, int64_t bytes, int rw) {
  * head's, into L1 or L2) changed nothing measurable (no hardware counters on this VM to say why;
  * most likely prefetches that find the core's miss buffers full are dropped, where loads wait), so
  * the panel's misses now overlap one another in one burst instead of stalling its kernels. While
- * the arrays stay in L3 (2 heads), the loads cost 1-5%. fp32 only: the bf16 paths copy each item's
- * K/V rows into the workspace (gather, convert or pair-pack) before computing, which loads them in
- * the same kind of burst; warming them as well measured 0.95-0.99x at 2-8 heads (1.04-1.09x at 16).
+ * the arrays stay in L3 (2 heads), the loads cost 1-5%. fp32 only: warming bf16 inputs measured
+ * 0.95-0.99x at 2-8 heads (1.04-1.09x at 16) when the bf16 paths still copied each item's K/V rows
+ * into the workspace first, and 0.97x at 8 and 16 heads on a DIAG plan that reads them in place
+ * (half the bytes per line's worth of work, so the misses matter less).
  * bench/bench_attn_warm.c and docs/BENCHMARKS.md (issue 4). */
 static uint32_t touch_lines(const char *p, int64_t bytes) { /* one load in each line of [p, p + bytes) */
   uint32_t acc = 0;
@@ -283,7 +284,7 @@ static void run_unit(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode 
     else prefetch_range(io->q16 + qo, qb * (int64_t)sizeof(uint16_t), 0);
   }
   prefetch_range(io->O + off + (int64_t)cp->r0 * d, (int64_t)cp->nr * d * (int64_t)sizeof(float), 1);
-  if (pl->warm && mode == MODE_F32) warm_keys(pl, io, h, cp); /* bf16 copies its rows first anyway */
+  if (pl->warm && mode == MODE_F32) warm_keys(pl, io, h, cp); /* fp32 only (above) */
   run_panel(pl, kn, mode, cp, io->q32 ? io->q32 + off : NULL, io->k32 ? io->k32 + off : NULL, io->v32 ? io->v32 + off : NULL,
             io->q16 ? io->q16 + off : NULL, io->k16 ? io->k16 + off : NULL, io->v16 ? io->v16 + off : NULL, io->O + off, w);
 }
