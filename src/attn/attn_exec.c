@@ -248,8 +248,8 @@ static void prefetch_range(const void *p, int64_t bytes, int rw) {
  * the panel's misses now overlap one another in one burst instead of stalling its kernels. While
  * the arrays stay in L3 (2 heads), the loads cost 1-5%. fp32 only: warming bf16 inputs measured
  * 0.95-0.99x at 2-8 heads (1.04-1.09x at 16) when the bf16 paths still copied each item's K/V rows
- * into the workspace first, and 0.97x at 8 and 16 heads on a DIAG plan that reads them in place
- * (half the bytes per line's worth of work, so the misses matter less).
+ * into the workspace first, and 0.97x at 8 and 16 heads on a bf16 DIAG plan, which reads them in
+ * place.
  * bench/bench_attn_warm.c and docs/BENCHMARKS.md (issue 4). */
 static uint32_t touch_lines(const char *p, int64_t bytes) { /* one load in each line of [p, p + bytes) */
   uint32_t acc = 0;
