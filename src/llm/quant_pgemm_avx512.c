@@ -21,7 +21,9 @@
  * Compared with the earlier layout (each row contiguous, 4 rows transposed in registers, scales
  * transposed per 16 blocks) this is ~1.5x the rate per core (docs/BENCHMARKS.md, issue 7).
  * Decode (T = 1) streams all groups; prefill walks ~32 KiB chunks of groups with every token
- * inside, so a chunk is read from memory once and from L1/L2 by the other tokens. */
+ * inside, so a chunk is read from memory once and from L1/L2 by the other tokens, in tiles of one
+ * group x up to 4 tokens (blocks4_tok): a block's quants are loaded and unpacked once for the 4
+ * tokens (prefill 1.06-1.16x over 1-token tiles, docs/BENCHMARKS.md). */
 #include <immintrin.h>
 
 #include "llm/quant_internal.h"
@@ -192,6 +194,87 @@ AI void tile(int kind, int ng, const uint8_t *w, size_t gb, int nr, int64_t nb, 
   if (ng == 2) finish(kind, a + 3, nr - 4, y + 4);
 }
 
+/* Blocks 4j .. 4j + nbj - 1 of one group against TT tokens (prefill): the group's quants are loaded
+ * and unpacked once for all TT tokens and its scales converted once; token u's accumulators are
+ * a[3 u .. 3 u + 2], advanced exactly as blocks4 advances one token's, so every output keeps its
+ * order (and bits). q / dx / sx / gs: token 0's arrays, token u at + u n / + u nb / + 8 u nb. */
+AI void blocks4_tok(int kind, int nbj, int TT, const uint8_t *g, int64_t n, int64_t nb, int64_t j, const int8_t *q,
+                    const float *dx, const float *sx, const int32_t *gs, __m512 *a) {
+  const size_t qo = qoff(kind, nb);
+  const int64_t b0 = 4 * j;
+  const __m512 W = ld_scales(g + 32 * j, nbj);
+  __m512 S[4], M[4];
+#pragma GCC unroll 4
+  for (int u = 0; u < TT; u++) S[u] = _mm512_mul_ps(W, bcast4(dx + u * nb + b0, nbj));
+  if (kind == K_Q8_0) {
+    __m512 S01[4], S23[4];
+#pragma GCC unroll 4
+    for (int u = 0; u < TT; u++) {
+      S01[u] = _mm512_shuffle_f32x4(S[u], S[u], 0x50);
+      S23[u] = _mm512_shuffle_f32x4(S[u], S[u], 0xFA);
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < 4; h++) {
+      if (h >= nbj) break;
+      const int64_t b = b0 + h;
+      const __m512i w01 = _mm512_loadu_si512(g + qo + 128 * b), w23 = _mm512_loadu_si512(g + qo + 128 * b + 64);
+#pragma GCC unroll 4
+      for (int u = 0; u < TT; u++) {
+        const __m512i xv = bcast256(q + u * n + 32 * b);
+        const __m512i c = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bcast256(gs + 8 * (u * nb + b)), 7));
+        a[3 * u] = _mm512_fmadd_ps(lane_h(S01[u], h), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(c, w01, xv)), a[3 * u]);
+        a[3 * u + 1] = _mm512_fmadd_ps(lane_h(S23[u], h), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(c, w23, xv)), a[3 * u + 1]);
+      }
+    }
+    return;
+  }
+  const __m512i lom = _mm512_set1_epi8(0x0F);
+  if (kind == K_Q4_1) {
+    const __m512 Wm = ld_scales(g + 8 * nb + 32 * j, nbj);
+#pragma GCC unroll 4
+    for (int u = 0; u < TT; u++) M[u] = _mm512_mul_ps(Wm, bcast4(sx + u * nb + b0, nbj));
+  }
+#pragma GCC unroll 4
+  for (int h = 0; h < 4; h++) {
+    if (h >= nbj) break;
+    const int64_t b = b0 + h;
+    const __m512i v = _mm512_loadu_si512(g + qo + 64 * b);
+    const __m512i lo = _mm512_and_si512(v, lom), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), lom);
+#pragma GCC unroll 4
+    for (int u = 0; u < TT; u++) {
+      __m512i c0 = _mm512_setzero_si512(), c1 = c0;
+      if (kind == K_Q4_0) {
+        c0 = _mm512_sub_epi32(c0, _mm512_slli_epi32(bcast128(gs + 8 * (u * nb + b)), 3));
+        c1 = _mm512_sub_epi32(c1, _mm512_slli_epi32(bcast128(gs + 8 * (u * nb + b) + 4), 3));
+      }
+      const __m512i pl = _mm512_dpbusd_epi32(c0, lo, bcast128(q + u * n + 32 * b));
+      const __m512i ph = _mm512_dpbusd_epi32(c1, hi, bcast128(q + u * n + 32 * b + 16));
+      const __m512 sc = lane_h(S[u], h);
+      a[3 * u] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(pl), a[3 * u]);
+      a[3 * u + 1] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(ph), a[3 * u + 1]);
+      if (kind == K_Q4_1) a[3 * u + 2] = _mm512_add_ps(a[3 * u + 2], h == 0 ? M[u] : lane_h(M[u], h));
+    }
+  }
+}
+
+/* y[u][k] (k < nr) = row k of group w . token u, for TT (1..4) tokens (y rows ldy apart) */
+AI void tile_tok(int kind, int TT, const uint8_t *w, int nr, int64_t n, int64_t nb, const int8_t *q, const float *dx,
+                 const float *sx, const int32_t *gs, float *y, int64_t ldy) {
+  __m512 a[12];
+#pragma GCC unroll 12
+  for (int i = 0; i < 3 * TT; i++) a[i] = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; 4 * j + 4 <= nb; j++) blocks4_tok(kind, 4, TT, w, n, nb, j, q, dx, sx, gs, a);
+  switch (nb - 4 * j) {
+    case 1: blocks4_tok(kind, 1, TT, w, n, nb, j, q, dx, sx, gs, a); break;
+    case 2: blocks4_tok(kind, 2, TT, w, n, nb, j, q, dx, sx, gs, a); break;
+    case 3: blocks4_tok(kind, 3, TT, w, n, nb, j, q, dx, sx, gs, a); break;
+    default: break;
+  }
+#pragma GCC unroll 4
+  for (int u = 0; u < TT; u++) finish(kind, a + 3 * u, nr, y + (size_t)u * (size_t)ldy);
+}
+
 #define CHUNK_BYTES (32 * 1024)
 
 AI void pgemm(int kind, const void *P, size_t rb, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy) {
@@ -203,7 +286,29 @@ AI void pgemm(int kind, const void *P, size_t rb, int64_t rows, const ts__qbatch
   if (x->T == 1) chunk = rows;
   for (int64_t c0 = 0; c0 < rows; c0 += chunk) {
     const int64_t c1 = c0 + chunk < rows ? c0 + chunk : rows;
-    for (int t = 0; t < x->T; t++) {
+    if (x->T > 1) { /* prefill: tiles of one group x up to 4 tokens, the chunk's groups for each block of tokens */
+      for (int t0 = 0; t0 < x->T; t0 += 4) {
+        const int TT = x->T - t0 < 4 ? x->T - t0 : 4;
+        const int8_t *q = x->q + (size_t)t0 * (size_t)n;
+        const float *dx = x->d + (size_t)t0 * (size_t)nb, *sx = x->s + (size_t)t0 * (size_t)nb;
+        const int32_t *gs = x->gsum + (size_t)t0 * (size_t)nb * 8;
+        for (int64_t r = c0; r < c1; r += 4) {
+          const int nr = c1 - r < 4 ? (int)(c1 - r) : 4;
+          const uint8_t *w = base + (size_t)r * rb;
+          float *yr = y + (size_t)t0 * (size_t)ldy + r;
+          if (t0 == 0) /* the first pass reads the chunk from memory: the group PF_BYTES ahead */
+            for (size_t o = 0; o < gb; o += 64) _mm_prefetch((const char *)w + PF_BYTES + o, _MM_HINT_T0);
+          switch (TT) {
+            case 4: tile_tok(kind, 4, w, nr, n, nb, q, dx, sx, gs, yr, ldy); break;
+            case 3: tile_tok(kind, 3, w, nr, n, nb, q, dx, sx, gs, yr, ldy); break;
+            case 2: tile_tok(kind, 2, w, nr, n, nb, q, dx, sx, gs, yr, ldy); break;
+            default: tile_tok(kind, 1, w, nr, n, nb, q, dx, sx, gs, yr, ldy); break;
+          }
+        }
+      }
+      continue;
+    }
+    for (int t = 0; t < x->T; t++) { /* decode: T = 1 */
       const int8_t *q = x->q + (size_t)t * (size_t)n;
       const float *dx = x->d + (size_t)t * (size_t)nb, *sx = x->s + (size_t)t * (size_t)nb;
       const int32_t *gs = x->gsum + (size_t)t * (size_t)nb * 8;
