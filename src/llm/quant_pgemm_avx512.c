@@ -22,7 +22,7 @@
  * transposed per 16 blocks) this is ~1.5x the rate per core (docs/BENCHMARKS.md, issue 7).
  * Decode (T = 1) streams all groups; prefill walks ~32 KiB chunks of groups with every token
  * inside, so a chunk is read from memory once and from L1/L2 by the other tokens, in tiles of one
- * group x up to 4 tokens (blocks4_tok): a block's quants are loaded and unpacked once for the 4
+ * group x up to 4 tokens (tile_tok): a block's quants are loaded and unpacked once for the 4
  * tokens (prefill 1.06-1.16x over 1-token tiles, docs/BENCHMARKS.md). */
 #include <immintrin.h>
 
@@ -74,71 +74,85 @@ AI __m512i bcast256(const void *p) { return _mm512_broadcast_i64x4(_mm256_loadu_
 /* where the quants start in a group of 4 packed rows (after the scales) */
 AI size_t qoff(int kind, int64_t nb) { return (size_t)(kind == K_Q4_1 ? 16 : 8) * (size_t)nb; }
 
-/* Blocks 4j .. 4j + nbj - 1 of ng (1 or 2) groups of 4 rows, group i at g + i gb, into the
- * accumulators a[3 i .. 3 i + 2]:
+/* Blocks 4j .. 4j + nbj - 1 of ng groups of 4 rows (group i at g + i gb) against TT tokens (token u's
+ * arrays at q + u n, dx + u nb, sx + u nb, gs + 8 u nb), ng x TT <= 4: decode runs 1 or 2 groups x
+ * 1 token, prefill 1 group x up to 4 tokens. Group i and token u accumulate into
+ * a[3 (i TT + u) ..]:
  * Q4: a0 / a1 lanes 4k + g = row k's ggml lane g / 4 + g, a2 lane 4k = row k's sum of m_w s_x;
  * Q8_0: a0 / a1 lanes 8i + g = lane g of row i / 2 + i.
- * Each accumulator is one chain of fmas, block after block (the order is fixed), so one group
- * alone waits on the fma latency every block; two groups side by side give the core two
- * independent chains and share the token's broadcasts. */
-AI void blocks4(int kind, int nbj, int ng, const uint8_t *g, size_t gb, int64_t nb, int64_t j, const int8_t *q,
-                const float *dx, const float *sx, const int32_t *gs, __m512 *a) {
+ * Each accumulator is one chain of fmas, block after block (the order is fixed, so every output's
+ * bits are those of one group x one token). Two groups side by side give the core two independent
+ * chains and share the token's broadcasts (decode); several tokens share each block's loaded and
+ * unpacked quants and converted scales (prefill). */
+AI void blocks4(int kind, int nbj, int ng, int TT, const uint8_t *g, size_t gb, int64_t n, int64_t nb, int64_t j,
+                const int8_t *q, const float *dx, const float *sx, const int32_t *gs, __m512 *a) {
   const size_t qo = qoff(kind, nb);
   const int64_t b0 = 4 * j;
-  const __m512 X = bcast4(dx + b0, nbj);
-  __m512 S[2], M[2];
+  __m512 S[4], M[4];
 #pragma GCC unroll 2
-  for (int i = 0; i < ng; i++) S[i] = _mm512_mul_ps(ld_scales(g + i * gb + 32 * j, nbj), X);
+  for (int i = 0; i < ng; i++) {
+    const __m512 W = ld_scales(g + i * gb + 32 * j, nbj);
+#pragma GCC unroll 4
+    for (int u = 0; u < TT; u++) S[i * TT + u] = _mm512_mul_ps(W, bcast4(dx + u * nb + b0, nbj));
+  }
   if (kind == K_Q8_0) {
-    __m512 S01[2], S23[2];
-#pragma GCC unroll 2
-    for (int i = 0; i < ng; i++) {
-      S01[i] = _mm512_shuffle_f32x4(S[i], S[i], 0x50);
-      S23[i] = _mm512_shuffle_f32x4(S[i], S[i], 0xFA);
+    __m512 S01[4], S23[4];
+#pragma GCC unroll 4
+    for (int x = 0; x < ng * TT; x++) {
+      S01[x] = _mm512_shuffle_f32x4(S[x], S[x], 0x50);
+      S23[x] = _mm512_shuffle_f32x4(S[x], S[x], 0xFA);
     }
 #pragma GCC unroll 4
     for (int h = 0; h < 4; h++) {
       if (h >= nbj) break;
       const int64_t b = b0 + h;
-      const __m512i xv = bcast256(q + 32 * b);
-      const __m512i c = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bcast256(gs + 8 * b), 7));
 #pragma GCC unroll 2
       for (int i = 0; i < ng; i++) {
         const uint8_t *Q = g + i * gb + qo;
-        const __m512i p01 = _mm512_dpbusd_epi32(c, _mm512_loadu_si512(Q + 128 * b), xv);
-        const __m512i p23 = _mm512_dpbusd_epi32(c, _mm512_loadu_si512(Q + 128 * b + 64), xv);
-        a[3 * i] = _mm512_fmadd_ps(lane_h(S01[i], h), _mm512_cvtepi32_ps(p01), a[3 * i]);
-        a[3 * i + 1] = _mm512_fmadd_ps(lane_h(S23[i], h), _mm512_cvtepi32_ps(p23), a[3 * i + 1]);
+        const __m512i w01 = _mm512_loadu_si512(Q + 128 * b), w23 = _mm512_loadu_si512(Q + 128 * b + 64);
+#pragma GCC unroll 4
+        for (int u = 0; u < TT; u++) {
+          const int x = i * TT + u;
+          const __m512i xv = bcast256(q + u * n + 32 * b);
+          const __m512i c = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bcast256(gs + 8 * (u * nb + b)), 7));
+          a[3 * x] = _mm512_fmadd_ps(lane_h(S01[x], h), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(c, w01, xv)), a[3 * x]);
+          a[3 * x + 1] = _mm512_fmadd_ps(lane_h(S23[x], h), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(c, w23, xv)), a[3 * x + 1]);
+        }
       }
     }
     return;
   }
   const __m512i lom = _mm512_set1_epi8(0x0F);
-  if (kind == K_Q4_1) {
-    const __m512 Y = bcast4(sx + b0, nbj);
+  if (kind == K_Q4_1)
 #pragma GCC unroll 2
-    for (int i = 0; i < ng; i++) M[i] = _mm512_mul_ps(ld_scales(g + i * gb + 8 * nb + 32 * j, nbj), Y);
-  }
+    for (int i = 0; i < ng; i++) {
+      const __m512 W = ld_scales(g + i * gb + 8 * nb + 32 * j, nbj);
+#pragma GCC unroll 4
+      for (int u = 0; u < TT; u++) M[i * TT + u] = _mm512_mul_ps(W, bcast4(sx + u * nb + b0, nbj));
+    }
 #pragma GCC unroll 4
   for (int h = 0; h < 4; h++) {
     if (h >= nbj) break;
     const int64_t b = b0 + h;
-    __m512i c0 = _mm512_setzero_si512(), c1 = c0;
-    if (kind == K_Q4_0) {
-      c0 = _mm512_sub_epi32(c0, _mm512_slli_epi32(bcast128(gs + 8 * b), 3));
-      c1 = _mm512_sub_epi32(c1, _mm512_slli_epi32(bcast128(gs + 8 * b + 4), 3));
-    }
-    const __m512i xl = bcast128(q + 32 * b), xh = bcast128(q + 32 * b + 16);
 #pragma GCC unroll 2
     for (int i = 0; i < ng; i++) {
       const __m512i v = _mm512_loadu_si512(g + i * gb + qo + 64 * b);
       const __m512i lo = _mm512_and_si512(v, lom), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), lom);
-      const __m512i pl = _mm512_dpbusd_epi32(c0, lo, xl);
-      const __m512i ph = _mm512_dpbusd_epi32(c1, hi, xh);
-      const __m512 s = lane_h(S[i], h);
-      a[3 * i] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(pl), a[3 * i]);
-      a[3 * i + 1] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(ph), a[3 * i + 1]);
-      if (kind == K_Q4_1) a[3 * i + 2] = _mm512_add_ps(a[3 * i + 2], h == 0 ? M[i] : lane_h(M[i], h));
+#pragma GCC unroll 4
+      for (int u = 0; u < TT; u++) {
+        const int x = i * TT + u;
+        __m512i c0 = _mm512_setzero_si512(), c1 = c0;
+        if (kind == K_Q4_0) {
+          c0 = _mm512_sub_epi32(c0, _mm512_slli_epi32(bcast128(gs + 8 * (u * nb + b)), 3));
+          c1 = _mm512_sub_epi32(c1, _mm512_slli_epi32(bcast128(gs + 8 * (u * nb + b) + 4), 3));
+        }
+        const __m512i pl = _mm512_dpbusd_epi32(c0, lo, bcast128(q + u * n + 32 * b));
+        const __m512i ph = _mm512_dpbusd_epi32(c1, hi, bcast128(q + u * n + 32 * b + 16));
+        const __m512 sc = lane_h(S[x], h);
+        a[3 * x] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(pl), a[3 * x]);
+        a[3 * x + 1] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(ph), a[3 * x + 1]);
+        if (kind == K_Q4_1) a[3 * x + 2] = _mm512_add_ps(a[3 * x + 2], h == 0 ? M[x] : lane_h(M[x], h));
+      }
     }
   }
 }
@@ -182,79 +196,16 @@ AI void tile(int kind, int ng, const uint8_t *w, size_t gb, int nr, int64_t nb, 
   for (; 4 * j + 4 <= nb; j++) {
     if (pf && per < lines)
       for (int64_t o = j * per; o < (j + 1) * per && o < lines; o++) _mm_prefetch(pw + 64 * o, _MM_HINT_T0);
-    blocks4(kind, 4, ng, w, gb, nb, j, q, dx, sx, gs, a);
+    blocks4(kind, 4, ng, 1, w, gb, 0, nb, j, q, dx, sx, gs, a);
   }
   switch (nb - 4 * j) { /* the last 1..3 blocks (constant counts: unrolled like the rest) */
-    case 1: blocks4(kind, 1, ng, w, gb, nb, j, q, dx, sx, gs, a); break;
-    case 2: blocks4(kind, 2, ng, w, gb, nb, j, q, dx, sx, gs, a); break;
-    case 3: blocks4(kind, 3, ng, w, gb, nb, j, q, dx, sx, gs, a); break;
+    case 1: blocks4(kind, 1, ng, 1, w, gb, 0, nb, j, q, dx, sx, gs, a); break;
+    case 2: blocks4(kind, 2, ng, 1, w, gb, 0, nb, j, q, dx, sx, gs, a); break;
+    case 3: blocks4(kind, 3, ng, 1, w, gb, 0, nb, j, q, dx, sx, gs, a); break;
     default: break;
   }
   finish(kind, a, nr < 4 ? nr : 4, y);
   if (ng == 2) finish(kind, a + 3, nr - 4, y + 4);
-}
-
-/* Blocks 4j .. 4j + nbj - 1 of one group against TT tokens (prefill): the group's quants are loaded
- * and unpacked once for all TT tokens and its scales converted once; token u's accumulators are
- * a[3 u .. 3 u + 2], advanced exactly as blocks4 advances one token's, so every output keeps its
- * order (and bits). q / dx / sx / gs: token 0's arrays, token u at + u n / + u nb / + 8 u nb. */
-AI void blocks4_tok(int kind, int nbj, int TT, const uint8_t *g, int64_t n, int64_t nb, int64_t j, const int8_t *q,
-                    const float *dx, const float *sx, const int32_t *gs, __m512 *a) {
-  const size_t qo = qoff(kind, nb);
-  const int64_t b0 = 4 * j;
-  const __m512 W = ld_scales(g + 32 * j, nbj);
-  __m512 S[4], M[4];
-#pragma GCC unroll 4
-  for (int u = 0; u < TT; u++) S[u] = _mm512_mul_ps(W, bcast4(dx + u * nb + b0, nbj));
-  if (kind == K_Q8_0) {
-    __m512 S01[4], S23[4];
-#pragma GCC unroll 4
-    for (int u = 0; u < TT; u++) {
-      S01[u] = _mm512_shuffle_f32x4(S[u], S[u], 0x50);
-      S23[u] = _mm512_shuffle_f32x4(S[u], S[u], 0xFA);
-    }
-#pragma GCC unroll 4
-    for (int h = 0; h < 4; h++) {
-      if (h >= nbj) break;
-      const int64_t b = b0 + h;
-      const __m512i w01 = _mm512_loadu_si512(g + qo + 128 * b), w23 = _mm512_loadu_si512(g + qo + 128 * b + 64);
-#pragma GCC unroll 4
-      for (int u = 0; u < TT; u++) {
-        const __m512i xv = bcast256(q + u * n + 32 * b);
-        const __m512i c = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bcast256(gs + 8 * (u * nb + b)), 7));
-        a[3 * u] = _mm512_fmadd_ps(lane_h(S01[u], h), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(c, w01, xv)), a[3 * u]);
-        a[3 * u + 1] = _mm512_fmadd_ps(lane_h(S23[u], h), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(c, w23, xv)), a[3 * u + 1]);
-      }
-    }
-    return;
-  }
-  const __m512i lom = _mm512_set1_epi8(0x0F);
-  if (kind == K_Q4_1) {
-    const __m512 Wm = ld_scales(g + 8 * nb + 32 * j, nbj);
-#pragma GCC unroll 4
-    for (int u = 0; u < TT; u++) M[u] = _mm512_mul_ps(Wm, bcast4(sx + u * nb + b0, nbj));
-  }
-#pragma GCC unroll 4
-  for (int h = 0; h < 4; h++) {
-    if (h >= nbj) break;
-    const int64_t b = b0 + h;
-    const __m512i v = _mm512_loadu_si512(g + qo + 64 * b);
-    const __m512i lo = _mm512_and_si512(v, lom), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), lom);
-#pragma GCC unroll 4
-    for (int u = 0; u < TT; u++) {
-      __m512i c0 = _mm512_setzero_si512(), c1 = c0;
-      if (kind == K_Q4_0) {
-        c0 = _mm512_sub_epi32(c0, _mm512_slli_epi32(bcast128(gs + 8 * (u * nb + b)), 3));
-        c1 = _mm512_sub_epi32(c1, _mm512_slli_epi32(bcast128(gs + 8 * (u * nb + b) + 4), 3));
-      }
-      const __m512i pl = _mm512_dpbusd_epi32(c0, lo, bcast128(q + u * n + 32 * b));
-      const __m512i ph = _mm512_dpbusd_epi32(c1, hi, bcast128(q + u * n + 32 * b + 16));
-      const __m512 sc = lane_h(S[u], h);
-      a[3 * u] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(pl), a[3 * u]);
-      a[3 * u + 1] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(ph), a[3 * u + 1]);
-      if (kind == K_Q4_1) a[3 * u + 2] = _mm512_add_ps(a[3 * u + 2], h == 0 ? M[u] : lane_h(M[u], h));
-    }
-  }
 }
 
 /* y[u][k] (k < nr) = row k of group w . token u, for TT (1..4) tokens (y rows ldy apart) */
@@ -264,11 +215,11 @@ AI void tile_tok(int kind, int TT, const uint8_t *w, int nr, int64_t n, int64_t 
 #pragma GCC unroll 12
   for (int i = 0; i < 3 * TT; i++) a[i] = _mm512_setzero_ps();
   int64_t j = 0;
-  for (; 4 * j + 4 <= nb; j++) blocks4_tok(kind, 4, TT, w, n, nb, j, q, dx, sx, gs, a);
+  for (; 4 * j + 4 <= nb; j++) blocks4(kind, 4, 1, TT, w, 0, n, nb, j, q, dx, sx, gs, a);
   switch (nb - 4 * j) {
-    case 1: blocks4_tok(kind, 1, TT, w, n, nb, j, q, dx, sx, gs, a); break;
-    case 2: blocks4_tok(kind, 2, TT, w, n, nb, j, q, dx, sx, gs, a); break;
-    case 3: blocks4_tok(kind, 3, TT, w, n, nb, j, q, dx, sx, gs, a); break;
+    case 1: blocks4(kind, 1, 1, TT, w, 0, n, nb, j, q, dx, sx, gs, a); break;
+    case 2: blocks4(kind, 2, 1, TT, w, 0, n, nb, j, q, dx, sx, gs, a); break;
+    case 3: blocks4(kind, 3, 1, TT, w, 0, n, nb, j, q, dx, sx, gs, a); break;
     default: break;
   }
 #pragma GCC unroll 4
