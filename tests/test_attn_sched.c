@@ -518,6 +518,27 @@ static void guarded_solve(const ordered *M, ts_attn_schedule *s, ts_attn_sched_i
   CHECK_OK(ts_attn_schedule_solve(&M->blk, &M->bp, &o, s, si));
 }
 
+/* Inputs (batch 1, 2 heads, d = 32, seed) with their reference output for M's mask, and M's
+ * guarded schedule. */
+static qkv guarded_case(const ordered *M, uint64_t seed, ts_attn_schedule *s, ts_attn_sched_info *si) {
+  qkv x = qkv_make(1, 2, M->n, 32, seed);
+  CHECK_OK(ts_attn_reference(&M->bo, x.Q, x.K, x.V, x.R, x.b, x.h, M->n, x.d));
+  guarded_solve(M, s, si);
+  return x;
+}
+
+/* The guard's schedule s planned and executed on M's mask in the original token order, against the
+ * reference in x (what: the case, for the message). */
+static void execute_checked(const ts_context *ctx, const ts_attn_schedule *s, const ordered *M, qkv *x, const char *what) {
+  ts_attn_plan *pl = NULL;
+  CHECK_OK(ts_attn_plan_create(&pl, ctx, s, &M->bp, x->d));
+  if (pl) {
+    CHECK_OK(ts_attn_execute_original(ctx, pl, M->perm, x->Q, x->K, x->V, x->O, x->b, x->h, M->n, x->d));
+    CHECK(rel_err(x) <= TOL, "%s: error %g", what, rel_err(x));
+  }
+  ts_attn_plan_destroy(pl);
+}
+
 /* The guard times 16-row DIAG passes where their cells make them a candidate -- a small window in
  * the natural order -- and not on the Hilbert-ordered one, whose rows meet their keys at scattered
  * offsets; whatever it keeps runs correctly. */
@@ -526,12 +547,9 @@ static void test_guard_diag(void) {
   CHECK_OK(ts_context_create(&ctx, 2));
   for (int order = 0; order < 2; order++) {
     ordered M = ordered_make("window2d:h=24,w=24,k=5", order ? TS_REORDER_HILBERT : TS_REORDER_NONE);
-    const int64_t n = M.n;
-    qkv x = qkv_make(1, 2, n, 32, 41 + (uint64_t)order);
-    CHECK_OK(ts_attn_reference(&M.bo, x.Q, x.K, x.V, x.R, x.b, x.h, n, x.d));
     ts_attn_schedule s;
     ts_attn_sched_info si;
-    guarded_solve(&M, &s, &si);
+    qkv x = guarded_case(&M, 41 + (uint64_t)order, &s, &si);
     const bool diag_isa = ts_isa_active() == TS_ISA_AVX512; /* below it DIAG passes are never candidates */
     CHECK(si.guarded && (order || !diag_isa ? si.guard_diag_s == 0 : si.guard_diag_s > 0), "%s order: guard_diag_s %g",
           order ? "hilbert" : "natural", si.guard_diag_s);
@@ -541,17 +559,13 @@ static void test_guard_diag(void) {
           order ? "hilbert" : "natural", si.diag_first, si.ilp_run);
     for (int64_t g = 0; si.fallback_kind == TS_ATTN_SEG_DIAG && g < s.nsegs; g++)
       CHECK(s.segs[g].kind == TS_ATTN_SEG_DIAG && s.segs[g].br == 16, "the DIAG fallback is the schedule");
-    ts_attn_plan *pl = NULL;
-    CHECK_OK(ts_attn_plan_create(&pl, ctx, &s, &M.bp, x.d));
-    if (pl) {
-      CHECK_OK(ts_attn_execute_original(ctx, pl, M.perm, x.Q, x.K, x.V, x.O, x.b, x.h, n, x.d));
-      CHECK(rel_err(&x) <= TOL, "%s order (fallback %s): error %g", order ? "hilbert" : "natural",
-            si.fallback.br ? ts_attn_seg_kind_name((ts_attn_seg_kind)si.fallback_kind) : "none", rel_err(&x));
-    }
+    char what[96];
+    snprintf(what, sizeof what, "%s order (fallback %s)", order ? "hilbert" : "natural",
+             si.fallback.br ? ts_attn_seg_kind_name((ts_attn_seg_kind)si.fallback_kind) : "none");
+    execute_checked(ctx, &s, &M, &x, what);
     printf("guard on window2d 24x24 k=5, %s order: schedule %.3g ms, diag passes %.3g ms, kept %s\n",
            order ? "hilbert" : "natural", si.guard_schedule_s * 1e3, si.guard_diag_s * 1e3,
            si.fallback.br ? ts_attn_seg_kind_name((ts_attn_seg_kind)si.fallback_kind) : "the schedule");
-    ts_attn_plan_destroy(pl);
     ts_attn_schedule_free(&s);
     qkv_free(&x);
     ordered_free(&M);
@@ -570,12 +584,9 @@ static void test_guard_blocks(void) {
   const char *specs[] = {"vitdet:h=28,w=28,win=7,global=2", "swin:h=28,w=28,win=7,shift=1"};
   for (int c = 0; c < 2; c++) {
     ordered M = ordered_make(specs[c], TS_REORDER_RCM);
-    const int64_t n = M.n;
-    qkv x = qkv_make(1, 2, n, 32, 77 + (uint64_t)c);
-    CHECK_OK(ts_attn_reference(&M.bo, x.Q, x.K, x.V, x.R, x.b, x.h, n, x.d));
     ts_attn_schedule s;
     ts_attn_sched_info si;
-    guarded_solve(&M, &s, &si);
+    qkv x = guarded_case(&M, 77 + (uint64_t)c, &s, &si);
     CHECK(si.guarded && si.guard_blocks_s > 0, "%s: block-aligned candidate timed (%g)", specs[c], si.guard_blocks_s);
     if (si.block_panels) {
       CHECK(si.fallback.br == 64 && si.fallback.bc == TS_ATTN_TILE_MAX && si.fallback_kind == TS_ATTN_SEG_MIXED,
@@ -595,15 +606,11 @@ static void test_guard_blocks(void) {
                 sg->nr, sg->nc);
         }
     }
-    ts_attn_plan *pl = NULL;
-    CHECK_OK(ts_attn_plan_create(&pl, ctx, &s, &M.bp, x.d));
-    if (pl) {
-      CHECK_OK(ts_attn_execute_original(ctx, pl, M.perm, x.Q, x.K, x.V, x.O, x.b, x.h, n, x.d));
-      CHECK(rel_err(&x) <= TOL, "%s (block panels %d): error %g", specs[c], si.block_panels, rel_err(&x));
-    }
+    char what[96];
+    snprintf(what, sizeof what, "%s (block panels %d)", specs[c], si.block_panels);
+    execute_checked(ctx, &s, &M, &x, what);
     printf("guard on %s: schedule %.3g ms, block-aligned panels %.3g ms, kept %s\n", specs[c], si.guard_schedule_s * 1e3,
            si.guard_blocks_s * 1e3, si.block_panels ? "the block-aligned panels" : si.fallback.br ? "a fallback" : "the schedule");
-    ts_attn_plan_destroy(pl);
     ts_attn_schedule_free(&s);
     qkv_free(&x);
     ordered_free(&M);
