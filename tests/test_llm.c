@@ -25,6 +25,9 @@
  *  - 1 vs 2 threads, and logits of a tail of the batch (eval_from): the same operations on the same
  *    values, bit for bit. */
 #include <float.h>
+#include <inttypes.h>
+#include <omp.h>
+#include <stdatomic.h>
 
 #include "llm/cpu_order.h"
 #include "llm/llm_internal.h"
@@ -445,7 +448,54 @@ static void test_stream_gbs(void) {
   ts_llm_model_free(m);
 }
 
+/* Work sharing (ts__share): every unit of a phase is taken exactly once, whatever the thread count
+ * and however the threads race; the owner's runs come from the front of its home units (a quarter
+ * of what is left, at least one), a thief's single units from the back. */
+static void check_share(void) {
+  enum { MAXT = 3, MAXU = 1000 };
+  ts__share sh[MAXT];
+  /* one thread alone: its runs walk the units front to back, the first a quarter of them */
+  ts__share_begin(sh, 0, 1, 100);
+  int64_t cnt = 0, next = 0, runs = 0, u;
+  while ((u = ts__share_next(sh, 0, 1, &cnt)) >= 0) {
+    CHECK(u == next && cnt >= 1, "share: run %" PRId64 " at unit %" PRId64 " (expected %" PRId64 "), %" PRId64 " units",
+          runs, u, next, cnt);
+    if (runs == 0) CHECK(cnt == 25, "share: first run of 100 units is %" PRId64 " (a quarter)", cnt);
+    next = u + cnt;
+    runs++;
+  }
+  CHECK(next == 100 && runs < 30, "share: 100 units in %" PRId64 " runs, ended at %" PRId64, runs, next);
+  /* a thief takes the other slot's last unit */
+  ts__share_begin(sh, 0, 2, 10);
+  ts__share_begin(sh, 1, 2, 10);
+  while (ts__share_next(sh, 1, 1, &cnt) >= 0) {
+  } /* slot 1 drained by its owner (nt 1: no stealing) */
+  u = ts__share_next(sh, 1, 2, &cnt);
+  CHECK(u == 4 && cnt == 1, "share: the thief took unit %" PRId64 " x %" PRId64 " (expected 4 x 1)", u, cnt);
+  /* racing threads: each unit once */
+  for (int nt = 1; nt <= MAXT; nt++)
+    for (int units = 0; units <= MAXU; units += units < 20 ? 1 : 327) {
+      static _Atomic int taken[MAXU];
+      for (int i = 0; i < units; i++) atomic_store(&taken[i], 0);
+      int bad = 0;
+#pragma omp parallel num_threads(nt) reduction(+ : bad)
+      {
+        const int tid = omp_get_thread_num(), n = omp_get_num_threads();
+        ts__share_begin(sh, tid, n, units);
+#pragma omp barrier
+        int64_t c = 0, v;
+        while ((v = ts__share_next(sh, tid, n, &c)) >= 0)
+          for (int64_t i = v; i < v + c; i++) bad += i >= units || atomic_fetch_add(&taken[i], 1) != 0;
+      }
+      int missed = 0;
+      for (int i = 0; i < units; i++) missed += atomic_load(&taken[i]) != 1;
+      CHECK(!bad && !missed, "share: %d threads, %d units: %d taken twice or out of range, %d not once", nt, units,
+            bad, missed);
+    }
+}
+
 int main(void) {
+  check_share();
   test_stream_gbs();
   check_forward(TS_QT_F32, "llm_f32.gguf", true, false);
   check_forward(TS_QT_Q4_1, "llm_q41.gguf", true, false);

@@ -42,8 +42,8 @@ static void queue_head(ts_llm_state *s, int tid, const ts__wmat *w, int64_t r0, 
 }
 
 /* The rows of a phase, cut into units of work (ts__share): `unit` rows, a multiple of `align`,
- * about UNIT_BYTES of weights (a unit's claim, ~10 ns, then stays ~1% of its time; the stealing
- * thread's last unit ends at most that far behind). */
+ * about UNIT_BYTES of weights (the stealing thread's last unit ends at most that far behind; the
+ * owner claims its own units in runs, so the claims' locked operations stay rare). */
 #ifndef UNIT_BYTES
 #define UNIT_BYTES 16384
 #endif
@@ -76,13 +76,14 @@ static grid grid_qkv(const ts_llm_state *s) {
   return grid_of(units * hd, align, s->m->layers[0].wq.row_bytes);
 }
 
-/* The phase's units this thread takes, one [a, b) at a time: ts__share_begin once, then while
+/* The phase's units this thread takes, a run [a, b) at a time: ts__share_begin once, then while
  * (next_unit(..)) work on [*a, *b). */
 static bool next_unit(ts_llm_state *s, int tid, grid g, int64_t *a, int64_t *b) {
-  const int64_t u = ts__share_next(s->share, tid, s->nrun);
+  int64_t count = 1;
+  const int64_t u = ts__share_next(s->share, tid, s->nrun, &count);
   if (u < 0) return false;
   *a = u * g.unit;
-  *b = *a + g.unit < g.n ? *a + g.unit : g.n;
+  *b = *a + count * g.unit < g.n ? *a + count * g.unit : g.n;
   return true;
 }
 static void begin_units(ts_llm_state *s, int tid, grid g) { ts__share_begin(s->share, tid, s->nrun, grid_units(g)); }

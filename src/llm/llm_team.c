@@ -72,21 +72,29 @@ void ts__share_begin(ts__share *sh, int tid, int nt, int64_t units) {
   atomic_store_explicit(&sh[tid].se, a << 32 | b, memory_order_release);
 }
 
-/* takes the first (owner) or last (thief) unit of slot v; -1 when it is empty */
-static int64_t take(ts__share *v, int last) {
+/* Takes units of slot v: the owner a run from the front, a thief one unit from the back; returns
+ * the first unit (-1 when the slot is empty) and the run's length in *count. */
+#ifndef SHARE_DIV
+#define SHARE_DIV 4
+#endif
+static int64_t take(ts__share *v, int thief, int64_t *count) {
   uint64_t se = atomic_load_explicit(&v->se, memory_order_acquire);
   for (;;) {
     const uint64_t a = se >> 32, b = se & 0xFFFFFFFFu;
     if (a >= b) return -1;
-    const uint64_t nse = last ? a << 32 | (b - 1) : (a + 1) << 32 | b;
-    if (atomic_compare_exchange_weak_explicit(&v->se, &se, nse, memory_order_acq_rel, memory_order_acquire))
-      return (int64_t)(last ? b - 1 : a);
+    uint64_t c = thief ? 1 : (b - a) / SHARE_DIV;
+    if (c < 1) c = 1;
+    const uint64_t nse = thief ? a << 32 | (b - 1) : (a + c) << 32 | b;
+    if (atomic_compare_exchange_weak_explicit(&v->se, &se, nse, memory_order_acq_rel, memory_order_acquire)) {
+      *count = (int64_t)c;
+      return (int64_t)(thief ? b - 1 : a);
+    }
   }
 }
 
-int64_t ts__share_next(ts__share *sh, int tid, int nt) {
-  int64_t u = take(&sh[tid], 0);
-  for (int k = 1; u < 0 && k < nt; k++) u = take(&sh[(tid + k) % nt], 1);
+int64_t ts__share_next(ts__share *sh, int tid, int nt, int64_t *count) {
+  int64_t u = take(&sh[tid], 0, count);
+  for (int k = 1; u < 0 && k < nt; k++) u = take(&sh[(tid + k) % nt], 1, count);
   return u;
 }
 
