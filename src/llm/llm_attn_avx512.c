@@ -1,12 +1,16 @@
 /* AVX-512 attention work item (llm_attn.c has the definition and the reference; the two agree bit
  * for bit). In llama.cpp's two dot orders (cpu_order.h):
- *   batches (dot_f16_many), one query row at a time:
+ *   batches (dot_f16_many), up to 4 consecutive tokens of one query head at once (batch_rows):
  *     scores, 16 keys per vector (lanes = keys) from K^T rows: the per-key dot runs over 16 lanes of
- *       dimensions, so there are 16 accumulators, one per dimension lane l, each taking dimensions
+ *       dimensions, so there are 16 partial sums, one per dimension lane l, each taking dimensions
  *       l, l+16, .. in one fma chain, and the 16 are summed with sum16's tree;
  *     softmax: vector exp per 16 keys, a double sum of sum16 per group;
  *     output, 16 dimensions per vector (lanes = dimensions): the dot over keys has 16 key lanes, so
- *       again 16 accumulators (one per key lane) with keys l, l+16, ..., summed with sum16's tree;
+ *       again 16 partial sums (one per key lane) with keys l, l+16, ..., summed with sum16's tree;
+ *     the lanes are computed one after another in the tree's order (as in decode, below), so only
+ *     a few partial sums per row are live, and each converted K^T vector and V row slice feeds the
+ *     4 rows' fmas: 1.25 loads per fma instead of 2 (a broadcast of q or P and a K or V vector per
+ *     fma, one row at a time), prefill at 2048 tokens 1.14-1.28x (docs/BENCHMARKS.md);
  *   decode (dot_f16_one: per 64 elements four chains, then (a0+a2)+(a1+a3)), the query heads that
  *     share a KV head (up to 4 rows at once) together: each converted K^T row piece (16 keys) and V
  *     row slice (16 dimensions) serves every row; the dimension lanes (scores) and key lanes
@@ -21,17 +25,6 @@
 
 static inline __m512 ld16h(const uint16_t *p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
 static inline __mmask16 mask16(int n) { return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u); }
-
-/* s[j0..j0+16) (masked to nk keys) = dot_f16_many(q, K[j]) * scale */
-static void scores16(int hd, const float *q, const uint16_t *KT, int j0, int nk, float scale, float *s) {
-  const __mmask16 mk = mask16(nk - j0);
-  __m512 a[16];
-  for (int l = 0; l < 16; l++) a[l] = _mm512_setzero_ps();
-  for (int c = 0; c < hd; c += 16)
-    for (int l = 0; l < 16; l++)
-      a[l] = _mm512_fmadd_ps(_mm512_set1_ps(q[c + l]), ld16h(KT + ts__kidx(hd, c + l, j0), mk), a[l]);
-  _mm512_mask_storeu_ps(s + j0, mk, _mm512_mul_ps(ts__sum16x(a), _mm512_set1_ps(scale)));
-}
 
 static void softmax_row(float *s, int valid) {
   __m512 mx = _mm512_set1_ps(-INFINITY);
@@ -50,16 +43,6 @@ static void softmax_row(float *s, int valid) {
                                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
 }
 
-/* out[i0..i0+16) = dot_f16_many over keys j < valid of P[j] V[j][i] */
-static void pv16(int valid, const float *P, const uint16_t *V, int hd, int i0, float *out) {
-  __m512 a[16];
-  for (int l = 0; l < 16; l++) a[l] = _mm512_setzero_ps();
-  for (int c = 0; c < valid; c += 16)
-    for (int l = 0; l < 16 && c + l < valid; l++)
-      a[l] = _mm512_fmadd_ps(_mm512_set1_ps(P[c + l]), ld16h(V + (size_t)(c + l) * (size_t)hd + i0, 0xFFFF), a[l]);
-  _mm512_storeu_ps(out + i0, ts__sum16x(a));
-}
-
 /* ---- decode (dot_f16_one), R <= 4 rows sharing a KV head -------------------------------- */
 
 #define AI static inline __attribute__((always_inline))
@@ -69,7 +52,17 @@ static void pv16(int valid, const float *P, const uint16_t *V, int hd, int i0, f
 /* Lane l's a_r = (p0+p2)+(p1+p3) of a 16-key block B ([hd][16]), p_c = the chain over 64-dim
  * chunks cc of q_r[i] B[i] (i = cc + 16c + l). The asm pins a_r here: gcc otherwise moved a whole
  * block's loads and products ahead of the sums and spilled them. */
-AI void sc_lane(int R, const int hd, const float (*q)[HD_MAX], const uint16_t *B, __mmask16 mk, int l, __m512 *a) {
+AI void sc_lane(int R, int many, const int hd, const float (*q)[HD_MAX], const uint16_t *B, __mmask16 mk, int l,
+                __m512 *a) {
+  if (many) { /* dot_f16_many: one chain over dimensions l, l + 16, .. */
+    for (int r = 0; r < R; r++) a[r] = _mm512_setzero_ps();
+    for (int i = l; i < hd; i += 16) {
+      const __m512 kv = ld16h(B + 16 * i, mk);
+      for (int r = 0; r < R; r++) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][i]), kv, a[r]);
+    }
+    for (int r = 0; r < R; r++) __asm__ volatile("" : "+v"(a[r])::"memory");
+    return;
+  }
   __m512 p[RMAX][4];
   for (int r = 0; r < R; r++)
     for (int c = 0; c < 4; c++) p[r][c] = _mm512_setzero_ps();
@@ -86,26 +79,28 @@ AI void sc_lane(int R, const int hd, const float (*q)[HD_MAX], const uint16_t *B
 }
 
 /* sum16's first two levels for lane g < 4: (a_g + a_(g+8)) + (a_(g+4) + a_(g+12)) */
-AI void sc_quad(int R, const int hd, const float (*q)[HD_MAX], const uint16_t *B, __mmask16 mk, int g, __m512 *u) {
+AI void sc_quad(int R, int many, const int hd, const float (*q)[HD_MAX], const uint16_t *B, __mmask16 mk, int g,
+                __m512 *u) {
   __m512 a0[RMAX], a1[RMAX], a2[RMAX], a3[RMAX];
-  sc_lane(R, hd, q, B, mk, g, a0);
-  sc_lane(R, hd, q, B, mk, g + 8, a1);
-  sc_lane(R, hd, q, B, mk, g + 4, a2);
-  sc_lane(R, hd, q, B, mk, g + 12, a3);
+  sc_lane(R, many, hd, q, B, mk, g, a0);
+  sc_lane(R, many, hd, q, B, mk, g + 8, a1);
+  sc_lane(R, many, hd, q, B, mk, g + 4, a2);
+  sc_lane(R, many, hd, q, B, mk, g + 12, a3);
   for (int r = 0; r < R; r++) u[r] = _mm512_add_ps(_mm512_add_ps(a0[r], a1[r]), _mm512_add_ps(a2[r], a3[r]));
 }
 
-/* S_r[keys of block B] = dot_f16_one(q_r, K[key]) * scale, masked to mk */
-AI void sc_block(int R, const int hd, const float (*q)[HD_MAX], const uint16_t *B, __mmask16 mk, float scale, float *S,
-                 int64_t lds) {
+/* S_r[keys of block B] = dot_f16_one (dot_f16_many when `many`)(q_r, K[key]) * scale; the block's
+ * keys loaded under mk (the rows' widest), row r's stored under mks[r] */
+AI void sc_block(int R, int many, const int hd, const float (*q)[HD_MAX], const uint16_t *B, __mmask16 mk,
+                 const __mmask16 *mks, float scale, float *S, int64_t lds) {
   __m512 u0[RMAX], u1[RMAX], u2[RMAX], u3[RMAX];
-  sc_quad(R, hd, q, B, mk, 0, u0);
-  sc_quad(R, hd, q, B, mk, 2, u2);
+  sc_quad(R, many, hd, q, B, mk, 0, u0);
+  sc_quad(R, many, hd, q, B, mk, 2, u2);
   for (int r = 0; r < R; r++) u0[r] = _mm512_add_ps(u0[r], u2[r]);
-  sc_quad(R, hd, q, B, mk, 1, u1);
-  sc_quad(R, hd, q, B, mk, 3, u3);
+  sc_quad(R, many, hd, q, B, mk, 1, u1);
+  sc_quad(R, many, hd, q, B, mk, 3, u3);
   for (int r = 0; r < R; r++)
-    _mm512_mask_storeu_ps(S + (size_t)r * (size_t)lds, mk,
+    _mm512_mask_storeu_ps(S + (size_t)r * (size_t)lds, mks ? mks[r] : mk,
                           _mm512_mul_ps(_mm512_add_ps(u0[r], _mm512_add_ps(u1[r], u3[r])), _mm512_set1_ps(scale)));
 }
 
@@ -153,11 +148,77 @@ AI void decode_rows(int R, const int hd, const ts__att_item *it, const float (*q
     if (j0 + 16 * PF_KBLK < valid)
       for (int o = 0; o < 32 * hd; o += 64) _mm_prefetch(kn + o, _MM_HINT_T0);
     for (int o = 0; o < 32 * hd && j0 + o / (2 * hd) < valid; o += 64) _mm_prefetch(vb + o, _MM_HINT_T1);
-    sc_block(R, hd, qs, it->KT + (size_t)j0 * (size_t)hd, mask16(valid - j0), it->scale, S + j0, it->lds);
+    sc_block(R, 0, hd, qs, it->KT + (size_t)j0 * (size_t)hd, mask16(valid - j0), NULL, it->scale, S + j0, it->lds);
   }
   for (int r = 0; r < R; r++) softmax_row(S + (size_t)r * (size_t)it->lds, valid);
   for (int i0 = 0; i0 < hd; i0 += 16) pv_slice(R, valid, S, it->lds, it->V, hd, i0, out, it->ldo);
 }
+
+/* ---- batches (dot_f16_many), R <= 4 consecutive tokens of one query head ------------------ */
+
+/* out_r[i0..i0+16) = dot_f16_many over keys k < valid[r] of P_r[k] V[k][i0..]: one chain per key
+ * lane l (keys l, l + 16, ..), the lanes in sum16's order as in pv_slice; each V row slice is
+ * loaded once for the R rows */
+AI void pv_rows_many(int R, const int *valid, int vmin, int vmax, const float *P, int64_t lds, const uint16_t *V, int hd, int i0,
+                     float *out, int64_t ldo) {
+  static const int kL[8] = {0, 4, 2, 6, 1, 5, 3, 7};
+  __m512 u[RMAX][4], w02[RMAX];
+#pragma GCC unroll 8
+  for (int li = 0; li < 8; li++) {
+    __m512 t[RMAX];
+#pragma GCC unroll 2
+    for (int half = 0; half < 2; half++) {
+      const int l = kL[li] + 8 * half;
+      __m512 p[RMAX];
+      for (int r = 0; r < R; r++) p[r] = _mm512_setzero_ps();
+      int k = l;
+      for (; k < vmin; k += 16) { /* every row's keys */
+        const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
+        for (int r = 0; r < R; r++) p[r] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, p[r]);
+      }
+      for (; k < vmax; k += 16) { /* the last keys of the later rows */
+        const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
+        for (int r = 0; r < R; r++)
+          if (k < valid[r]) p[r] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, p[r]);
+      }
+      for (int r = 0; r < R; r++) {
+        __asm__ volatile("" : "+v"(p[r])::"memory");
+        t[r] = half ? _mm512_add_ps(t[r], p[r]) : p[r];
+      }
+    }
+    for (int r = 0; r < R; r++) u[r][kL[li] & 3] = kL[li] < 4 ? t[r] : _mm512_add_ps(u[r][kL[li] & 3], t[r]);
+    if (li == 3)
+      for (int r = 0; r < R; r++) w02[r] = _mm512_add_ps(u[r][0], u[r][2]);
+  }
+  for (int r = 0; r < R; r++)
+    _mm512_storeu_ps(out + (size_t)r * (size_t)ldo + i0, _mm512_add_ps(w02[r], _mm512_add_ps(u[r][1], u[r][3])));
+}
+
+/* R rows (q fp16-rounded in qs, row r seeing valid[r] keys) of a batch item: each K^T vector and
+ * V row slice serves all R rows (one load for R fmas instead of one per fma) */
+AI void batch_rows(int R, const int hd, const ts__att_item *it, const float (*qs)[HD_MAX], const int *valid, float *S,
+                   float *out) {
+  int vmax = 0, vmin = valid[0];
+  for (int r = 0; r < R; r++) {
+    vmax = valid[r] > vmax ? valid[r] : vmax;
+    vmin = valid[r] < vmin ? valid[r] : vmin;
+  }
+  for (int j0 = 0; j0 < vmax; j0 += 16) {
+    __mmask16 mks[RMAX];
+    for (int r = 0; r < R; r++) mks[r] = mask16(valid[r] - j0);
+    sc_block(R, 1, hd, qs, it->KT + (size_t)j0 * (size_t)hd, mask16(vmax - j0), mks, it->scale, S + j0, it->lds);
+  }
+  for (int r = 0; r < R; r++) softmax_row(S + (size_t)r * (size_t)it->lds, valid[r]);
+  for (int i0 = 0; i0 < hd; i0 += 16) pv_rows_many(R, valid, vmin, vmax, S, it->lds, it->V, hd, i0, out, it->ldo);
+}
+
+#define BATCH_R(HD)                                                                   \
+  switch (R) {                                                                        \
+    case 1: batch_rows(1, HD, it, qs + r0, valid + r0, S, out); break;                \
+    case 2: batch_rows(2, HD, it, qs + r0, valid + r0, S, out); break;                \
+    case 3: batch_rows(3, HD, it, qs + r0, valid + r0, S, out); break;                \
+    default: batch_rows(4, HD, it, qs + r0, valid + r0, S, out); break;               \
+  }
 
 #define DECODE_R(HD)                                                 \
   switch (R) {                                                       \
@@ -185,10 +246,9 @@ void ts__att_item_avx512(const ts__att_item *it) {
     return;
   }
   _Alignas(64) float qs[TS__ATT_ROWS][HD_MAX];
-  int valid[TS__ATT_ROWS], vmax = 0;
+  int valid[TS__ATT_ROWS];
   for (int r = 0; r < m; r++) {
     valid[r] = it->p0 + r * it->dp + 1;
-    vmax = valid[r] > vmax ? valid[r] : vmax;
     for (int i = 0; i < hd; i += 16)
       _mm512_store_ps(qs[r] + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(it->q + (size_t)r * (size_t)it->ldq + i),
                                                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
@@ -198,14 +258,12 @@ void ts__att_item_avx512(const ts__att_item *it) {
     else ts__att_item_ref(it);
     return;
   }
-  /* rows inside the key and dimension loops: a block of K^T (16 keys x hd) and a slice of V
-   * (16 dimensions of every key) are read once from memory for all rows */
-  for (int j0 = 0; j0 < vmax; j0 += 16)
-    for (int r = 0; r < m; r++)
-      if (j0 < valid[r])
-        scores16(hd, qs[r], it->KT, j0, valid[r], it->scale, it->S + (size_t)r * (size_t)it->lds);
-  for (int r = 0; r < m; r++) softmax_row(it->S + (size_t)r * (size_t)it->lds, valid[r]);
-  for (int i0 = 0; i0 < hd; i0 += 16)
-    for (int r = 0; r < m; r++)
-      pv16(valid[r], it->S + (size_t)r * (size_t)it->lds, it->V, hd, i0, it->out + (size_t)r * (size_t)it->ldo);
+  for (int r0 = 0; r0 < m; r0 += RMAX) {
+    const int R = m - r0 < RMAX ? m - r0 : RMAX;
+    float *S = it->S + (size_t)r0 * (size_t)it->lds, *out = it->out + (size_t)r0 * (size_t)it->ldo;
+    if (hd == 64) BATCH_R(64)
+    else if (hd == 128) BATCH_R(128)
+    else if (hd == 192) BATCH_R(192)
+    else BATCH_R(256)
+  }
 }
