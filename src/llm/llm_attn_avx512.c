@@ -104,10 +104,41 @@ AI void sc_block(int R, int many, const int hd, const float (*q)[HD_MAX], const 
                           _mm512_mul_ps(_mm512_add_ps(u0[r], _mm512_add_ps(u1[r], u3[r])), _mm512_set1_ps(scale)));
 }
 
-/* out_r[i0..i0+16) = dot_f16_one over keys k < valid of P_r[k] V[k][i0..] (key lane l = k % 16,
- * chain j = k / 16 % 4), the lanes in sum16's order */
-AI void pv_slice(int R, int valid, const float *P, int64_t lds, const uint16_t *V, int hd, int i0, float *out,
-                 int64_t ldo) {
+/* Key lane l's a_r of out_r[i0..i0+16) over keys k < valid[r] (valid NULL: all rows vmax; vmin
+ * <= every valid[r]): dot_f16_one's four chains j (keys 16 j + l, + 64, ..) summed (p0+p2)+(p1+p3),
+ * or dot_f16_many's one chain (keys l, l + 16, ..), each V row slice loaded once for the R rows */
+AI void pv_lane(int R, int many, const int *valid, int vmin, int vmax, const float *P, int64_t lds, const uint16_t *V,
+                int hd, int i0, int l, __m512 *a) {
+  if (many) {
+    for (int r = 0; r < R; r++) a[r] = _mm512_setzero_ps();
+    int k = l;
+    for (; k < vmin; k += 16) { /* every row's keys */
+      const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
+      for (int r = 0; r < R; r++) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, a[r]);
+    }
+    for (; k < vmax; k += 16) { /* the last keys of the later rows */
+      const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
+      for (int r = 0; r < R; r++)
+        if (k < valid[r]) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, a[r]);
+    }
+    for (int r = 0; r < R; r++) __asm__ volatile("" : "+v"(a[r])::"memory");
+    return;
+  }
+  __m512 p[RMAX][4];
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < 4; j++) p[r][j] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++)
+    for (int k = 16 * j + l; k < vmax; k += 64) {
+      const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
+      for (int r = 0; r < R; r++) p[r][j] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, p[r][j]);
+    }
+  for (int r = 0; r < R; r++) a[r] = _mm512_add_ps(_mm512_add_ps(p[r][0], p[r][2]), _mm512_add_ps(p[r][1], p[r][3]));
+}
+
+/* out_r[i0..i0+16) = the key lanes of pv_lane summed in sum16's order */
+AI void pv_slice(int R, int many, const int *valid, int vmin, int vmax, const float *P, int64_t lds, const uint16_t *V,
+                 int hd, int i0, float *out, int64_t ldo) {
   static const int kL[8] = {0, 4, 2, 6, 1, 5, 3, 7}; /* (l, l+8) pairs: t0 + t4 = u0, t2 + t6 = u2, .. */
   __m512 u[RMAX][4], w02[RMAX];
 #pragma GCC unroll 8
@@ -115,20 +146,9 @@ AI void pv_slice(int R, int valid, const float *P, int64_t lds, const uint16_t *
     __m512 t[RMAX];
 #pragma GCC unroll 2
     for (int half = 0; half < 2; half++) {
-      const int l = kL[li] + 8 * half;
-      __m512 p[RMAX][4];
-      for (int r = 0; r < R; r++)
-        for (int j = 0; j < 4; j++) p[r][j] = _mm512_setzero_ps();
-#pragma GCC unroll 4
-      for (int j = 0; j < 4; j++)
-        for (int k = 16 * j + l; k < valid; k += 64) {
-          const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
-          for (int r = 0; r < R; r++) p[r][j] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, p[r][j]);
-        }
-      for (int r = 0; r < R; r++) {
-        const __m512 a = _mm512_add_ps(_mm512_add_ps(p[r][0], p[r][2]), _mm512_add_ps(p[r][1], p[r][3]));
-        t[r] = half ? _mm512_add_ps(t[r], a) : a;
-      }
+      __m512 a[RMAX];
+      pv_lane(R, many, valid, vmin, vmax, P, lds, V, hd, i0, kL[li] + 8 * half, a);
+      for (int r = 0; r < R; r++) t[r] = half ? _mm512_add_ps(t[r], a[r]) : a[r];
     }
     for (int r = 0; r < R; r++) u[r][kL[li] & 3] = kL[li] < 4 ? t[r] : _mm512_add_ps(u[r][kL[li] & 3], t[r]);
     if (li == 3)
@@ -151,48 +171,10 @@ AI void decode_rows(int R, const int hd, const ts__att_item *it, const float (*q
     sc_block(R, 0, hd, qs, it->KT + (size_t)j0 * (size_t)hd, mask16(valid - j0), NULL, it->scale, S + j0, it->lds);
   }
   for (int r = 0; r < R; r++) softmax_row(S + (size_t)r * (size_t)it->lds, valid);
-  for (int i0 = 0; i0 < hd; i0 += 16) pv_slice(R, valid, S, it->lds, it->V, hd, i0, out, it->ldo);
+  for (int i0 = 0; i0 < hd; i0 += 16) pv_slice(R, 0, NULL, valid, valid, S, it->lds, it->V, hd, i0, out, it->ldo);
 }
 
 /* ---- batches (dot_f16_many), R <= 4 consecutive tokens of one query head ------------------ */
-
-/* out_r[i0..i0+16) = dot_f16_many over keys k < valid[r] of P_r[k] V[k][i0..]: one chain per key
- * lane l (keys l, l + 16, ..), the lanes in sum16's order as in pv_slice; each V row slice is
- * loaded once for the R rows */
-AI void pv_rows_many(int R, const int *valid, int vmin, int vmax, const float *P, int64_t lds, const uint16_t *V, int hd, int i0,
-                     float *out, int64_t ldo) {
-  static const int kL[8] = {0, 4, 2, 6, 1, 5, 3, 7};
-  __m512 u[RMAX][4], w02[RMAX];
-#pragma GCC unroll 8
-  for (int li = 0; li < 8; li++) {
-    __m512 t[RMAX];
-#pragma GCC unroll 2
-    for (int half = 0; half < 2; half++) {
-      const int l = kL[li] + 8 * half;
-      __m512 p[RMAX];
-      for (int r = 0; r < R; r++) p[r] = _mm512_setzero_ps();
-      int k = l;
-      for (; k < vmin; k += 16) { /* every row's keys */
-        const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
-        for (int r = 0; r < R; r++) p[r] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, p[r]);
-      }
-      for (; k < vmax; k += 16) { /* the last keys of the later rows */
-        const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
-        for (int r = 0; r < R; r++)
-          if (k < valid[r]) p[r] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, p[r]);
-      }
-      for (int r = 0; r < R; r++) {
-        __asm__ volatile("" : "+v"(p[r])::"memory");
-        t[r] = half ? _mm512_add_ps(t[r], p[r]) : p[r];
-      }
-    }
-    for (int r = 0; r < R; r++) u[r][kL[li] & 3] = kL[li] < 4 ? t[r] : _mm512_add_ps(u[r][kL[li] & 3], t[r]);
-    if (li == 3)
-      for (int r = 0; r < R; r++) w02[r] = _mm512_add_ps(u[r][0], u[r][2]);
-  }
-  for (int r = 0; r < R; r++)
-    _mm512_storeu_ps(out + (size_t)r * (size_t)ldo + i0, _mm512_add_ps(w02[r], _mm512_add_ps(u[r][1], u[r][3])));
-}
 
 /* R rows (q fp16-rounded in qs, row r seeing valid[r] keys) of a batch item: each K^T vector and
  * V row slice serves all R rows (one load for R fmas instead of one per fma) */
@@ -209,7 +191,7 @@ AI void batch_rows(int R, const int hd, const ts__att_item *it, const float (*qs
     sc_block(R, 1, hd, qs, it->KT + (size_t)j0 * (size_t)hd, mask16(vmax - j0), mks, it->scale, S + j0, it->lds);
   }
   for (int r = 0; r < R; r++) softmax_row(S + (size_t)r * (size_t)it->lds, valid[r]);
-  for (int i0 = 0; i0 < hd; i0 += 16) pv_rows_many(R, valid, vmin, vmax, S, it->lds, it->V, hd, i0, out, it->ldo);
+  for (int i0 = 0; i0 < hd; i0 += 16) pv_slice(R, 1, valid, vmin, vmax, S, it->lds, it->V, hd, i0, out, it->ldo);
 }
 
 #define BATCH_R(HD)                                                                   \
