@@ -39,6 +39,14 @@ enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q4_1 = 2 };
 #ifndef PF_BYTES
 #define PF_BYTES 16384
 #endif
+/* The weights' prefetches go to L2 (T1), not L1 (T0): on a Zen 4 host a T0 prefetch holds one of
+ * the L1's few miss buffers until its line arrives from memory, and the kernels' own loads queue
+ * behind it. With T1 and spread prefetches (tile()), the model's matrices streamed at 1.3-2x the
+ * rate from memory (1 and 2 threads; on Zen 5 T1 measured the same as T0; docs/BENCHMARKS.md,
+ * issue 7). The lines reach L1 by the time the kernel's loads ask, 16 KB later, from L2. */
+#ifndef PF_HINT
+#define PF_HINT _MM_HINT_T1
+#endif
 /* Side lines prefetched per tile from the qbatch's queue (while the tile's weights stream in) */
 #define PF_SIDE_LINES 8
 
@@ -179,15 +187,16 @@ AI void finish(int kind, const __m512 *a, int nr, float *y) {
 /* y[4 i + k] (4 i + k < nr) = row k of group w + i gb . token, for ng (1 or 2) groups */
 AI void tile(int kind, int ng, const uint8_t *w, size_t gb, int nr, int64_t nb, const int8_t *q, const float *dx,
              const float *sx, const int32_t *gs, float *y, int pf, ts__pfq *side) {
-  /* The groups PF_BYTES ahead: Q8_0's lines spread over the steps of 4 blocks (per lines each),
-   * the others' all at once. One burst of ~20-35 prefetches stalls when the core's miss buffers are
-   * full (the samples pile up on the prefetches); spread, the Q8_0 vocabulary projection streamed
-   * ~6% faster from memory (1 thread; Q4_1: no change; docs/BENCHMARKS.md, issue 7). */
+  /* The groups PF_BYTES ahead, their lines spread over the steps of 4 blocks (per lines each; all
+   * at once when there is no whole step). One burst of ~20-45 prefetches stalls when the core's
+   * miss buffers are full (the samples pile up on the prefetches): spread, the Q8_0 vocabulary
+   * projection streamed ~6% faster from memory on Zen 5, and Q4_1 (together with the T1 hint)
+   * ~1.5x faster on Zen 4 (docs/BENCHMARKS.md, issue 7). */
   const int64_t steps = nb / 4, lines = (int64_t)((ng * gb + 63) / 64);
-  const int64_t per = kind == K_Q8_0 && steps > 0 ? (lines + steps - 1) / steps : lines;
+  const int64_t per = steps > 0 ? (lines + steps - 1) / steps : lines;
   const char *pw = (const char *)w + PF_BYTES;
   if (pf && per == lines)
-    for (int64_t o = 0; o < lines; o++) _mm_prefetch(pw + 64 * o, _MM_HINT_T0);
+    for (int64_t o = 0; o < lines; o++) _mm_prefetch(pw + 64 * o, PF_HINT);
   if (side) ts__pfq_pump(side, PF_SIDE_LINES);
   __m512 a[6];
 #pragma GCC unroll 6
@@ -195,7 +204,7 @@ AI void tile(int kind, int ng, const uint8_t *w, size_t gb, int nr, int64_t nb, 
   int64_t j = 0;
   for (; 4 * j + 4 <= nb; j++) {
     if (pf && per < lines)
-      for (int64_t o = j * per; o < (j + 1) * per && o < lines; o++) _mm_prefetch(pw + 64 * o, _MM_HINT_T0);
+      for (int64_t o = j * per; o < (j + 1) * per && o < lines; o++) _mm_prefetch(pw + 64 * o, PF_HINT);
     blocks4(kind, 4, ng, 1, w, gb, 0, nb, j, q, dx, sx, gs, a);
   }
   switch (nb - 4 * j) { /* the last 1..3 blocks (constant counts: unrolled like the rest) */
@@ -248,7 +257,7 @@ AI void pgemm(int kind, const void *P, size_t rb, int64_t rows, const ts__qbatch
           const uint8_t *w = base + (size_t)r * rb;
           float *yr = y + (size_t)t0 * (size_t)ldy + r;
           if (t0 == 0) /* the first pass reads the chunk from memory: the group PF_BYTES ahead */
-            for (size_t o = 0; o < gb; o += 64) _mm_prefetch((const char *)w + PF_BYTES + o, _MM_HINT_T0);
+            for (size_t o = 0; o < gb; o += 64) _mm_prefetch((const char *)w + PF_BYTES + o, PF_HINT);
           switch (TT) {
             case 4: tile_tok(kind, 4, w, nr, n, nb, q, dx, sx, gs, yr, ldy); break;
             case 3: tile_tok(kind, 3, w, nr, n, nb, q, dx, sx, gs, yr, ldy); break;
