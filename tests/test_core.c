@@ -61,6 +61,22 @@ static void test_tensor(void) {
   CHECK_STATUS(ts_dtype_parse("f128", &d), TS_ERR_DTYPE);
 }
 
+/* ts_malloc_huge: small sizes as ts_malloc, from 2 MiB 2 MiB-aligned and whole; overflow is an error */
+static void test_malloc_huge(void) {
+  const size_t sizes[] = {1, 4096, ((size_t)2 << 20) - 1, (size_t)2 << 20, ((size_t)5 << 20) + 3};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    unsigned char *p = ts_malloc_huge(sizes[i]);
+    CHECK(p != NULL, "ts_malloc_huge(%zu)", sizes[i]);
+    if (!p) continue;
+    const uintptr_t align = sizes[i] >= ((size_t)2 << 20) ? ((uintptr_t)2 << 20) : TS_ALIGN;
+    CHECK((uintptr_t)p % align == 0, "%zu bytes aligned to %zu", sizes[i], (size_t)align);
+    memset(p, 0xA5, sizes[i]); /* every byte writable */
+    CHECK(p[0] == 0xA5 && p[sizes[i] - 1] == 0xA5, "%zu bytes readable", sizes[i]);
+    ts_free(p);
+  }
+  CHECK(ts_malloc_huge(SIZE_MAX - 5) == NULL && ts_last_error()[0], "overflowing size refused: %s", ts_last_error());
+}
+
 static void test_context(void) {
   ts_context *c;
   CHECK_OK(ts_context_create(&c, 3));
@@ -158,6 +174,7 @@ static void test_files(void) {
 int main(void) {
   test_status();
   test_tensor();
+  test_malloc_huge();
   test_context();
   test_cpu();
   test_half();

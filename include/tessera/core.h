@@ -55,6 +55,9 @@ void ts_error_clear(void);
 /* 64-byte aligned allocation; NULL with TS_ERR_OOM detail on failure. Free with ts_free. */
 void *ts_malloc(size_t bytes);
 void *ts_calloc(size_t count, size_t size);
+/* As ts_malloc; from 2 MiB up, 2 MiB aligned and advised into transparent huge pages (where the
+ * system allows them). Free with ts_free. */
+void *ts_malloc_huge(size_t bytes);
 void ts_free(void *p);
 /* a*b and a+b with overflow detection: returns false on overflow. */
 bool ts_mul_size(size_t a, size_t b, size_t *out);

@@ -1,6 +1,7 @@
 /* Aligned allocation, overflow-checked sizes, dtypes and tensor descriptors. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "tessera/core.h"
 
@@ -17,6 +18,32 @@ void *ts_malloc(size_t bytes) {
   rounded &= ~(size_t)(TS_ALIGN - 1);
   void *p = aligned_alloc(TS_ALIGN, rounded);
   if (!p) ts_error(TS_ERR_OOM, "cannot allocate %zu bytes", bytes);
+  return p;
+}
+
+/* Large read-mostly buffers (an LLM's packed weights) in 2 MiB pages where the kernel's transparent
+ * huge pages allow it (madvise or always; with never, or where madvise fails, the advice is
+ * ignored and the buffer is an ordinary one). Streaming the packed weights of SmolLM2 from memory
+ * measured 1.01-1.27x faster with them on a Zen 4 host (10 of 10 alternated rounds, 1 and 2
+ * threads), and the same as 4 KiB pages on Zen 5 (docs/BENCHMARKS.md, issue 7): fewer TLB misses,
+ * and the hardware prefetchers are not stopped at every 4 KiB boundary. */
+void *ts_malloc_huge(size_t bytes) {
+  const size_t huge = (size_t)2 << 20;
+  if (bytes < huge) return ts_malloc(bytes);
+  size_t rounded;
+  if (!ts_add_size(bytes, huge - 1, &rounded)) {
+    ts_error(TS_ERR_OVERFLOW, "allocation of %zu bytes overflows", bytes);
+    return NULL;
+  }
+  rounded &= ~(huge - 1);
+  void *p = aligned_alloc(huge, rounded);
+  if (!p) {
+    ts_error(TS_ERR_OOM, "cannot allocate %zu bytes", bytes);
+    return NULL;
+  }
+#ifdef MADV_HUGEPAGE
+  (void)madvise(p, rounded, MADV_HUGEPAGE); /* advice only: a refusal leaves 4 KiB pages */
+#endif
   return p;
 }
 

@@ -195,7 +195,7 @@ static ts_status pack_all(ts_llm_model *m) {
     free(ws);
     return TS_OK;
   }
-  m->packmem = ts_malloc(total);
+  m->packmem = ts_malloc_huge(total); /* streamed every token: 2 MiB pages where allowed */
   if (!m->packmem) {
     free(ws);
     return ts_error(TS_ERR_OOM, "out of memory for %zu MiB of packed weights", total >> 20);
