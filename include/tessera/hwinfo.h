@@ -14,8 +14,9 @@ extern "C" {
 #endif
 
 /* Format version written into machine.json; ts_hwinfo_load rejects newer files, and
- * ts_hwinfo_get re-measures when a cached profile is older. */
-#define TS_HWINFO_VERSION 1
+ * ts_hwinfo_get re-measures when a cached profile is older. 2: the read bandwidth is measured on
+ * transparent huge pages where the system allows them (1: 4 KiB pages). */
+#define TS_HWINFO_VERSION 2
 
 typedef struct ts_machine_profile {
   char cpu_model[64];          /* cpuid brand string */
