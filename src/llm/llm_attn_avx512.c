@@ -47,12 +47,10 @@ static void softmax_row(float *s, int valid) {
 
 #define AI static inline __attribute__((always_inline))
 #define RMAX 4
-#define PF_KBLK 2 /* K blocks prefetched ahead */
-/* ... into L2 (T1): on a Zen 4 host T0's burst of 32 lines held the L1's miss buffers (decode at
- * 512 + 128 tokens 1.01-1.12x faster, 4 of 4 pairs; 4 blocks ahead measured the same as 2) */
-#ifndef ATT_PF_HINT
-#define ATT_PF_HINT _MM_HINT_T1
-#endif
+/* K blocks prefetched ahead, into L2 (T1) like the V rows: on a Zen 4 host T0's burst of 32 lines
+ * held the L1's miss buffers (decode at 512 + 128 tokens 1.01-1.12x faster, 4 of 4 pairs; 4 blocks
+ * ahead measured the same as 2) */
+#define PF_KBLK 2
 
 /* Lane l's a_r = (p0+p2)+(p1+p3) of a 16-key block B ([hd][16]), p_c = the chain over 64-dim
  * chunks cc of q_r[i] B[i] (i = cc + 16c + l). The asm pins a_r here: gcc otherwise moved a whole
@@ -171,7 +169,7 @@ AI void decode_rows(int R, const int hd, const ts__att_item *it, const float (*q
      * read a token ago, and the side prefetches of the matmuls (llm_layer.c) do not hold all of it */
     const char *kn = (const char *)(it->KT + (size_t)(j0 + 16 * PF_KBLK) * (size_t)hd), *vb = (const char *)(it->V + (size_t)j0 * (size_t)hd);
     if (j0 + 16 * PF_KBLK < valid)
-      for (int o = 0; o < 32 * hd; o += 64) _mm_prefetch(kn + o, ATT_PF_HINT);
+      for (int o = 0; o < 32 * hd; o += 64) _mm_prefetch(kn + o, _MM_HINT_T1);
     for (int o = 0; o < 32 * hd && j0 + o / (2 * hd) < valid; o += 64) _mm_prefetch(vb + o, _MM_HINT_T1);
     sc_block(R, 0, hd, qs, it->KT + (size_t)j0 * (size_t)hd, mask16(valid - j0), NULL, it->scale, S + j0, it->lds);
   }
