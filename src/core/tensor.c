@@ -8,17 +8,23 @@
 bool ts_mul_size(size_t a, size_t b, size_t *out) { return !__builtin_mul_overflow(a, b, out); }
 bool ts_add_size(size_t a, size_t b, size_t *out) { return !__builtin_add_overflow(a, b, out); }
 
-void *ts_malloc(size_t bytes) {
+/* bytes (at least 1) rounded up to a multiple of align (a power of two) and allocated so aligned;
+ * *rounded gets the size (NULL, with the error set, on overflow or when memory is short) */
+static void *alloc_aligned(size_t bytes, size_t align, size_t *rounded) {
   if (bytes == 0) bytes = 1;
-  size_t rounded;
-  if (!ts_add_size(bytes, TS_ALIGN - 1, &rounded)) {
+  if (!ts_add_size(bytes, align - 1, rounded)) {
     ts_error(TS_ERR_OVERFLOW, "allocation of %zu bytes overflows", bytes);
     return NULL;
   }
-  rounded &= ~(size_t)(TS_ALIGN - 1);
-  void *p = aligned_alloc(TS_ALIGN, rounded);
+  *rounded &= ~(align - 1);
+  void *p = aligned_alloc(align, *rounded);
   if (!p) ts_error(TS_ERR_OOM, "cannot allocate %zu bytes", bytes);
   return p;
+}
+
+void *ts_malloc(size_t bytes) {
+  size_t rounded;
+  return alloc_aligned(bytes, TS_ALIGN, &rounded);
 }
 
 /* Large read-mostly buffers (an LLM's packed weights) in 2 MiB pages where the kernel's transparent
@@ -31,18 +37,9 @@ void *ts_malloc_huge(size_t bytes) {
   const size_t huge = (size_t)2 << 20;
   if (bytes < huge) return ts_malloc(bytes);
   size_t rounded;
-  if (!ts_add_size(bytes, huge - 1, &rounded)) {
-    ts_error(TS_ERR_OVERFLOW, "allocation of %zu bytes overflows", bytes);
-    return NULL;
-  }
-  rounded &= ~(huge - 1);
-  void *p = aligned_alloc(huge, rounded);
-  if (!p) {
-    ts_error(TS_ERR_OOM, "cannot allocate %zu bytes", bytes);
-    return NULL;
-  }
+  void *p = alloc_aligned(bytes, huge, &rounded);
 #ifdef MADV_HUGEPAGE
-  (void)madvise(p, rounded, MADV_HUGEPAGE); /* advice only: a refusal leaves 4 KiB pages */
+  if (p) (void)madvise(p, rounded, MADV_HUGEPAGE); /* advice only: a refusal leaves 4 KiB pages */
 #endif
   return p;
 }

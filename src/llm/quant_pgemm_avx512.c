@@ -43,7 +43,7 @@ enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q4_1 = 2 };
  * the L1's few miss buffers until its line arrives from memory, and the kernels' own loads queue
  * behind it. With T1 and spread prefetches (tile()), the model's matrices streamed at 1.3-2x the
  * rate from memory (1 and 2 threads; on Zen 5 T1 measured the same as T0; docs/BENCHMARKS.md,
- * issue 7). The lines reach L1 by the time the kernel's loads ask, 16 KB later, from L2. */
+ * issue 7). The kernel's loads, 16 KB later, find the lines in L2. */
 #ifndef PF_HINT
 #define PF_HINT _MM_HINT_T1
 #endif
