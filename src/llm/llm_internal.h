@@ -9,9 +9,9 @@
 #include "tessera/llm.h"
 
 /* A weight matrix [rows][cols] in its file type: row r at data + r * row_bytes (in the mapping).
- * Block types also get a packed copy (groups of 4 rows, the same bytes, ts__pack_rows) when the
+ * Block types also get a packed copy (groups of 8 rows, the same bytes, ts__pack_rows) when the
  * active ISA has packed kernels: then packed != NULL and pgemm is its kernel (row r0 of a range at
- * packed + r0 * row_bytes when r0 % 4 == 0). */
+ * packed + r0 * row_bytes when r0 % 8 == 0). */
 typedef struct ts__wmat {
   const char *name;
   uint32_t type;

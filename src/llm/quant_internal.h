@@ -95,19 +95,23 @@ typedef struct ts__qbatch {
   ts__pfq *pf; /* side prefetches (NULL: none) */
 } ts__qbatch;
 
-/* Packed block-type rows (ts__pack_rows): the file's blocks regrouped in groups of 4 rows (the
- * last group padded with zero rows), each group 4 x row_bytes, so that one 64-byte load holds one
- * block of all 4 rows (quant_pgemm_avx512.c); nb = cols / 32, blocks counted in steps of 4
- * (j = b / 4, nbj = min(4, nb - 4 j) blocks in step j):
- *   Q4_0: d [8 nb], qs [nb][4 rows][16]
- *   Q4_1: d [8 nb], m [8 nb], qs [nb][4 rows][16]
- *   Q8_0: d [8 nb], u [nb][4 rows][32] = q ^ 0x80 (the int8 values + 128, unsigned for vpdpbusd)
- * where d (and m) hold step j's fp16 scales at byte 32 j as [row k][block h < nbj]. A group is
- * read front to back (scales, then quants). Rows are no longer separate byte ranges: skipping a
- * neuron (a row of gate / up) costs a 4-row group's granularity here (docs/ARCHITECTURE.md).
+/* Packed block-type rows (ts__pack_rows): the file's blocks regrouped in groups of 8 rows (the
+ * last group padded with zero rows), each group 8 x row_bytes, in two halves of 4 rows, so that one
+ * 64-byte load holds one block of a half's 4 rows (quant_pgemm_avx512.c). nb = cols / 32; blocks
+ * go in steps of 4 (j = b / 4, nbj = min(4, nb - 4 j) blocks in step j), and step j, at byte 32 j x
+ * the block size of the group, holds
+ *   Q4_0: d [2 halves][4 rows][nbj], qs [nbj][2 halves][4 rows][16]
+ *   Q4_1: d [2][4][nbj], m [2][4][nbj], qs [nbj][2][4][16]
+ *   Q8_0: d [2][4][nbj], u [nbj][2][4][32] = q ^ 0x80 (the int8 values + 128, unsigned for vpdpbusd)
+ * (d, m fp16). A decode tile reads its group's bytes strictly in address order and the groups
+ * follow each other, so a thread's rows of a matrix are one ascending stream, which the hardware
+ * prefetchers follow at the memory's rate (the layout before, groups of 4 with all scales first,
+ * read in pairs, made two interleaved streams that they could not; docs/BENCHMARKS.md, issue 7).
+ * Rows are no longer separate byte ranges: skipping a neuron (a row of gate / up) costs an 8-row
+ * group's granularity here (docs/ARCHITECTURE.md).
  * Batched GEMM on packed rows: y[t * ldy + r] = dot(row r, activation t), r < rows, t < x->T,
  * equal bit for bit to the reference dot of the file's row (llama.cpp's order, cpu_order.h); P
- * points at a group (row r0 of the matrix with r0 % 4 == 0, at byte r0 x row_bytes). */
+ * points at a group (row r0 of the matrix with r0 % 8 == 0, at byte r0 x row_bytes). */
 typedef void (*ts__pgemm_fn)(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y,
                              int64_t ldy);
 /* Fills gsum of T tokens from q (the packed kernels' extra input). */
@@ -123,7 +127,7 @@ typedef struct ts__quant_table {
 } ts__quant_table;
 
 /* Rows per packed group, and the bytes of a packed rows x cols matrix (rows rounded up to a group). */
-#define TS__PACK_ROWS 4
+#define TS__PACK_ROWS 8
 size_t ts__pack_bytes(uint32_t type, int64_t rows, int64_t cols);
 /* Packs rows x cols of a block type from the file layout (src) into dst (ts__pack_bytes). */
 void ts__pack_rows(uint32_t type, const void *src, void *dst, int64_t rows, int64_t cols);

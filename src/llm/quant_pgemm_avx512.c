@@ -1,29 +1,33 @@
-/* AVX-512 VNNI GEMM on packed block rows (layout in quant_internal.h: groups of 4 rows, scales
- * [row][block] per 4 blocks, each block's 4 rows side by side) against Q8 activations, in llama.cpp's
- * order (cpu_order.h), so every output equals the scalar reference dot bit for bit:
+/* AVX-512 VNNI GEMM on packed block rows (layout in quant_internal.h: groups of 8 rows in two
+ * halves of 4, read front to back: per step of 4 blocks the scales, then each block's rows side by
+ * side) against Q8 activations, in llama.cpp's order (cpu_order.h), so every output equals the
+ * scalar reference dot bit for bit:
  * y[t][r] = hsum8 over blocks of fma(d_w d_x, lane) (+ Q4_1's sum of m_w s_x, block after block).
  *
- * A tile is one or two groups (4 or 8 rows) x 1 token. The integer part of a block dot is exact in
- * any order; only the fp32 accumulation is fixed per row and lane, so a vector holds the 8 lanes of
- * 2 or 4 rows for one block and the accumulators advance block by block:
- *   Q4_0 / Q4_1: a block's 64 bytes are the 16 nibble bytes of rows 0..3 (128-bit lane k = row k);
- *     lo = q & 15 are elements 0..15, hi = q >> 4 elements 16..31, so vpdpbusd against the token's
- *     elements 0..15 (16..31) broadcast to every 128-bit lane gives in int32 lane 4k + g the exact
- *     sum of elements 4g..4g+3 (16+4g..) of row k: ggml's lanes g and 4+g, in two accumulators.
- *     Q4_0's -8 enters as the dot's starting value (-8 x the activation's group sums).
- *   Q8_0: a block is 128 bytes, rows 0|1 then 2|3 (256 bits each, the int8 values + 128, unsigned
- *     for vpdpbusd), so int32 lane 8i + g holds lane g of row 2p + i; -128 x the group sums is the
- *     starting value.
- * Scales: per 4 blocks the group's 16 fp16 scales ([row k][block h], lane 4k + h) are converted and
+ * A decode tile is one group (8 rows, its two halves side by side: two independent fma chains) x
+ * 1 token. The integer part of a block dot is exact in any order; only the fp32 accumulation is
+ * fixed per row and lane, so a vector holds the 8 lanes of 2 or 4 rows for one block and the
+ * accumulators advance block by block:
+ *   Q4_0 / Q4_1: a half's block is 64 bytes, the 16 nibble bytes of rows 0..3 (128-bit lane k =
+ *     row k); lo = q & 15 are elements 0..15, hi = q >> 4 elements 16..31, so vpdpbusd against the
+ *     token's elements 0..15 (16..31) broadcast to every 128-bit lane gives in int32 lane 4k + g the
+ *     exact sum of elements 4g..4g+3 (16+4g..) of row k: ggml's lanes g and 4+g, in two
+ *     accumulators. Q4_0's -8 enters as the dot's starting value (-8 x the activation's group sums).
+ *   Q8_0: a half's block is 128 bytes, rows 0|1 then 2|3 (256 bits each, the int8 values + 128,
+ *     unsigned for vpdpbusd), so int32 lane 8i + g holds lane g of row 2p + i; -128 x the group
+ *     sums is the starting value.
+ * Scales: per 4 blocks a half's 16 fp16 scales ([row k][block h], lane 4k + h) are converted and
  * multiplied by the token's d_x (exact: two fp16 values), and block h's per-lane scales are one
  * in-lane permute (Q8_0: the rows' halves are spread to 256-bit halves once per 4 blocks). Q4_1's
  * m_w s_x (exact) is added per row, block after block, in lane 4k of a third accumulator.
- * Compared with the earlier layout (each row contiguous, 4 rows transposed in registers, scales
+ * Compared with the first layout (each row contiguous, 4 rows transposed in registers, scales
  * transposed per 16 blocks) this is ~1.5x the rate per core (docs/BENCHMARKS.md, issue 7).
- * Decode (T = 1) streams all groups; prefill walks ~32 KiB chunks of groups with every token
- * inside, so a chunk is read from memory once and from L1/L2 by the other tokens, in tiles of one
- * group x up to 4 tokens (tile_tok): a block's quants are loaded and unpacked once for the 4
- * tokens (prefill 1.06-1.16x over 1-token tiles, docs/BENCHMARKS.md). */
+ * Decode (T = 1) streams all groups, every byte in address order: one linear stream per thread,
+ * which the hardware prefetchers follow at the memory's rate (see PF_BYTES); prefill walks ~32 KiB
+ * chunks of groups with every token inside, so a chunk is read from memory once and from L1/L2 by
+ * the other tokens, in tiles of one half (4 rows) x up to 4 tokens (tile_tok): a block's quants are
+ * loaded and unpacked once for the 4 tokens (prefill 1.06-1.16x over 1-token tiles,
+ * docs/BENCHMARKS.md). */
 #include <immintrin.h>
 
 #include "llm/quant_internal.h"
@@ -32,23 +36,29 @@
 
 enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q4_1 = 2 };
 
-/* Software prefetch distance in bytes of weights ahead of the group being read: streaming from
- * memory, the hardware prefetchers alone left the Q8_0 vocabulary projection far below the
- * bandwidth (measured on Zen 4; ~8-16 KB ahead gave the best rates; on Zen 5 4-32 KB measured the
- * same within this VM's noise). */
+/* Software prefetch distance (bytes of weights ahead of the tile being read; 0: none) in decode.
+ * None: a tile reads its group front to back and the groups follow each other, so a thread's share
+ * of a matrix is one ascending stream, which the hardware prefetchers alone read at the memory's
+ * rate. Measured on a Zen 4 host, 1 thread, 256 MB (docs/BENCHMARKS.md, issue 7): a plain
+ * ascending read loop 29-31 GB/s; the same loop with T1 prefetches 16 KB ahead 22-25 GB/s
+ * (software prefetches far ahead take the miss buffers the hardware prefetchers would use), 4 KB
+ * ahead 28-31. Groups of 4 rows read in pairs (two streams interleaved line by line, the layout
+ * before) left the hardware prefetchers at 9-13 GB/s, hence the 16 KB software prefetches then.
+ * In full decode, the kernels with 512 B or 1 KB ahead were no faster than with none. */
 #ifndef PF_BYTES
-#define PF_BYTES 16384
+#define PF_BYTES 0
 #endif
-/* The weights' prefetches go to L2 (T1), not L1 (T0): on a Zen 4 host a T0 prefetch holds one of
- * the L1's few miss buffers until its line arrives from memory, and the kernels' own loads queue
- * behind it. With T1 and spread prefetches (tile()), the model's matrices streamed at 1.3-2x the
- * rate from memory (1 and 2 threads; on Zen 5 T1 measured the same as T0; docs/BENCHMARKS.md,
- * issue 7). The kernel's loads, 16 KB later, find the lines in L2. */
+/* Prefill: each chunk's first pass prefetches the group 16 KB ahead into L2 (T1: a T0 prefetch
+ * holds one of the L1's few miss buffers until its line arrives; the kernel is compute-bound
+ * there and the other tokens' passes read the chunk from L1/L2). */
+#define PF_PREFILL 16384
 #ifndef PF_HINT
 #define PF_HINT _MM_HINT_T1
 #endif
 /* Side lines prefetched per tile from the qbatch's queue (while the tile's weights stream in) */
+#ifndef PF_SIDE_LINES
 #define PF_SIDE_LINES 8
+#endif
 
 /* fp16 scales of nbj (1..4) blocks of 4 rows, [row k][block h] (rows 2 nbj bytes apart) -> fp32
  * lane 4k + h (lanes h >= nbj zero) */
@@ -79,27 +89,30 @@ AI __m512 lane_h(__m512 v, int h) {
 AI __m512i bcast128(const void *p) { return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)p)); }
 AI __m512i bcast256(const void *p) { return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p)); }
 
-/* where the quants start in a group of 4 packed rows (after the scales) */
-AI size_t qoff(int kind, int64_t nb) { return (size_t)(kind == K_Q4_1 ? 16 : 8) * (size_t)nb; }
+/* bytes of a block of one row (so a step of 4 blocks of a group of 8 rows is 32 of them) */
+AI size_t bsz(int kind) { return kind == K_Q8_0 ? 34 : kind == K_Q4_0 ? 18 : 20; }
 
-/* Blocks 4j .. 4j + nbj - 1 of ng groups of 4 rows (group i at g + i gb) against TT tokens (token u's
- * arrays at q + u n, dx + u nb, sx + u nb, gs + 8 u nb), ng x TT <= 4: decode runs 1 or 2 groups x
- * 1 token, prefill 1 group x up to 4 tokens. Group i and token u accumulate into
+/* Blocks 4j .. 4j + nbj - 1 of ng halves (i0, i0 + 1, ..) of the group of 8 rows at g against TT
+ * tokens (token u's arrays at q + u n, dx + u nb, sx + u nb, gs + 8 u nb), ng x TT <= 4: decode runs
+ * both halves x 1 token, prefill one half x up to 4 tokens. Step j starts at g + 32 j bsz: the d
+ * scales of half i at + 8 nbj i (Q4_1's m after all d, at + 16 nbj + 8 nbj i), then block h of
+ * half i at + SC + h (8 rows' quants) + i (4 rows' quants). Half i and token u accumulate into
  * a[3 (i TT + u) ..]:
  * Q4: a0 / a1 lanes 4k + g = row k's ggml lane g / 4 + g, a2 lane 4k = row k's sum of m_w s_x;
  * Q8_0: a0 / a1 lanes 8i + g = lane g of row i / 2 + i.
  * Each accumulator is one chain of fmas, block after block (the order is fixed, so every output's
- * bits are those of one group x one token). Two groups side by side give the core two independent
+ * bits are those of one half x one token). Two halves side by side give the core two independent
  * chains and share the token's broadcasts (decode); several tokens share each block's loaded and
  * unpacked quants and converted scales (prefill). */
-AI void blocks4(int kind, int nbj, int ng, int TT, const uint8_t *g, size_t gb, int64_t n, int64_t nb, int64_t j,
+AI void blocks4(int kind, int nbj, int ng, int TT, const uint8_t *g, int i0, int64_t n, int64_t nb, int64_t j,
                 const int8_t *q, const float *dx, const float *sx, const int32_t *gs, __m512 *a) {
-  const size_t qo = qoff(kind, nb);
+  const uint8_t *sb = g + (size_t)j * 32 * bsz(kind);
+  const size_t SC = (size_t)(kind == K_Q4_1 ? 32 : 16) * (size_t)nbj;
   const int64_t b0 = 4 * j;
   __m512 S[4], M[4];
 #pragma GCC unroll 2
   for (int i = 0; i < ng; i++) {
-    const __m512 W = ld_scales(g + i * gb + 32 * j, nbj);
+    const __m512 W = ld_scales(sb + 8 * nbj * (i0 + i), nbj);
 #pragma GCC unroll 4
     for (int u = 0; u < TT; u++) S[i * TT + u] = _mm512_mul_ps(W, bcast4(dx + u * nb + b0, nbj));
   }
@@ -116,8 +129,8 @@ AI void blocks4(int kind, int nbj, int ng, int TT, const uint8_t *g, size_t gb, 
       const int64_t b = b0 + h;
 #pragma GCC unroll 2
       for (int i = 0; i < ng; i++) {
-        const uint8_t *Q = g + i * gb + qo;
-        const __m512i w01 = _mm512_loadu_si512(Q + 128 * b), w23 = _mm512_loadu_si512(Q + 128 * b + 64);
+        const uint8_t *Q = sb + SC + 128 * (i0 + i);
+        const __m512i w01 = _mm512_loadu_si512(Q + 256 * h), w23 = _mm512_loadu_si512(Q + 256 * h + 64);
 #pragma GCC unroll 4
         for (int u = 0; u < TT; u++) {
           const int x = i * TT + u;
@@ -134,7 +147,7 @@ AI void blocks4(int kind, int nbj, int ng, int TT, const uint8_t *g, size_t gb, 
   if (kind == K_Q4_1)
 #pragma GCC unroll 2
     for (int i = 0; i < ng; i++) {
-      const __m512 W = ld_scales(g + i * gb + 8 * nb + 32 * j, nbj);
+      const __m512 W = ld_scales(sb + 16 * nbj + 8 * nbj * (i0 + i), nbj);
 #pragma GCC unroll 4
       for (int u = 0; u < TT; u++) M[i * TT + u] = _mm512_mul_ps(W, bcast4(sx + u * nb + b0, nbj));
     }
@@ -144,7 +157,7 @@ AI void blocks4(int kind, int nbj, int ng, int TT, const uint8_t *g, size_t gb, 
     const int64_t b = b0 + h;
 #pragma GCC unroll 2
     for (int i = 0; i < ng; i++) {
-      const __m512i v = _mm512_loadu_si512(g + i * gb + qo + 64 * b);
+      const __m512i v = _mm512_loadu_si512(sb + SC + 128 * h + 64 * (i0 + i));
       const __m512i lo = _mm512_and_si512(v, lom), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), lom);
 #pragma GCC unroll 4
       for (int u = 0; u < TT; u++) {
@@ -184,17 +197,16 @@ AI void finish(int kind, const __m512 *a, int nr, float *y) {
   _mm_mask_storeu_ps(y, (__mmask8)((1u << nr) - 1u), r);
 }
 
-/* y[4 i + k] (4 i + k < nr) = row k of group w + i gb . token, for ng (1 or 2) groups */
-AI void tile(int kind, int ng, const uint8_t *w, size_t gb, int nr, int64_t nb, const int8_t *q, const float *dx,
+/* y[k] (k < nr) = row k of the group of 8 rows at w (gb bytes) . token */
+AI void tile(int kind, const uint8_t *w, size_t gb, int nr, int64_t nb, const int8_t *q, const float *dx,
              const float *sx, const int32_t *gs, float *y, int pf, ts__pfq *side) {
-  /* The groups PF_BYTES ahead, their lines spread over the steps of 4 blocks (per lines each; all
-   * at once when there is no whole step). One burst of ~20-45 prefetches stalls when the core's
-   * miss buffers are full (the samples pile up on the prefetches): spread, the Q8_0 vocabulary
-   * projection streamed ~6% faster from memory on Zen 5, and Q4_1 (together with the T1 hint)
-   * ~1.5x faster on Zen 4 (docs/BENCHMARKS.md, issue 7). */
-  const int64_t steps = nb / 4, lines = (int64_t)((ng * gb + 63) / 64);
+  /* With PF_BYTES > 0: the group PF_BYTES ahead, its lines spread over the steps of 4 blocks (per
+   * lines each; all at once when there is no whole step): one burst of ~20-45 prefetches stalls
+   * when the core's miss buffers are full. */
+  const int64_t steps = nb / 4, lines = (int64_t)((gb + 63) / 64);
   const int64_t per = steps > 0 ? (lines + steps - 1) / steps : lines;
   const char *pw = (const char *)w + PF_BYTES;
+  if (PF_BYTES == 0) pf = 0;
   if (pf && per == lines)
     for (int64_t o = 0; o < lines; o++) _mm_prefetch(pw + 64 * o, PF_HINT);
   if (side) ts__pfq_pump(side, PF_SIDE_LINES);
@@ -205,30 +217,31 @@ AI void tile(int kind, int ng, const uint8_t *w, size_t gb, int nr, int64_t nb, 
   for (; 4 * j + 4 <= nb; j++) {
     if (pf && per < lines)
       for (int64_t o = j * per; o < (j + 1) * per && o < lines; o++) _mm_prefetch(pw + 64 * o, PF_HINT);
-    blocks4(kind, 4, ng, 1, w, gb, 0, nb, j, q, dx, sx, gs, a);
+    blocks4(kind, 4, 2, 1, w, 0, 0, nb, j, q, dx, sx, gs, a);
   }
   switch (nb - 4 * j) { /* the last 1..3 blocks (constant counts: unrolled like the rest) */
-    case 1: blocks4(kind, 1, ng, 1, w, gb, 0, nb, j, q, dx, sx, gs, a); break;
-    case 2: blocks4(kind, 2, ng, 1, w, gb, 0, nb, j, q, dx, sx, gs, a); break;
-    case 3: blocks4(kind, 3, ng, 1, w, gb, 0, nb, j, q, dx, sx, gs, a); break;
+    case 1: blocks4(kind, 1, 2, 1, w, 0, 0, nb, j, q, dx, sx, gs, a); break;
+    case 2: blocks4(kind, 2, 2, 1, w, 0, 0, nb, j, q, dx, sx, gs, a); break;
+    case 3: blocks4(kind, 3, 2, 1, w, 0, 0, nb, j, q, dx, sx, gs, a); break;
     default: break;
   }
   finish(kind, a, nr < 4 ? nr : 4, y);
-  if (ng == 2) finish(kind, a + 3, nr - 4, y + 4);
+  if (nr > 4) finish(kind, a + 3, nr - 4, y + 4);
 }
 
-/* y[u][k] (k < nr) = row k of group w . token u, for TT (1..4) tokens (y rows ldy apart) */
-AI void tile_tok(int kind, int TT, const uint8_t *w, int nr, int64_t n, int64_t nb, const int8_t *q, const float *dx,
+/* y[u][k] (k < nr) = row k of half i0 of the group at w . token u, for TT (1..4) tokens (y rows ldy
+ * apart) */
+AI void tile_tok(int kind, int TT, const uint8_t *w, int i0, int nr, int64_t n, int64_t nb, const int8_t *q, const float *dx,
                  const float *sx, const int32_t *gs, float *y, int64_t ldy) {
   __m512 a[12];
 #pragma GCC unroll 12
   for (int i = 0; i < 3 * TT; i++) a[i] = _mm512_setzero_ps();
   int64_t j = 0;
-  for (; 4 * j + 4 <= nb; j++) blocks4(kind, 4, 1, TT, w, 0, n, nb, j, q, dx, sx, gs, a);
+  for (; 4 * j + 4 <= nb; j++) blocks4(kind, 4, 1, TT, w, i0, n, nb, j, q, dx, sx, gs, a);
   switch (nb - 4 * j) {
-    case 1: blocks4(kind, 1, 1, TT, w, 0, n, nb, j, q, dx, sx, gs, a); break;
-    case 2: blocks4(kind, 2, 1, TT, w, 0, n, nb, j, q, dx, sx, gs, a); break;
-    case 3: blocks4(kind, 3, 1, TT, w, 0, n, nb, j, q, dx, sx, gs, a); break;
+    case 1: blocks4(kind, 1, 1, TT, w, i0, n, nb, j, q, dx, sx, gs, a); break;
+    case 2: blocks4(kind, 2, 1, TT, w, i0, n, nb, j, q, dx, sx, gs, a); break;
+    case 3: blocks4(kind, 3, 1, TT, w, i0, n, nb, j, q, dx, sx, gs, a); break;
     default: break;
   }
 #pragma GCC unroll 4
@@ -240,29 +253,31 @@ AI void tile_tok(int kind, int TT, const uint8_t *w, int nr, int64_t n, int64_t 
 AI void pgemm(int kind, const void *P, size_t rb, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy) {
   const uint8_t *base = P;
   const int64_t n = x->n, nb = n / 32;
-  const size_t gb = 4 * rb; /* bytes per group */
-  int64_t chunk = (int64_t)(CHUNK_BYTES / gb) * 4;
-  if (chunk < 4) chunk = 4;
+  const size_t gb = 8 * rb; /* bytes per group */
+  int64_t chunk = (int64_t)(CHUNK_BYTES / gb) * 8;
+  if (chunk < 8) chunk = 8;
   if (x->T == 1) chunk = rows;
   for (int64_t c0 = 0; c0 < rows; c0 += chunk) {
     const int64_t c1 = c0 + chunk < rows ? c0 + chunk : rows;
-    if (x->T > 1) { /* prefill: tiles of one group x up to 4 tokens, the chunk's groups for each block of tokens */
+    if (x->T > 1) { /* prefill: tiles of one half x up to 4 tokens, the chunk's groups for each block of tokens */
       for (int t0 = 0; t0 < x->T; t0 += 4) {
         const int TT = x->T - t0 < 4 ? x->T - t0 : 4;
         const int8_t *q = x->q + (size_t)t0 * (size_t)n;
         const float *dx = x->d + (size_t)t0 * (size_t)nb, *sx = x->s + (size_t)t0 * (size_t)nb;
         const int32_t *gs = x->gsum + (size_t)t0 * (size_t)nb * 8;
-        for (int64_t r = c0; r < c1; r += 4) {
-          const int nr = c1 - r < 4 ? (int)(c1 - r) : 4;
+        for (int64_t r = c0; r < c1; r += 8) {
           const uint8_t *w = base + (size_t)r * rb;
-          float *yr = y + (size_t)t0 * (size_t)ldy + r;
-          if (t0 == 0) /* the first pass reads the chunk from memory: the group PF_BYTES ahead */
-            for (size_t o = 0; o < gb; o += 64) _mm_prefetch((const char *)w + PF_BYTES + o, PF_HINT);
-          switch (TT) {
-            case 4: tile_tok(kind, 4, w, nr, n, nb, q, dx, sx, gs, yr, ldy); break;
-            case 3: tile_tok(kind, 3, w, nr, n, nb, q, dx, sx, gs, yr, ldy); break;
-            case 2: tile_tok(kind, 2, w, nr, n, nb, q, dx, sx, gs, yr, ldy); break;
-            default: tile_tok(kind, 1, w, nr, n, nb, q, dx, sx, gs, yr, ldy); break;
+          if (t0 == 0) /* the first pass reads the chunk from memory: the group PF_PREFILL ahead */
+            for (size_t o = 0; o < gb; o += 64) _mm_prefetch((const char *)w + PF_PREFILL + o, PF_HINT);
+          for (int i0 = 0; i0 < 2 && r + 4 * i0 < c1; i0++) {
+            const int nr = c1 - r - 4 * i0 < 4 ? (int)(c1 - r - 4 * i0) : 4;
+            float *yr = y + (size_t)t0 * (size_t)ldy + r + 4 * i0;
+            switch (TT) {
+              case 4: tile_tok(kind, 4, w, i0, nr, n, nb, q, dx, sx, gs, yr, ldy); break;
+              case 3: tile_tok(kind, 3, w, i0, nr, n, nb, q, dx, sx, gs, yr, ldy); break;
+              case 2: tile_tok(kind, 2, w, i0, nr, n, nb, q, dx, sx, gs, yr, ldy); break;
+              default: tile_tok(kind, 1, w, i0, nr, n, nb, q, dx, sx, gs, yr, ldy); break;
+            }
           }
         }
       }
@@ -272,15 +287,9 @@ AI void pgemm(int kind, const void *P, size_t rb, int64_t rows, const ts__qbatch
       const int8_t *q = x->q + (size_t)t * (size_t)n;
       const float *dx = x->d + (size_t)t * (size_t)nb, *sx = x->s + (size_t)t * (size_t)nb;
       const int32_t *gs = x->gsum + (size_t)t * (size_t)nb * 8;
-      int64_t r = c0;
-      for (; r + 8 <= c1; r += 8)
-        tile(kind, 2, base + (size_t)r * rb, gb, 8, nb, q, dx, sx, gs, y + (size_t)t * (size_t)ldy + r, t == 0,
-             t == 0 ? x->pf : NULL);
-      for (; r < c1; r += 4) {
-        const int nr = c1 - r < 4 ? (int)(c1 - r) : 4;
-        tile(kind, 1, base + (size_t)r * rb, gb, nr, nb, q, dx, sx, gs, y + (size_t)t * (size_t)ldy + r, t == 0,
-             t == 0 ? x->pf : NULL);
-      }
+      for (int64_t r = c0; r < c1; r += 8)
+        tile(kind, base + (size_t)r * rb, gb, c1 - r < 8 ? (int)(c1 - r) : 8, nb, q, dx, sx, gs,
+             y + (size_t)t * (size_t)ldy + r, t == 0, t == 0 ? x->pf : NULL);
     }
   }
 }
