@@ -7,9 +7,13 @@
  * inside the timed call, as in ts_quant_matvec. Block types also run "packed": the AVX-512 GEMM on
  * rows packed as the LLM runtime packs them at load (quant_pgemm_avx512.c; activation quantize and
  * prepare inside the timed call, rows split over the threads in one OpenMP region), the kernel a
- * decode step runs on AVX-512.
+ * decode step runs on AVX-512. "stream": one timed call runs the kernel on copies of the matrix one
+ * after another, 256 MB in all (huge pages where allowed, like the runtime's packed weights), so
+ * the figure is the rate at which the kernel streams weights from memory once it is under way, as
+ * a decode step's long phases do (no cache flush between copies, and no copy is read twice).
  *
- *   bench_quant [--threads N] [--types q4_1,q8_0,...] [--shapes 576x1536,...] [--cold-only|--warm-only] [--json]
+ *   bench_quant [--threads N] [--types q4_1,q8_0,...] [--shapes 576x1536,...]
+ *               [--modes warm,cold,stream | --cold-only | --warm-only] [--json]
  */
 #include <omp.h>
 #include <stdlib.h>
@@ -30,29 +34,37 @@ typedef struct job {
   float *y;
   const void *P; /* packed rows (NULL: the file-layout dot loop) */
   int32_t *gsum;
+  int copies;                /* stream mode: this many copies of W (P), stride bytes apart, one after another */
+  size_t wstride, pstride;
 } job;
 
 static void run(void *arg) {
   job *j = arg;
   bool blk = j->type == TS_QT_Q8_0 || j->type == TS_QT_Q4_0 || j->type == TS_QT_Q4_1;
-  if (blk) j->t->act_quantize(j->cols, j->x, j->xq->q, j->xq->d, j->xq->sum, j->xq->s);
-  ts__quant_matvec_with(j->t, j->nt, j->type, j->W, j->rows, j->cols, j->x, blk ? j->xq : NULL, j->y);
+  for (int c = 0; c < j->copies; c++) {
+    if (blk) j->t->act_quantize(j->cols, j->x, j->xq->q, j->xq->d, j->xq->sum, j->xq->s);
+    ts__quant_matvec_with(j->t, j->nt, j->type, (const uint8_t *)j->W + (size_t)c * j->wstride, j->rows, j->cols, j->x,
+                          blk ? j->xq : NULL, j->y);
+  }
 }
 
 static void run_packed(void *arg) {
   job *j = arg;
   const ts__quant_table *t = j->t;
-  t->act_quantize(j->cols, j->x, j->xq->q, j->xq->d, j->xq->sum, j->xq->s);
-  t->prep_packed(j->cols, 1, j->xq->q, j->gsum);
-  const ts__qbatch qb = {j->cols, 1, j->xq->q, j->xq->d, j->xq->sum, j->xq->s, j->gsum, NULL};
   ts__pgemm_fn f = ts__quant_pgemm_fn(t, j->type);
   size_t rb;
   ts_qtype_row_bytes(j->type, j->cols, &rb);
+  for (int c = 0; c < j->copies; c++) {
+    t->act_quantize(j->cols, j->x, j->xq->q, j->xq->d, j->xq->sum, j->xq->s);
+    t->prep_packed(j->cols, 1, j->xq->q, j->gsum);
+    const ts__qbatch qb = {j->cols, 1, j->xq->q, j->xq->d, j->xq->sum, j->xq->s, j->gsum, NULL};
+    const uint8_t *P = (const uint8_t *)j->P + (size_t)c * j->pstride;
 #pragma omp parallel num_threads(j->nt)
-  {
-    const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
-    const int64_t r0 = (j->rows * id / nt) & ~(int64_t)3, r1 = id == nt - 1 ? j->rows : (j->rows * (id + 1) / nt) & ~(int64_t)3;
-    if (r1 > r0) f((const uint8_t *)j->P + (size_t)r0 * rb, rb, r1 - r0, &qb, j->y + r0, 1);
+    { /* row shares on packed groups */
+      const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num(), g = TS__PACK_ROWS;
+      const int64_t r0 = j->rows * id / nt / g * g, r1 = id == nt - 1 ? j->rows : j->rows * (id + 1) / nt / g * g;
+      if (r1 > r0) f(P + (size_t)r0 * rb, rb, r1 - r0, &qb, j->y + r0, 1);
+    }
   }
 }
 
@@ -71,7 +83,7 @@ static int parse_list(const char *s, char items[][32], int max) {
 
 int main(int argc, char **argv) {
   int threads = 2;
-  bool json = false, warm = true, cold = true;
+  bool json = false, warm = true, cold = true, stream = true;
   char types[8][32], shapes[8][32];
   int ntypes = parse_list("f32,f16,bf16,q8_0,q4_0,q4_1", types, 8);
   int nshapes = parse_list("576x1536,1536x576,576x576,49152x576", shapes, 8);
@@ -80,16 +92,26 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--types") && i + 1 < argc) ntypes = parse_list(argv[++i], types, 8);
     else if (!strcmp(argv[i], "--shapes") && i + 1 < argc) nshapes = parse_list(argv[++i], shapes, 8);
     else if (!strcmp(argv[i], "--json")) json = true;
-    else if (!strcmp(argv[i], "--cold-only")) warm = false;
-    else if (!strcmp(argv[i], "--warm-only")) cold = false;
+    else if (!strcmp(argv[i], "--cold-only")) warm = stream = false;
+    else if (!strcmp(argv[i], "--warm-only")) cold = stream = false;
+    else if (!strcmp(argv[i], "--modes") && i + 1 < argc) {
+      const char *m = argv[++i];
+      warm = strstr(m, "warm") != NULL, cold = strstr(m, "cold") != NULL, stream = strstr(m, "stream") != NULL;
+      if (!warm && !cold && !stream) {
+        fprintf(stderr, "bench_quant: --modes takes a list of warm, cold, stream\n");
+        return 2;
+      }
+    }
     else {
-      fprintf(stderr, "usage: bench_quant [--threads N] [--types a,b] [--shapes RxC,...] [--cold-only|--warm-only] [--json]\n");
+      fprintf(stderr, "usage: bench_quant [--threads N] [--types a,b] [--shapes RxC,...] [--modes warm,cold,stream | --cold-only | "
+                      "--warm-only] [--json]\n");
       return 2;
     }
   }
   if (threads < 1) threads = 1;
   ts_machine_profile prof;
   bool have_prof = ts_bench_profile(&prof) == TS_OK;
+  if (have_prof && threads == 1 && prof.bandwidth_gbs_1t > 0) prof.bandwidth_gbs = prof.bandwidth_gbs_1t; /* %bw of one thread's read */
   ts_isa top = ts_isa_active();
   cJSON *root = json ? cJSON_CreateArray() : NULL;
   if (!json) {
@@ -133,11 +155,26 @@ int main(int argc, char **argv) {
       }
       for (int64_t c = 0; c < C; c++) x[c] = ts_rng_normal(&rng);
       if (P) ts__pack_rows(type, W, P, R, C);
-      for (int mode = 0; mode < 2; mode++) {
-        if ((mode == 0 && !warm) || (mode == 1 && !cold)) continue;
-        for (int isa = TS_ISA_SCALAR; isa <= (int)top + (P ? 1 : 0); isa++) {
+      /* stream mode: copies of W and P back to back, 256 MB of each */
+      const size_t pbytes = P ? ts__pack_bytes(type, R, C) : 0;
+      const int copies = (int)(((size_t)256 << 20) / wbytes) + 1;
+      uint8_t *Wc = stream ? ts_malloc_huge(wbytes * (size_t)copies) : NULL;
+      uint8_t *Pc = stream && P ? ts_malloc_huge(pbytes * (size_t)copies) : NULL;
+      if (stream && (!Wc || (P && !Pc))) {
+        fprintf(stderr, "bench_quant: out of memory for the stream copies\n");
+        return 1;
+      }
+      for (int c = 0; stream && c < copies; c++) {
+        memcpy(Wc + (size_t)c * wbytes, W, wbytes);
+        if (Pc) memcpy(Pc + (size_t)c * pbytes, P, pbytes);
+      }
+      for (int mode = 0; mode < 3; mode++) {
+        if ((mode == 0 && !warm) || (mode == 1 && !cold) || (mode == 2 && !stream)) continue;
+        for (int isa = mode == 2 ? TS_ISA_SCALAR + 1 : TS_ISA_SCALAR; isa <= (int)top + (P ? 1 : 0); isa++) {
           const bool packed = isa > (int)top;
-          job j = {ts__quant_for(packed ? top : (ts_isa)isa), threads, type, W, R, C, x, &xq, y, P, gsum};
+          job j = {ts__quant_for(packed ? top : (ts_isa)isa), threads, type, W, R, C, x, &xq, y, P, gsum, 1, 0, 0};
+          if (mode == 2) j.W = Wc, j.P = Pc, j.copies = copies, j.wstride = wbytes, j.pstride = pbytes;
+          const double bytes = (double)wbytes * j.copies;
           ts_bench_opts o = ts_bench_opts_default();
           o.flush_cache = mode == 1;
           if (isa == TS_ISA_SCALAR) o.repeats = 3, o.min_time_s = 0.05;
@@ -147,16 +184,16 @@ int main(int argc, char **argv) {
             return 1;
           }
           char name[320];
-          snprintf(name, sizeof name, "%s %lldx%lld %s %s", types[ti], R, C, mode ? "cold" : "warm",
+          snprintf(name, sizeof name, "%s %lldx%lld %s %s", types[ti], R, C, mode == 2 ? "stream" : mode ? "cold" : "warm",
                    packed ? "avx512-packed" : ts_isa_name((ts_isa)isa));
           if (json) {
-            cJSON *o2 = ts_bench_result_json(&res, 0, (double)wbytes, have_prof ? &prof : NULL);
+            cJSON *o2 = ts_bench_result_json(&res, 0, bytes, have_prof ? &prof : NULL);
             cJSON_AddStringToObject(o2, "name", name);
-            cJSON_AddNumberToObject(o2, "weight_bytes", (double)wbytes);
+            cJSON_AddNumberToObject(o2, "weight_bytes", bytes);
             cJSON_AddNumberToObject(o2, "threads", threads);
             cJSON_AddItemToArray(root, o2);
           } else {
-            ts_bench_print_row(stdout, name, &res, 0, (double)wbytes, have_prof ? &prof : NULL);
+            ts_bench_print_row(stdout, name, &res, 0, bytes, have_prof ? &prof : NULL);
           }
         }
       }
@@ -166,6 +203,8 @@ int main(int argc, char **argv) {
       ts_free(tmp);
       ts_free(amem);
       ts_free(P);
+      ts_free(Wc);
+      ts_free(Pc);
       ts_free(gsum);
     }
   }
