@@ -213,6 +213,16 @@ static void test_measure(void) {
   CHECK_OK(ts_hwinfo_read_gbs(2, (size_t)4 << 20, 0.0, 2, &b));
   CHECK(b > 0, "read %g GB/s", b);
   CHECK_STATUS(ts_hwinfo_read_gbs(1, 1 << 20, 0, 0, &b), TS_ERR_INVALID_ARG);
+  /* thread-to-thread transfer: a time on two CPUs (a busy machine may stall a partner: a clear
+   * status then, never a hang), UNSUPPORTED on one */
+  double x = -1;
+  CHECK_STATUS(ts_hwinfo_xfer_ns(NULL), TS_ERR_INVALID_ARG);
+  const double tx = ts_now();
+  ts_status xs = ts_hwinfo_xfer_ns(&x);
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) CHECK_STATUS(xs, TS_ERR_UNSUPPORTED);
+  else if (xs == TS_OK) CHECK(x > 0 && x < 1e6, "line transfer %g ns", x);
+  else CHECK(xs == TS_ERR_TIMEOUT || xs == TS_ERR_UNSUPPORTED, "xfer status %s", ts_strerror(xs));
+  CHECK(ts_now() - tx < 2.0, "xfer took %.2f s", ts_now() - tx);
   o.runs = 0;
   CHECK_STATUS(ts_hwinfo_measure_opts(ctx, &o, &p), TS_ERR_INVALID_ARG);
   o.runs = 1;

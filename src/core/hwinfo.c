@@ -2,6 +2,8 @@
  * bandwidth, cache sizes, ISA and provenance; ts_hwinfo_get serves the cached profile when it
  * still describes this machine. JSON and files live in hwinfo_json.c, ISA loops in hwinfo_<isa>.c. */
 #include <omp.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,6 +255,63 @@ ts_status ts_hwinfo_read_gbs(int nthreads, size_t bytes, double duration_s, int 
   g_sink = fn(p, n); /* warm the TLB and page tables */
   *gbs = read_best(fn, p, n, nthreads, duration_s, runs);
   ts_free(p);
+  return TS_OK;
+}
+
+/* ---- thread-to-thread line transfer ----------------------------------------------------- */
+
+/* Threads 0 and 1 take turns on one counter: thread t waits for an even (t = 0) or odd value, then
+ * adds one; n round trips are 2n one-way handoffs of the line. A waiter gives up after 20 ms on
+ * one handoff (its partner descheduled), or when the whole run has taken 100 ms, and raises `stop`
+ * so the other does too. */
+static double xfer_once(int n, bool *stalled) {
+  static _Alignas(64) atomic_int turn;
+  static _Alignas(64) atomic_int stop;
+  atomic_store(&turn, 0);
+  atomic_store(&stop, 0);
+  double t0 = 0, t1 = 0;
+  const double deadline = ts_now() + 0.1;
+  int team = 0;
+#pragma omp parallel num_threads(2)
+  {
+    const int id = omp_get_thread_num();
+#pragma omp single
+    team = omp_get_num_threads();
+    if (team == 2) {
+      if (id == 0) t0 = ts_now();
+      for (int i = 0; i < n && !atomic_load_explicit(&stop, memory_order_relaxed); i++) {
+        const int want = 2 * i + id;
+        double since = 0;
+        for (unsigned spin = 1; atomic_load_explicit(&turn, memory_order_acquire) != want; spin++) {
+          if (atomic_load_explicit(&stop, memory_order_relaxed)) break;
+          if ((spin & 4095) == 0) {
+            const double t = ts_now();
+            if (since == 0) since = t;
+            else if (t - since > 0.02 || t > deadline) atomic_store(&stop, 1);
+          }
+        }
+        atomic_store_explicit(&turn, want + 1, memory_order_release);
+      }
+#pragma omp barrier
+      if (id == 0) t1 = ts_now();
+    }
+  }
+  *stalled = team == 2 && atomic_load(&stop);
+  return team == 2 && !*stalled ? (t1 - t0) / (2.0 * n) * 1e9 : -1;
+}
+
+ts_status ts_hwinfo_xfer_ns(double *ns) {
+  if (!ns) return ts_error(TS_ERR_INVALID_ARG, "ts_hwinfo_xfer_ns: NULL argument");
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) return ts_error(TS_ERR_UNSUPPORTED, "thread-to-thread transfer: one CPU online");
+  double best = -1;
+  for (int r = 0; r < 5; r++) {
+    bool stalled = false;
+    const double t = xfer_once(2000, &stalled);
+    if (stalled) return ts_error(TS_ERR_TIMEOUT, "thread-to-thread transfer: a thread waited over 20 ms for its partner (or the run over 100 ms)");
+    if (t < 0) return ts_error(TS_ERR_UNSUPPORTED, "thread-to-thread transfer: no team of two threads");
+    if (best < 0 || t < best) best = t;
+  }
+  *ns = best;
   return TS_OK;
 }
 

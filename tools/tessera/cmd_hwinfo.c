@@ -27,7 +27,7 @@ static const char *human_bytes(int64_t b, char *buf, size_t cap) {
   return buf;
 }
 
-static void print_table(const ts_machine_profile *p, const char *path, const char *source, bool saved) {
+static void print_table(const ts_machine_profile *p, const char *path, const char *source, bool saved, double xfer) {
   char a[32], b[32], c[32];
   printf("cpu        %s (%s)\n", p->cpu_model, p->vendor[0] ? p->vendor : "unknown vendor");
   printf("isa        %s\n", p->isa);
@@ -39,6 +39,8 @@ static void print_table(const ts_machine_profile *p, const char *path, const cha
          p->peak_gflops_fp32, p->threads);
   printf("bandwidth  %8.1f GB/s    1 thread   %8.1f GB/s    %d threads (sustained read)\n", p->bandwidth_gbs_1t,
          p->bandwidth_gbs, p->threads);
+  if (xfer > 0)
+    printf("line xfer  %8.0f ns between 2 threads now (tens of ns: they share a last-level cache; not saved)\n", xfer);
   printf("measured   %s on %s", p->date, p->host[0] ? p->host : "unknown host");
   if (p->load_avg >= 0 && p->cpus_online > 0)
     printf(" at load average %.2f on %d CPUs%s", p->load_avg, p->cpus_online,
@@ -96,8 +98,15 @@ int cmd_hwinfo(int argc, char **argv) {
       saved = s == TS_OK;
     }
   }
+  const bool team = ts_context_threads(ctx) > 1;
   ts_context_destroy(ctx);
   if (s != TS_OK) return cli_fail("hwinfo", s);
+  /* where the threads sit now (it moves on a VM, and the bandwidth of all threads with it) */
+  double xfer = 0;
+  if (team && ts_hwinfo_xfer_ns(&xfer) != TS_OK) {
+    xfer = 0;
+    ts_error_clear();
+  }
 
   if (o.json) {
     cJSON *j = ts_hwinfo_to_json(&p);
@@ -105,9 +114,10 @@ int cmd_hwinfo(int argc, char **argv) {
     cJSON_AddStringToObject(j, "profile_path", path);
     cJSON_AddBoolToObject(j, "saved", saved);
     cJSON_AddStringToObject(j, "source", source);
+    if (xfer > 0) cJSON_AddNumberToObject(j, "xfer_ns_now", xfer);
     cli_print_json(j);
   } else {
-    print_table(&p, path, source, saved);
+    print_table(&p, path, source, saved, xfer);
   }
   return CLI_OK;
 }

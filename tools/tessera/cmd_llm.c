@@ -435,6 +435,10 @@ static int do_bench(const opts *o, run *r) {
   ts_rng_seed(&rng, 7);
   for (int i = 0; i < P && s == TS_OK; i++) toks[i] = 100 + (int32_t)ts_rng_below(&rng, (uint64_t)(c->n_vocab - 100));
   ts_llm_timing tm = {0};
+  /* how far apart the threads sit, before and after the timed runs (ts_hwinfo_xfer_ns) */
+  const bool team = ts_context_threads(r->ctx) > 1;
+  double xfer0 = 0, xfer1 = 0;
+  if (team && s == TS_OK && ts_hwinfo_xfer_ns(&xfer0) != TS_OK) xfer0 = 0, ts_error_clear();
   for (int rep = 0; rep <= R && s == TS_OK; rep++) { /* rep 0 is the warm-up */
     double t0 = ts_now();
     s = ts_llm_eval(st, toks, P, 0, TS_LLM_LOGITS_LAST, logits);
@@ -449,6 +453,7 @@ static int do_bench(const opts *o, run *r) {
     td[rep] = t2 - t1;
     if (rep == R) ts_llm_state_timing(st, &tm);
   }
+  if (team && s == TS_OK && ts_hwinfo_xfer_ns(&xfer1) != TS_OK) xfer1 = 0, ts_error_clear();
   ts_llm_state_destroy(st);
   free(logits);
   free(toks);
@@ -529,6 +534,8 @@ static int do_bench(const opts *o, run *r) {
     cJSON_AddBoolToObject(j, "adaptive_threads", o->adapt);
     cJSON_AddNumberToObject(j, "decode_solo_share", tm.tokens > 0 ? (double)tm.solo_steps / (double)tm.tokens : 0);
     cJSON_AddNumberToObject(j, "load_avg", load);
+    if (xfer0 > 0) cJSON_AddNumberToObject(j, "xfer_ns_before", xfer0);
+    if (xfer1 > 0) cJSON_AddNumberToObject(j, "xfer_ns_after", xfer1);
     cli_print_json(j);
   } else {
     printf("model       %s, %d threads, load average %.2f\n", o->model, ts_context_threads(r->ctx), load);
@@ -544,6 +551,9 @@ static int do_bench(const opts *o, run *r) {
     printf("decode time qkv %.1f%%, attention %.1f%%, wo %.1f%%, mlp %.1f%%, output %.1f%%, rest %.1f%% (barrier waits %.1f%%)\n",
            100 * tm.qkv / tot, 100 * tm.attn / tot, 100 * tm.wo / tot, 100 * tm.mlp / tot, 100 * tm.output / tot,
            100 * (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot, 100 * tm.wait / tot);
+    if (xfer0 > 0 || xfer1 > 0)
+      printf("threads     a cache line passes between them in %.0f ns before / %.0f ns after the timed runs (tens of\n"
+             "            ns: they share a last-level cache)\n", xfer0, xfer1);
     if (tm.solo_steps > 0)
       printf("adaptive    %lld of %lld decode steps ran on one thread (the others waited on a descheduled partner)\n",
              (long long)tm.solo_steps, (long long)tm.tokens);
