@@ -32,6 +32,7 @@ static ts_machine_profile sample_profile(void) {
   p.version = TS_HWINFO_VERSION;
   p.load_avg = 0.25;
   p.cpus_online = 4;
+  p.xfer_ns = 26.5;
   return p;
 }
 
@@ -46,7 +47,7 @@ static bool same_profile(const ts_machine_profile *a, const ts_machine_profile *
          near(a->bandwidth_gbs, b->bandwidth_gbs) && near(a->bandwidth_gbs_1t, b->bandwidth_gbs_1t) &&
          a->l1d_bytes == b->l1d_bytes && a->l2_bytes == b->l2_bytes && a->l3_bytes == b->l3_bytes &&
          !strcmp(a->date, b->date) && !strcmp(a->host, b->host) && a->version == b->version &&
-         a->load_avg == b->load_avg && a->cpus_online == b->cpus_online;
+         a->load_avg == b->load_avg && a->cpus_online == b->cpus_online && near(a->xfer_ns, b->xfer_ns);
 }
 
 static void test_roundtrip(void) {
@@ -287,13 +288,18 @@ static void test_refresh(void) {
   cJSON *j = ts_hwinfo_to_json(&p);
   cJSON_DeleteItemFromObject(j, "load_avg");
   cJSON_DeleteItemFromObject(j, "cpus_online");
+  cJSON_DeleteItemFromObject(j, "xfer_ns");
   ts_machine_profile q;
   CHECK_OK(ts_hwinfo_from_json(j, &q));
   CHECK(q.load_avg < 0 && q.cpus_online == 0, "absent load fields read as unknown (%g, %d)", q.load_avg, q.cpus_online);
+  CHECK(q.xfer_ns == 0, "absent xfer_ns reads as unknown (%g)", q.xfer_ns);
+  cJSON_AddNumberToObject(j, "xfer_ns", -3);
+  CHECK_STATUS(ts_hwinfo_from_json(j, &q), TS_ERR_FORMAT);
   cJSON_Delete(j);
 
   ts_machine_profile a = sample_profile(), b = sample_profile();
   b.peak_gflops_fp32 = 300, b.peak_gflops_fp32_1t = 100, b.bandwidth_gbs = 10, b.bandwidth_gbs_1t = 20;
+  b.xfer_ns = 150;
   snprintf(b.peak_isa, sizeof b.peak_isa, "avx512");
   snprintf(b.date, sizeof b.date, "2020-01-01T00:00:00Z");
   ts_hwinfo_merge_max(&a, &b);
@@ -301,6 +307,10 @@ static void test_refresh(void) {
   CHECK(a.peak_gflops_fp32_1t == 112.34567890123 && a.bandwidth_gbs == 47.25 && a.bandwidth_gbs_1t == 20,
         "per-figure max");
   CHECK(!strcmp(a.date, "2024-05-01T12:34:56Z"), "provenance stays the newer measurement's");
+  CHECK(a.xfer_ns == 26.5, "the kept all-thread bandwidth keeps its placement (%g)", a.xfer_ns);
+  b.bandwidth_gbs = 60;
+  ts_hwinfo_merge_max(&a, &b);
+  CHECK(a.bandwidth_gbs == 60 && a.xfer_ns == 150, "a higher all-thread bandwidth brings its placement (%g)", a.xfer_ns);
 }
 
 /* ---- harness -------------------------------------------------------------------------------- */

@@ -35,6 +35,8 @@ typedef struct ts_machine_profile {
   int version;                 /* TS_HWINFO_VERSION */
   double load_avg;             /* 1-minute load average when measured (getloadavg); < 0 unknown */
   int cpus_online;             /* online CPUs when measured (0 unknown) */
+  double xfer_ns;              /* ts_hwinfo_xfer_ns right after the all-thread read test (where the
+                                  threads sat for bandwidth_gbs); 0 unknown or one thread */
 } ts_machine_profile;
 
 /* Measurement knobs; ts_hwinfo_opts_default gives the full measurement (about 2-4 s). Tests use a

@@ -414,6 +414,11 @@ ts_status ts_hwinfo_measure_opts(const ts_context *ctx, const ts_hwinfo_opts *op
   double bn = nthreads > 1 ? read_best(rf, buf, n, nthreads, o.duration_s, o.runs) : 0;
   out->bandwidth_gbs = bn > out->bandwidth_gbs_1t ? bn : out->bandwidth_gbs_1t;
   ts_free(buf);
+  out->xfer_ns = 0; /* the threads' placement the all-thread figure was read in (it moves on a VM) */
+  if (nthreads > 1 && ts_hwinfo_xfer_ns(&out->xfer_ns) != TS_OK) {
+    out->xfer_ns = 0;
+    ts_error_clear();
+  }
   if (o.progress) {
     ts_progress_update(&pr, ++done);
     ts_progress_end(&pr);
@@ -454,6 +459,7 @@ void ts_hwinfo_merge_max(ts_machine_profile *dst, const ts_machine_profile *othe
   keep_max(&dst->peak_gflops_fp32_1t, other->peak_gflops_fp32_1t);
   keep_max(&dst->peak_gflops_fp32, other->peak_gflops_fp32);
   keep_max(&dst->bandwidth_gbs_1t, other->bandwidth_gbs_1t);
+  if (other->bandwidth_gbs > dst->bandwidth_gbs) dst->xfer_ns = other->xfer_ns; /* the kept figure's placement */
   keep_max(&dst->bandwidth_gbs, other->bandwidth_gbs);
 }
 

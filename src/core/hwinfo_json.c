@@ -46,7 +46,8 @@ cJSON *ts_hwinfo_to_json(const ts_machine_profile *p) {
        cJSON_AddNumberToObject(j, "l2_bytes", (double)p->l2_bytes) &&
        cJSON_AddNumberToObject(j, "l3_bytes", (double)p->l3_bytes) && cJSON_AddStringToObject(j, "date", p->date) &&
        cJSON_AddStringToObject(j, "host", p->host) && cJSON_AddNumberToObject(j, "load_avg", p->load_avg) &&
-       cJSON_AddNumberToObject(j, "cpus_online", p->cpus_online);
+       cJSON_AddNumberToObject(j, "cpus_online", p->cpus_online) &&
+       (p->xfer_ns <= 0 || cJSON_AddNumberToObject(j, "xfer_ns", p->xfer_ns));
   if (!ok) {
     cJSON_Delete(j);
     return NULL;
@@ -143,6 +144,8 @@ ts_status ts_hwinfo_from_json(const cJSON *j, ts_machine_profile *p) {
     TS_TRY(get_num(j, "cpus_online", 0, 1e6, true, &d));
     q.cpus_online = (int)d;
   }
+  q.xfer_ns = 0; /* absent before 2026-12-04 and for one thread */
+  if (cJSON_GetObjectItemCaseSensitive(j, "xfer_ns")) TS_TRY(get_num(j, "xfer_ns", 0, 1e9, false, &q.xfer_ns));
   *p = q;
   return TS_OK;
 }

@@ -37,8 +37,10 @@ static void print_table(const ts_machine_profile *p, const char *path, const cha
          human_bytes(p->l2_bytes, b, sizeof b), human_bytes(p->l3_bytes, c, sizeof c));
   printf("peak fp32  %8.1f GFLOP/s 1 thread   %8.1f GFLOP/s %d threads\n", p->peak_gflops_fp32_1t,
          p->peak_gflops_fp32, p->threads);
-  printf("bandwidth  %8.1f GB/s    1 thread   %8.1f GB/s    %d threads (sustained read)\n", p->bandwidth_gbs_1t,
+  printf("bandwidth  %8.1f GB/s    1 thread   %8.1f GB/s    %d threads (sustained read", p->bandwidth_gbs_1t,
          p->bandwidth_gbs, p->threads);
+  if (p->xfer_ns > 0) printf("; threads %.0f ns apart", p->xfer_ns);
+  printf(")\n");
   if (xfer > 0)
     printf("line xfer  %8.0f ns between 2 threads now (tens of ns: they share a last-level cache; not saved)\n", xfer);
   printf("measured   %s on %s", p->date, p->host[0] ? p->host : "unknown host");

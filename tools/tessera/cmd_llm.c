@@ -511,6 +511,7 @@ static int do_bench(const opts *o, run *r) {
       cJSON_AddNumberToObject(j, "pct_bandwidth", pct);
       cJSON_AddNumberToObject(j, "bandwidth_gbs", bw);
       cJSON_AddNumberToObject(j, "bound_tps", bw * 1e9 / bpt);
+      if (prof.xfer_ns > 0) cJSON_AddNumberToObject(j, "bandwidth_xfer_ns", prof.xfer_ns);
     } else {
       cJSON_AddNullToObject(j, "pct_bandwidth");
     }
@@ -543,7 +544,9 @@ static int do_bench(const opts *o, run *r) {
     printf("decode      %d tokens after the prompt: %.1f tok/s (%.3f ms/token)\n", G, decode_tps, 1e3 / decode_tps);
     printf("bytes/token %.2f MB (weights %.2f MB + KV cache %.2f MB)\n", bpt / 1e6, wbytes / 1e6, kv / 1e6);
     if (bw > 0)
-      printf("bandwidth   %.2f GB/s = %.1f%% of the profile's %.2f GB/s (bound %.1f tok/s)\n", gbs, pct, bw, bw * 1e9 / bpt);
+      printf("bandwidth   %.2f GB/s = %.1f%% of the profile's %.2f GB/s (bound %.1f tok/s%s)\n", gbs, pct, bw, bw * 1e9 / bpt,
+             prof.xfer_ns > 0 ? (prof.xfer_ns < 60 ? "; read with the threads on one cache" : "; read with the threads apart")
+                              : "");
     if (bw_run > 0)
       printf("            %.1f%% of %.2f GB/s read in this run (bound %.1f tok/s)\n", pct_run, bw_run, bw_run * 1e9 / bpt);
     if (stream > 0)
