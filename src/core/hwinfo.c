@@ -304,10 +304,20 @@ ts_status ts_hwinfo_xfer_ns(double *ns) {
   if (!ns) return ts_error(TS_ERR_INVALID_ARG, "ts_hwinfo_xfer_ns: NULL argument");
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) return ts_error(TS_ERR_UNSUPPORTED, "thread-to-thread transfer: one CPU online");
   double best = -1;
+  int stalls = 0;
+#pragma omp parallel num_threads(2)
+  { /* the team exists before the first timed run (a new thread can start late) */
+  }
   for (int r = 0; r < 5; r++) {
     bool stalled = false;
     const double t = xfer_once(2000, &stalled);
-    if (stalled) return ts_error(TS_ERR_TIMEOUT, "thread-to-thread transfer: a thread waited over 20 ms for its partner (or the run over 100 ms)");
+    if (stalled && ++stalls < 3) { /* a partner descheduled once: run again */
+      r--;
+      continue;
+    }
+    if (stalled)
+      return ts_error(TS_ERR_TIMEOUT, "thread-to-thread transfer: a thread waited over 20 ms for its partner (or the run "
+                                      "over 100 ms), three times");
     if (t < 0) return ts_error(TS_ERR_UNSUPPORTED, "thread-to-thread transfer: no team of two threads");
     if (best < 0 || t < best) best = t;
   }

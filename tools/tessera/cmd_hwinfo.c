@@ -42,7 +42,8 @@ static void print_table(const ts_machine_profile *p, const char *path, const cha
   if (p->xfer_ns > 0) printf("; threads %.0f ns apart", p->xfer_ns);
   printf(")\n");
   if (xfer > 0)
-    printf("line xfer  %8.0f ns between 2 threads now (tens of ns: they share a last-level cache; not saved)\n", xfer);
+    printf("line xfer  %8.0f ns between 2 threads now (%s; not saved)\n", xfer,
+           xfer < 60 ? "one shared cache" : xfer > 100 ? "apart: no shared cache" : "between the two");
   printf("measured   %s on %s", p->date, p->host[0] ? p->host : "unknown host");
   if (p->load_avg >= 0 && p->cpus_online > 0)
     printf(" at load average %.2f on %d CPUs%s", p->load_avg, p->cpus_online,

@@ -554,9 +554,11 @@ static int do_bench(const opts *o, run *r) {
     printf("decode time qkv %.1f%%, attention %.1f%%, wo %.1f%%, mlp %.1f%%, output %.1f%%, rest %.1f%% (barrier waits %.1f%%)\n",
            100 * tm.qkv / tot, 100 * tm.attn / tot, 100 * tm.wo / tot, 100 * tm.mlp / tot, 100 * tm.output / tot,
            100 * (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot, 100 * tm.wait / tot);
-    if (xfer0 > 0 || xfer1 > 0)
-      printf("threads     a cache line passes between them in %.0f ns before / %.0f ns after the timed runs (tens of\n"
-             "            ns: they share a last-level cache)\n", xfer0, xfer1);
+    if (xfer0 > 0 || xfer1 > 0) {
+      const double hi = xfer0 > xfer1 ? xfer0 : xfer1, lo = xfer0 < xfer1 ? xfer0 : xfer1;
+      printf("threads     a cache line passes between them in %.0f ns before / %.0f ns after the timed runs%s\n", xfer0, xfer1,
+             hi < 60 ? " (one shared cache)" : lo > 100 ? " (apart: no shared cache)" : " (they moved)");
+    }
     if (tm.solo_steps > 0)
       printf("adaptive    %lld of %lld decode steps ran on one thread (the others waited on a descheduled partner)\n",
              (long long)tm.solo_steps, (long long)tm.tokens);
