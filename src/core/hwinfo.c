@@ -265,10 +265,11 @@ ts_status ts_hwinfo_read_gbs(int nthreads, size_t bytes, double duration_s, int 
  * one handoff (its partner descheduled), or when the whole run has taken 100 ms, and raises `stop`
  * so the other does too. */
 static double xfer_once(int n, bool *stalled) {
-  static _Alignas(64) atomic_int turn;
-  static _Alignas(64) atomic_int stop;
-  atomic_store(&turn, 0);
-  atomic_store(&stop, 0);
+  /* on this call's stack (shared by the team), each on its own line: concurrent callers stay apart */
+  _Alignas(64) atomic_int turn;
+  _Alignas(64) atomic_int stop;
+  atomic_init(&turn, 0);
+  atomic_init(&stop, 0);
   double t0 = 0, t1 = 0;
   const double deadline = ts_now() + 0.1;
   int team = 0;
