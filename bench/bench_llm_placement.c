@@ -5,8 +5,8 @@
  * transfer time (ts_hwinfo_xfer_ns), the kernels' stream rate over the weights
  * (ts_llm_model_stream_gbs), `tokens` greedy decode steps after a 128-token prompt (GB/s = bytes
  * per token x tok/s, bytes = weights + the KV cache attended), the transfer time again, then the
- * read test of all threads (ts_hwinfo_read_gbs, 0.2 s). A round counts as "one cache" when both
- * transfers are below 60 ns, "two caches" when both are above 100 ns; the summary gives each
+ * read test of all threads (ts_hwinfo_read_gbs, 0.2 s). A round counts as "one cache" or "two
+ * caches" when both transfers say so (ts_hwinfo_xfer_shared); the summary gives each
  * group's medians and decode GB/s as a % of the same round's read test.
  *
  *   bench_llm_placement --model FILE [--rounds 100] [--tokens 64] [--threads 2] [--quiet]
@@ -103,8 +103,8 @@ int main(int argc, char **argv) {
     if (ts_hwinfo_read_gbs(threads, 0, 0.2, 2, &q->read) != TS_OK) q->read = 0, ts_error_clear();
     q->tps = tokens / t;
     q->gbs = bpt * q->tps * 1e-9;
-    one[k] = q->x0 > 0 && q->x1 > 0 && q->x0 < 60 && q->x1 < 60;
-    two[k] = q->x0 > 100 && q->x1 > 100;
+    one[k] = ts_hwinfo_xfer_shared(q->x0) > 0 && ts_hwinfo_xfer_shared(q->x1) > 0;
+    two[k] = ts_hwinfo_xfer_shared(q->x0) < 0 && ts_hwinfo_xfer_shared(q->x1) < 0;
     if (!quiet)
       printf("%5d %4.0f/%-4.0f %7.1f %7.1f %8.1f %7.1f %5.1f%%\n", k, q->x0, q->x1, q->read, q->stream, q->tps, q->gbs,
              q->read > 0 ? 100 * q->gbs / q->read : 0.0);

@@ -224,6 +224,9 @@ static void test_measure(void) {
   else if (xs == TS_OK) CHECK(x > 0 && x < 1e6, "line transfer %g ns", x);
   else CHECK(xs == TS_ERR_TIMEOUT || xs == TS_ERR_UNSUPPORTED, "xfer status %s", ts_strerror(xs));
   CHECK(ts_now() - tx < 2.0, "xfer took %.2f s", ts_now() - tx);
+  CHECK(ts_hwinfo_xfer_shared(26) == 1 && ts_hwinfo_xfer_shared(150) == -1 && ts_hwinfo_xfer_shared(80) == 0 &&
+            ts_hwinfo_xfer_shared(0) == 0,
+        "xfer classes");
   o.runs = 0;
   CHECK_STATUS(ts_hwinfo_measure_opts(ctx, &o, &p), TS_ERR_INVALID_ARG);
   o.runs = 1;

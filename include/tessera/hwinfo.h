@@ -106,6 +106,9 @@ ts_status ts_hwinfo_read_gbs(int nthreads, size_t bytes, double duration_s, int 
  * threads running at once: TS_ERR_UNSUPPORTED when a team of two cannot be had, TS_ERR_TIMEOUT when
  * a partner stalls for over 20 ms or a run takes 100 ms, three times (the machine is busy). */
 ts_status ts_hwinfo_xfer_ns(double *ns);
+/* What a transfer time says: 1 the threads share a last-level cache (below 60 ns), -1 they do not
+ * (above 100 ns), 0 unknown (0 or less) or in between. */
+int ts_hwinfo_xfer_shared(double ns);
 
 #ifdef __cplusplus
 }

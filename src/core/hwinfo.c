@@ -301,6 +301,8 @@ static double xfer_once(int n, bool *stalled) {
   return team == 2 && !*stalled ? (t1 - t0) / (2.0 * n) * 1e9 : -1;
 }
 
+int ts_hwinfo_xfer_shared(double ns) { return ns <= 0 ? 0 : ns < 60 ? 1 : ns > 100 ? -1 : 0; }
+
 ts_status ts_hwinfo_xfer_ns(double *ns) {
   if (!ns) return ts_error(TS_ERR_INVALID_ARG, "ts_hwinfo_xfer_ns: NULL argument");
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) return ts_error(TS_ERR_UNSUPPORTED, "thread-to-thread transfer: one CPU online");

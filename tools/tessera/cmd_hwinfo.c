@@ -43,7 +43,7 @@ static void print_table(const ts_machine_profile *p, const char *path, const cha
   printf(")\n");
   if (xfer > 0)
     printf("line xfer  %8.0f ns between 2 threads now (%s; not saved)\n", xfer,
-           xfer < 60 ? "one shared cache" : xfer > 100 ? "apart: no shared cache" : "between the two");
+           ts_hwinfo_xfer_shared(xfer) > 0 ? "one shared cache" : ts_hwinfo_xfer_shared(xfer) < 0 ? "apart: no shared cache" : "unclear");
   printf("measured   %s on %s", p->date, p->host[0] ? p->host : "unknown host");
   if (p->load_avg >= 0 && p->cpus_online > 0)
     printf(" at load average %.2f on %d CPUs%s", p->load_avg, p->cpus_online,

@@ -545,8 +545,9 @@ static int do_bench(const opts *o, run *r) {
     printf("bytes/token %.2f MB (weights %.2f MB + KV cache %.2f MB)\n", bpt / 1e6, wbytes / 1e6, kv / 1e6);
     if (bw > 0)
       printf("bandwidth   %.2f GB/s = %.1f%% of the profile's %.2f GB/s (bound %.1f tok/s%s)\n", gbs, pct, bw, bw * 1e9 / bpt,
-             prof.xfer_ns > 0 ? (prof.xfer_ns < 60 ? "; read with the threads on one cache" : "; read with the threads apart")
-                              : "");
+             ts_hwinfo_xfer_shared(prof.xfer_ns) > 0   ? "; read with the threads on one cache"
+             : ts_hwinfo_xfer_shared(prof.xfer_ns) < 0 ? "; read with the threads apart"
+                                                       : "");
     if (bw_run > 0)
       printf("            %.1f%% of %.2f GB/s read in this run (bound %.1f tok/s)\n", pct_run, bw_run, bw_run * 1e9 / bpt);
     if (stream > 0)
@@ -555,9 +556,9 @@ static int do_bench(const opts *o, run *r) {
            100 * tm.qkv / tot, 100 * tm.attn / tot, 100 * tm.wo / tot, 100 * tm.mlp / tot, 100 * tm.output / tot,
            100 * (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot, 100 * tm.wait / tot);
     if (xfer0 > 0 || xfer1 > 0) {
-      const double hi = xfer0 > xfer1 ? xfer0 : xfer1, lo = xfer0 < xfer1 ? xfer0 : xfer1;
+      const int a = ts_hwinfo_xfer_shared(xfer0), b = ts_hwinfo_xfer_shared(xfer1);
       printf("threads     a cache line passes between them in %.0f ns before / %.0f ns after the timed runs%s\n", xfer0, xfer1,
-             hi < 60 ? " (one shared cache)" : lo > 100 ? " (apart: no shared cache)" : " (they moved)");
+             a > 0 && b > 0 ? " (one shared cache)" : a < 0 && b < 0 ? " (apart: no shared cache)" : "");
     }
     if (tm.solo_steps > 0)
       printf("adaptive    %lld of %lld decode steps ran on one thread (the others waited on a descheduled partner)\n",
