@@ -11,6 +11,8 @@
  *   2 streams         two streams interleaved line by line, `gap` bytes apart (the old decode tile:
  *                     two groups of 4 Q4_1 rows of 1536 columns, 3840 B each), then the next pair
  *   2 streams+T1 16K  the same with T1 prefetches 16 KB ahead
+ *   pieces N          pieces of N bytes in a scattered order: every piece starts a new stream, as
+ *                     every matrix share of a decode phase does (16 KB .. 1 MB)
  *   compute N ...     linear with N dependent-free fma rounds per 256 B (N = 6: ~40 GB/s of
  *                     arithmetic when the data is in L2, about a Q4_1 decode kernel's rate),
  *                     without and with T1 prefetches
@@ -67,9 +69,18 @@ AVX512 static float pairs(const char *p, size_t n, size_t gap, int hint) {
   return _mm512_reduce_add_ps(_mm512_add_ps(a, b));
 }
 
+/* pieces of `piece` bytes (n / piece a power of two), piece k at (k x an odd stride) mod count: each
+ * one a new stream starting far from the last */
+static float pieces(const char *p, size_t n, size_t piece) {
+  const size_t cnt = n / piece, stride = (cnt / 2 + 12345) | 1;
+  float s = 0;
+  for (size_t k = 0; k < cnt; k++) s += linear(p + (k * stride % cnt) * piece, piece, 0, 0, 0);
+  return s;
+}
+
 typedef struct pat {
   const char *name;
-  int kind; /* 0 linear, 1 pairs */
+  int kind; /* 0 linear, 1 pairs, 2 pieces of dist bytes */
   int hint;
   size_t dist;
   int work;
@@ -114,6 +125,8 @@ int main(int argc, char **argv) {
   const pat pats[] = {
       {"linear", 0, 0, 0, 0},           {"linear+T1 16K", 0, 1, 16384, 0}, {"linear+T1 4K", 0, 1, 4096, 0},
       {"linear+T0 16K", 0, 2, 16384, 0}, {"2 streams", 1, 0, 0, 0},         {"2 streams+T1 16K", 1, 1, 0, 0},
+      {"pieces 16K", 2, 0, 16384, 0},  {"pieces 64K", 2, 0, 65536, 0},   {"pieces 256K", 2, 0, 262144, 0},
+      {"pieces 1M", 2, 0, 1 << 20, 0},
       {"compute 6", 0, 0, 0, 6},        {"compute 6+T1 16K", 0, 1, 16384, 6}, {"compute 6+T1 2K", 0, 1, 2048, 6},
   };
   const int np = (int)(sizeof pats / sizeof pats[0]);
@@ -128,7 +141,9 @@ int main(int argc, char **argv) {
     const pat *q = &pats[k];
     for (int r = 0; r < passes; r++) {
       const double t0 = ts_now();
-      g_sink = q->kind ? pairs(p, bytes, gap, q->hint) : linear(p, bytes, q->hint, q->dist, q->work);
+      g_sink = q->kind == 2 ? pieces(p, bytes, q->dist)
+               : q->kind  ? pairs(p, bytes, gap, q->hint)
+                          : linear(p, bytes, q->hint, q->dist, q->work);
       const double t = ts_now() - t0;
       g[r] = (double)bytes / (t > 1e-9 ? t : 1e-9) * 1e-9;
     }

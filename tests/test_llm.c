@@ -494,7 +494,61 @@ static void check_share(void) {
     }
 }
 
+/* The worker pool: every run reaches exactly threads 0..nrun-1 once, the caller returns only after
+ * all of them finished (their writes visible), runs with fewer threads than the pool pass the rest
+ * by, and runs after the workers went to sleep (past TS__POOL_SPIN) wake them; destroy joins
+ * workers whether spinning or asleep. */
+typedef struct pool_job {
+  int runs[8];
+  int seen[8];
+  int round;
+} pool_job;
+static void pool_fn(void *arg, int tid, int nrun) {
+  pool_job *j = arg;
+  j->runs[tid]++;
+  j->seen[tid] = j->round * 16 + nrun;
+}
+static void check_pool(void) {
+  int started = -1;
+  CHECK(ts__pool_create(0, &started) == NULL && started == 0, "pool: no workers asked, none started");
+  for (int workers = 1; workers <= 3; workers++) {
+    ts__pool *p = ts__pool_create(workers, &started);
+    CHECK(p && started == workers, "pool: %d of %d workers started", started, workers);
+    if (!p) continue;
+    pool_job j;
+    memset(&j, 0, sizeof j);
+    int want[8] = {0}, bad = 0;
+    for (int r = 0; r < 300; r++) {
+      const int nrun = 1 + r % (workers + 1);
+      j.round = r;
+      if (r % 100 == 99) { /* let the workers fall asleep on the futex */
+        const double t0 = ts_now();
+        while (ts_now() - t0 < 5 * TS__POOL_SPIN) {
+        }
+      }
+      ts__pool_run(p, pool_fn, &j, nrun);
+      for (int t = 0; t < nrun; t++) {
+        want[t]++;
+        bad += j.seen[t] != r * 16 + nrun;
+      }
+    }
+    int miss = 0;
+    for (int t = 0; t <= workers; t++) miss += j.runs[t] != want[t];
+    CHECK(!bad && !miss, "pool: %d workers: %d stale results, %d threads ran a wrong number of times", workers, bad, miss);
+    ts__pool_destroy(p);
+  }
+  /* destroyed at once after create, and after the workers slept */
+  ts__pool *p = ts__pool_create(2, &started);
+  ts__pool_destroy(p);
+  p = ts__pool_create(2, &started);
+  const double t0 = ts_now();
+  while (ts_now() - t0 < 5 * TS__POOL_SPIN) {
+  }
+  ts__pool_destroy(p);
+}
+
 int main(void) {
+  check_pool();
   check_share();
   test_stream_gbs();
   check_forward(TS_QT_F32, "llm_f32.gguf", true, false);

@@ -109,6 +109,27 @@ void ts__att_heads(const ts_llm_state *s, int tid, int *h0, int *h1) {
   *h1 = (int)((int64_t)nh * (tid + 1) / s->nrun);
 }
 
+int ts__att_kv_owner(const ts_llm_state *s, int kh) {
+  const int G = s->m->cfg.n_head / s->m->cfg.n_head_kv;
+  for (int t = 0; t < s->nrun; t++) { /* the ranges partition the heads: at most one holds all G */
+    int h0, h1;
+    ts__att_heads(s, t, &h0, &h1);
+    if (h0 <= kh * G && (kh + 1) * G <= h1) return t;
+  }
+  return -1;
+}
+
+void ts__kv_store(ts_llm_state *s, int l, int kh, int pos, const float *k, const float *v, int i0, int i1) {
+  const int hd = s->m->cfg.head_dim, nkv = s->m->cfg.n_head_kv;
+  if (k) { /* K: dim i of position p in p's block of 16 keys */
+    uint16_t *kb = s->kc + ts__kbase(s, l, kh, nkv, hd);
+    for (int i = i0; i < i1; i++) kb[ts__kidx(hd, i, pos)] = ts_f32_to_f16(k[i]);
+  }
+  if (v) /* V: position p's values contiguous */
+    ts_f32_to_f16_array(v + i0, s->vc + ts__vbase(s, l, kh, nkv, hd) + (size_t)pos * (size_t)hd + (size_t)i0,
+                        (size_t)(i1 - i0));
+}
+
 void ts__att_queue_kv(ts_llm_state *s, int tid, int l, int pos) {
   const ts_llm_config *c = &s->m->cfg;
   const int hd = c->head_dim, nkv = c->n_head_kv, G = c->n_head / nkv;
@@ -137,6 +158,9 @@ void ts__llm_attention(ts_llm_state *s, int l, int T, int pos, int tid) {
     ts__att_heads(s, tid, &h0, &h1);
     for (int h = h0; h < h1;) {
       const int kh = h / G, he = (kh + 1) * G < h1 ? (kh + 1) * G : h1;
+      if (ts__att_kv_owner(s, kh) == tid) /* its newest K and V: stored here (qkv_rows left them) */
+        ts__kv_store(s, l, kh, pos, s->qkv + (size_t)(nh + kh) * (size_t)hd, s->qkv + (size_t)(nh + nkv + kh) * (size_t)hd,
+                     0, hd);
       it.m = he - h;
       it.p0 = pos;
       it.dp = 0;

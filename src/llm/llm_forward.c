@@ -1,12 +1,12 @@
-/* Evaluation state (KV cache, workspaces, RoPE table) and the eval driver: one OpenMP region per
- * batch of up to n_batch tokens, the layer steps separated by the team's spin barrier:
+/* Evaluation state (KV cache, workspaces, RoPE table, worker pool) and the eval driver: one run of
+ * the state's worker pool per batch of up to n_batch tokens, the layer steps separated by the
+ * team's spin barrier:
  *
  *   embed | per layer: qkv+rope+cache | attention | wo+residual | gate,up,silu | down+residual |
  *   output (only the tokens whose logits are asked for)
  *
  * Prefill and decode are the same code: T tokens through batched GEMM kernels (T = 1 in decode). */
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +26,7 @@ static void *alloc(ts_llm_state *s, size_t count, size_t size, bool *ok) {
 
 void ts_llm_state_destroy(ts_llm_state *s) {
   if (!s) return;
+  ts__pool_destroy(s->pool); /* its threads first: they read the state */
   for (int i = 0; i < s->nmem; i++) ts_free(s->mem[i]);
   free(s->mem);
   ts_free(s->tb);
@@ -85,6 +86,7 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
     s->scores_ld = (((int64_t)n_ctx + 63) & ~(int64_t)63) + 64;
     s->scores = alloc(s, (size_t)s->nt * TS__ATT_ROWS * (size_t)s->scores_ld, sizeof(float), &ok);
     s->share = alloc(s, (size_t)s->nt, sizeof(ts__share), &ok);
+    s->waits = alloc(s, (size_t)s->nt, sizeof(double), &ok);
     s->rope = alloc(s, (size_t)n_ctx * (size_t)(c->n_rot / 2) * 2, sizeof(float), &ok);
     for (int t = 0; t < s->nt && ok; t++) {
       ts__tbuf *b = &s->tb[t];
@@ -102,6 +104,11 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
     ts_llm_state_destroy(s);
     return ts_error(TS_ERR_OOM, "ts_llm_state_create: out of memory for a %d-token context (%zu MiB of KV cache)", n_ctx,
                     2 * cache * sizeof(uint16_t) >> 20);
+  }
+  if (s->nt > 1) { /* threads 1..nt-1; fewer when the system gives fewer (results do not depend on it) */
+    int started = 0;
+    s->pool = ts__pool_create(s->nt - 1, &started);
+    s->nt = 1 + started;
   }
   rope_table(s);
   s->ops = ts__llm_ops_active();
@@ -123,76 +130,89 @@ void ts_llm_state_set_adaptive(ts_llm_state *s, bool on) {
 void ts_llm_state_timing(const ts_llm_state *s, ts_llm_timing *t) { *t = s->tm; }
 void ts_llm_state_timing_reset(ts_llm_state *s) { memset(&s->tm, 0, sizeof s->tm); }
 
-/* One batch of T <= n_batch tokens; logits of tokens [from, T) when logits != NULL. */
-static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, int from, float *logits) {
-  const int nl = s->m->cfg.n_layer;
-  double acc[6] = {0}, wait_sum = 0;
-  /* decode: the adaptive team's size (llm_team.c); batches always run on the whole team */
-  const int team = T == 1 && s->adapt ? ts__team_size(&s->team, s->nt) : s->nt;
-  double t_start = ts_now();
-#pragma omp parallel num_threads(team)
-  {
-    const int tid = omp_get_thread_num();
-    /* the team may be smaller than asked (OMP_THREAD_LIMIT, a nested region): split over it */
-#pragma omp single
-    {
-      s->nrun = omp_get_num_threads();
-      ts__barrier_init(&s->bar, s->nrun);
-    }
-    double t0 = ts_now(), t1;
+/* One batch of T <= n_batch tokens on the team: the job every thread of the pool's run takes. */
+typedef struct eval_job {
+  ts_llm_state *s;
+  const int32_t *tokens;
+  int T, pos, from;
+  float *logits;
+  double acc[6];    /* thread 0's time per step kind (ts_llm_timing) */
+  double *waited;   /* [nrun] each thread's time at barriers (imbalance, a descheduled partner) */
+} eval_job;
+
+static void eval_team(void *arg, int tid, int nrun) {
+  (void)nrun;
+  eval_job *j = arg;
+  ts_llm_state *s = j->s;
+  const int T = j->T, pos = j->pos, from = j->from, nl = s->m->cfg.n_layer;
+  double t0 = ts_now(), t1;
 #define LAP(i)                      \
   if (tid == 0) {                   \
     t1 = ts_now();                  \
-    acc[i] += t1 - t0;              \
+    j->acc[i] += t1 - t0;           \
     t0 = t1;                        \
   }
-    /* decode: the thread's side-prefetch queue (next phases' first weights, next layer's KV) */
-    ts__pfq *pf = T == 1 ? &s->tb[tid].pf : NULL;
-    if (pf) ts__pfq_reset(pf);
-    double waited = 0; /* this thread's time at barriers (imbalance, a descheduled partner) */
+  /* decode: the thread's side-prefetch queue (next phases' first weights, next layer's KV) */
+  ts__pfq *pf = T == 1 ? &s->tb[tid].pf : NULL;
+  if (pf) ts__pfq_reset(pf);
+  double waited = 0;
 #define BAR()                            \
   do {                                   \
     const double w0 = ts_now();          \
     ts__barrier_wait(&s->bar, pf);       \
     waited += ts_now() - w0;             \
   } while (0)
-    ts__step_embed(s, tid, tokens, T);
+  ts__step_embed(s, tid, j->tokens, T);
+  BAR();
+  LAP(5)
+  for (int l = 0; l < nl; l++) {
+    ts__step_qkv(s, tid, l, T, pos);
     BAR();
-    LAP(5)
-    for (int l = 0; l < nl; l++) {
-      ts__step_qkv(s, tid, l, T, pos);
-      BAR();
-      LAP(0)
-      ts__llm_attention(s, l, T, pos, tid);
-      BAR();
-      LAP(1)
-      ts__step_wo(s, tid, l, T);
-      BAR();
-      LAP(2)
-      ts__step_gate_up(s, tid, l, T, pos);
-      BAR();
-      ts__step_down(s, tid, l, T);
-      BAR();
-      LAP(3)
-    }
-    if (logits && from < T) ts__step_output(s, tid, T, from, logits);
-    LAP(4)
+    LAP(0)
+    ts__llm_attention(s, l, T, pos, tid);
+    BAR();
+    LAP(1)
+    ts__step_wo(s, tid, l, T);
+    BAR();
+    LAP(2)
+    ts__step_gate_up(s, tid, l, T, pos);
+    BAR();
+    ts__step_down(s, tid, l, T);
+    BAR();
+    LAP(3)
+  }
+  if (j->logits && from < T) ts__step_output(s, tid, T, from, j->logits);
+  LAP(4)
 #undef LAP
 #undef BAR
-#pragma omp atomic
-    wait_sum += waited;
-  }
-  s->tm.qkv += acc[0];
-  s->tm.attn += acc[1];
-  s->tm.wo += acc[2];
-  s->tm.mlp += acc[3];
-  s->tm.output += acc[4];
-  s->tm.other += acc[5];
+  j->waited[tid] = waited;
+}
+
+/* One batch of T <= n_batch tokens; logits of tokens [from, T) when logits != NULL. */
+static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, int from, float *logits) {
+  /* decode: the adaptive team's size (llm_team.c); batches always run on the whole team */
+  const int team = T == 1 && s->adapt ? ts__team_size(&s->team, s->nt) : s->nt;
+  double *waited = s->waits;
+  for (int t = 0; t < team; t++) waited[t] = 0;
+  eval_job j = {s, tokens, T, pos, from, logits, {0}, waited};
+  const double t_start = ts_now();
+  s->nrun = team;
+  ts__barrier_init(&s->bar, team);
+  if (team > 1) ts__pool_run(s->pool, eval_team, &j, team);
+  else eval_team(&j, 0, 1);
+  double wait_sum = 0;
+  for (int t = 0; t < team; t++) wait_sum += waited[t];
+  s->tm.qkv += j.acc[0];
+  s->tm.attn += j.acc[1];
+  s->tm.wo += j.acc[2];
+  s->tm.mlp += j.acc[3];
+  s->tm.output += j.acc[4];
+  s->tm.other += j.acc[5];
   const double elapsed = ts_now() - t_start;
   s->tm.total += elapsed;
-  s->tm.wait += wait_sum / s->nrun;
+  s->tm.wait += wait_sum / team;
   if (T == 1 && s->adapt) {
-    ts__team_update(&s->team, s->nt, team, elapsed, elapsed > 0 ? wait_sum / s->nrun / elapsed : 0);
+    ts__team_update(&s->team, s->nt, team, elapsed, elapsed > 0 ? wait_sum / team / elapsed : 0);
     if (team == 1 && s->nt > 1) s->tm.solo_steps++;
   }
   s->tm.tokens += T;

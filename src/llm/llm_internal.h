@@ -44,7 +44,24 @@ struct ts_llm_model {
   uint64_t weight_bytes;
 };
 
-/* ---- thread team: one OpenMP region per eval call, phases separated by a spin barrier ------ */
+/* ---- thread team: one run of the state's worker pool per eval call, phases separated by a spin
+ * barrier ------------------------------------------------------------------------------------ */
+
+/* The state's worker threads (llm_team.c): ts__pool_run runs fn(arg, tid, nrun) on the calling
+ * thread (tid 0) and workers 1..nrun-1, and returns when every worker has finished it. Between runs
+ * a worker spins on the next run's generation for TS__POOL_SPIN seconds, then sleeps on a futex:
+ * decode calls follow each other within tens of microseconds (sampling, the next token), and
+ * waking a sleeping vCPU costs ~50-200 us on a VM (an OpenMP fork under OMP_WAIT_POLICY=passive
+ * paid that on every token: docs/BENCHMARKS.md, issue 7), while a short bounded spin leaves the
+ * core to other work soon after the last call. */
+#define TS__POOL_SPIN 1e-3
+typedef void (*ts__pool_fn)(void *arg, int tid, int nrun);
+typedef struct ts__pool ts__pool;
+/* Starts up to `workers` threads; *started says how many did (NULL: none could, or out of memory). */
+ts__pool *ts__pool_create(int workers, int *started);
+/* nrun - 1 <= the pool's workers; the workers beyond nrun - 1 pass the run by. */
+void ts__pool_run(ts__pool *p, ts__pool_fn fn, void *arg, int nrun);
+void ts__pool_destroy(ts__pool *p);
 
 typedef struct ts__barrier {
   _Alignas(64) atomic_int count;
@@ -212,6 +229,8 @@ struct ts_llm_state {
   void **mem;    /* every allocation, for destroy */
   int nmem;
   ts__barrier bar;
+  ts__pool *pool;   /* threads 1..nt-1 (NULL when nt = 1) */
+  double *waits;    /* [nt] each thread's barrier time in the last eval */
   ts__share *share; /* [nt] */
   const ts__llm_ops *ops;
   ts_llm_timing tm;
@@ -242,12 +261,21 @@ static inline size_t ts__kbase(const ts_llm_state *s, int l, int kh, int nkv, in
 static inline size_t ts__vbase(const ts_llm_state *s, int l, int kh, int nkv, int hd) {
   return ((size_t)l * (size_t)nkv + (size_t)kh) * (size_t)hd * (size_t)s->n_ctx;
 }
+/* The one thread whose query heads cover all of KV head kh's in decode (ts__att_heads), or -1 when
+ * they are split between threads. Such a head's newest K and V go into the cache on that thread, in
+ * its attention step, rather than on whichever thread computed the k and v rows: the cache lines it
+ * is about to read are then its own (with the threads on two CCDs, each scattered K store from the
+ * other one cost a cross-CCD transfer, and its prefetched copy was invalidated). */
+int ts__att_kv_owner(const ts_llm_state *s, int kh);
+/* Dimensions [i0, i1) of KV head kh's k row (roped) and v row at position pos into layer l's cache. */
+void ts__kv_store(ts_llm_state *s, int l, int kh, int pos, const float *k, const float *v, int i0, int i1);
 /* Queues, on thread tid's side-prefetch queue, the K and V of layer l that its single-token
  * attention at position pos will read (pumped by the matmul tiles before that). */
 void ts__att_queue_kv(ts_llm_state *s, int tid, int l, int pos);
 
 /* Thread tid's part of causal attention for tokens [0, T) at positions pos.. of layer l:
- * q from s->qkv, K/V from the cache (already holding these tokens), output into s->att. */
+ * q from s->qkv, K/V from the cache (already holding these tokens, except in decode the newest
+ * position of the KV heads this thread alone attends, which it stores first), output into s->att. */
 void ts__llm_attention(ts_llm_state *s, int l, int T, int pos, int tid);
 
 #endif

@@ -137,7 +137,8 @@ void ts__step_embed(ts_llm_state *s, int tid, const int32_t *tokens, int T) {
 }
 
 /* Q/K/V rows [r0, r1) of the stacked q | k | v rows for T tokens, RoPE on the q and k rows among
- * them, the k and v rows into the cache at positions pos..pos+T-1. */
+ * them, the k and v rows into the cache at positions pos..pos+T-1 (in decode only those of KV
+ * heads split between threads: ts__att_kv_owner). */
 static void qkv_rows(ts_llm_state *s, int tid, int l, int T, int pos, const float *xf, int64_t ldx, int64_t r0,
                      int64_t r1) {
   const ts_llm_config *c = &s->m->cfg;
@@ -159,15 +160,10 @@ static void qkv_rows(ts_llm_state *s, int tid, int l, int T, int pos, const floa
       float *v = row + u * hd;
       if (u < nh + nkv && i0 < c->n_rot) /* dims [i0, min(i1, n_rot)): whole heads under NEOX */
         s->ops->rope(v + i0, cs + i0, (int)((i1 < c->n_rot ? i1 : c->n_rot) - i0), neox);
-      if (u >= nh) {
+      if (u >= nh) { /* into the cache, unless decode's attention stores this head (ts__att_kv_owner) */
         const int kh = (int)(u < nh + nkv ? u - nh : u - nh - nkv);
-        if (u < nh + nkv) { /* K: dim i of position p in p's block of 16 keys */
-          uint16_t *kb = s->kc + ts__kbase(s, l, kh, nkv, hd);
-          for (int64_t i = i0; i < i1; i++) kb[ts__kidx(hd, (int)i, pos + t)] = ts_f32_to_f16(v[i]);
-        } else { /* V: position p's values contiguous */
-          ts_f32_to_f16_array(v + i0, s->vc + ts__vbase(s, l, kh, nkv, hd) + (size_t)(pos + t) * (size_t)hd + (size_t)i0,
-                              (size_t)(i1 - i0));
-        }
+        if (T > 1 || ts__att_kv_owner(s, kh) < 0)
+          ts__kv_store(s, l, kh, pos + t, u < nh + nkv ? v : NULL, u < nh + nkv ? NULL : v, (int)i0, (int)i1);
       }
       a = b;
     }

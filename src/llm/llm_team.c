@@ -1,8 +1,8 @@
-/* The thread team of one eval call: a sense-counting spin barrier and static work splits. One
- * OpenMP region spans a whole eval (every layer of every phase), so the per-phase cost is this
- * barrier (~0.1-0.5 us on 2 cores) rather than an OpenMP fork/join, which with
- * OMP_WAIT_POLICY=passive means a futex wake-up per region (tens of microseconds, hundreds of
- * regions per token). */
+/* The thread team of one eval call: the state's worker pool, a sense-counting spin barrier and
+ * the work splits. One run of the pool spans a whole eval (every layer of every phase), so the
+ * per-phase cost is this barrier (~0.1-0.5 us on 2 cores) rather than a fork/join, and the per-call
+ * cost is the pool's hand-over (a few us while its workers spin; an OpenMP fork under
+ * OMP_WAIT_POLICY=passive woke a sleeping vCPU on every decode token, ~100 us). */
 #include <immintrin.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -96,6 +96,129 @@ int64_t ts__share_next(ts__share *sh, int tid, int nt, int64_t *count) {
   int64_t u = take(&sh[tid], 0, count);
   for (int k = 1; u < 0 && k < nt; k++) u = take(&sh[(tid + k) % nt], 1, count);
   return u;
+}
+
+/* ---- worker pool ---------------------------------------------------------------------------- */
+
+#include <pthread.h>
+#include <stdlib.h>
+
+struct ts__pool {
+  _Alignas(64) atomic_int gen;  /* the run's generation: bumped by ts__pool_run (futex word) */
+  atomic_int sleepers;          /* workers asleep on gen */
+  _Alignas(64) atomic_int done; /* workers past the current run (futex word) */
+  atomic_int done_sleeper;      /* the caller asleep on done */
+  _Alignas(64) ts__pool_fn fn;  /* the run (written before gen is bumped) */
+  void *arg;
+  int nrun, stop, n;
+  struct worker {
+    ts__pool *p;
+    int tid;
+    pthread_t th;
+  } * w;
+};
+
+/* Until *word != val: spin for `spin` seconds, then sleep on the futex (counted in *sleepers, which
+ * the writer reads after its store: both seq_cst, as in ts__barrier_wait). Returns the new value. */
+static int wait_change(atomic_int *word, int val, atomic_int *sleepers, double spin) {
+  double t0 = 0;
+  for (int i = 0;; i++) {
+    const int v = atomic_load_explicit(word, memory_order_acquire);
+    if (v != val) return v;
+    _mm_pause();
+    if ((i & 255) == 255) {
+      const double t = ts_now();
+      if (t0 == 0) t0 = t;
+      else if (t - t0 > spin) break;
+    }
+  }
+  atomic_fetch_add_explicit(sleepers, 1, memory_order_seq_cst);
+  int v;
+  while ((v = atomic_load_explicit(word, memory_order_seq_cst)) == val) futex_wait(word, val);
+  atomic_fetch_sub_explicit(sleepers, 1, memory_order_seq_cst);
+  return v;
+}
+
+static void *worker_main(void *a) {
+  struct worker *w = a;
+  ts__pool *p = w->p;
+  int seen = 0;
+  for (;;) {
+    seen = wait_change(&p->gen, seen, &p->sleepers, TS__POOL_SPIN);
+    if (p->stop) return NULL;
+    if (w->tid < p->nrun) p->fn(p->arg, w->tid, p->nrun);
+    atomic_fetch_add_explicit(&p->done, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&p->done_sleeper, memory_order_seq_cst)) futex_wake_all(&p->done);
+  }
+}
+
+/* until every worker is past the run: spin as at a barrier, then sleep on done */
+static void wait_done(ts__pool *p) {
+  double t0 = 0;
+  for (int i = 0;; i++) {
+    if (atomic_load_explicit(&p->done, memory_order_acquire) == p->n) return;
+    _mm_pause();
+    if ((i & 255) == 255) {
+      const double t = ts_now();
+      if (t0 == 0) t0 = t;
+      else if (t - t0 > SPIN_SECONDS) break;
+    }
+  }
+  atomic_fetch_add_explicit(&p->done_sleeper, 1, memory_order_seq_cst);
+  int d;
+  while ((d = atomic_load_explicit(&p->done, memory_order_seq_cst)) != p->n) futex_wait(&p->done, d);
+  atomic_fetch_sub_explicit(&p->done_sleeper, 1, memory_order_seq_cst);
+}
+
+ts__pool *ts__pool_create(int workers, int *started) {
+  *started = 0;
+  ts__pool *p = workers > 0 ? ts_calloc(1, sizeof *p) : NULL;
+  if (!p) return NULL;
+  p->w = calloc((size_t)workers, sizeof *p->w);
+  if (!p->w) {
+    ts_free(p);
+    return NULL;
+  }
+  atomic_init(&p->gen, 0);
+  atomic_init(&p->sleepers, 0);
+  atomic_init(&p->done, 0);
+  atomic_init(&p->done_sleeper, 0);
+  for (int i = 0; i < workers; i++) {
+    p->w[i].p = p;
+    p->w[i].tid = i + 1;
+    if (pthread_create(&p->w[i].th, NULL, worker_main, &p->w[i]) != 0) break;
+    p->n++;
+  }
+  if (p->n == 0) {
+    free(p->w);
+    ts_free(p);
+    return NULL;
+  }
+  *started = p->n;
+  return p;
+}
+
+void ts__pool_run(ts__pool *p, ts__pool_fn fn, void *arg, int nrun) {
+  p->fn = fn;
+  p->arg = arg;
+  p->nrun = nrun;
+  atomic_store_explicit(&p->done, 0, memory_order_relaxed); /* every worker is past the last run */
+  atomic_fetch_add_explicit(&p->gen, 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&p->sleepers, memory_order_seq_cst)) futex_wake_all(&p->gen);
+  fn(arg, 0, nrun);
+  /* the workers end within a phase of the caller (the run's last barrier); a descheduled one may
+   * take a time slice: then sleep */
+  wait_done(p);
+}
+
+void ts__pool_destroy(ts__pool *p) {
+  if (!p) return;
+  p->stop = 1;
+  atomic_fetch_add_explicit(&p->gen, 1, memory_order_seq_cst);
+  futex_wake_all(&p->gen);
+  for (int i = 0; i < p->n; i++) pthread_join(p->w[i].th, NULL);
+  free(p->w);
+  ts_free(p);
 }
 
 /* ---- adaptive decode team ------------------------------------------------------------------ */
