@@ -31,6 +31,39 @@ static void futex_wait(atomic_int *addr, int val) {
 }
 static void futex_wake_all(atomic_int *addr) { syscall(SYS_futex, (int *)addr, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0); }
 
+/* One turn of a bounded spin: a pause (or one side prefetch from pf, keeping memory busy for the
+ * next phase), and false once `limit` seconds have passed (the clock is read every 256 turns). */
+typedef struct spin {
+  int i;
+  double t0;
+} spin;
+static bool spin_on(spin *sp, double limit, ts__pfq *pf) {
+  if (pf && pf->i < pf->n) ts__pfq_pump(pf, 1);
+  else _mm_pause();
+  if ((++sp->i & 255) == 0) {
+    const double t = ts_now();
+    if (sp->t0 == 0) sp->t0 = t;
+    else if (t - sp->t0 > limit) return false;
+  }
+  return true;
+}
+
+/* Until *word != val: spin for `limit` seconds, then sleep on the futex. *sleepers is raised before
+ * the word is re-checked and the writer stores the word before it reads *sleepers (both seq_cst),
+ * so either the sleeper sees the new value or the writer sees the sleeper; FUTEX_WAIT returns at
+ * once when the word has already moved on. Returns the new value. */
+static int wait_change(atomic_int *word, int val, atomic_int *sleepers, double limit, ts__pfq *pf) {
+  spin sp = {0, 0};
+  int v;
+  while ((v = atomic_load_explicit(word, memory_order_acquire)) == val)
+    if (!spin_on(&sp, limit, pf)) break;
+  if (v != val) return v;
+  atomic_fetch_add_explicit(sleepers, 1, memory_order_seq_cst);
+  while ((v = atomic_load_explicit(word, memory_order_seq_cst)) == val) futex_wait(word, val);
+  atomic_fetch_sub_explicit(sleepers, 1, memory_order_seq_cst);
+  return v;
+}
+
 void ts__barrier_wait(ts__barrier *b, ts__pfq *pf) {
   if (b->n <= 1) return;
   int ph = atomic_load_explicit(&b->phase, memory_order_acquire);
@@ -40,23 +73,7 @@ void ts__barrier_wait(ts__barrier *b, ts__pfq *pf) {
     if (atomic_load_explicit(&b->sleepers, memory_order_seq_cst)) futex_wake_all(&b->phase);
     return;
   }
-  double t0 = 0;
-  for (int i = 0;; i++) {
-    if (atomic_load_explicit(&b->phase, memory_order_acquire) != ph) return;
-    if (pf && pf->i < pf->n) ts__pfq_pump(pf, 1); /* keep memory busy for the next phase */
-    else _mm_pause();
-    if ((i & 255) == 255) { /* the clock is read every 256 pauses */
-      double t = ts_now();
-      if (t0 == 0) t0 = t;
-      else if (t - t0 > SPIN_SECONDS) break;
-    }
-  }
-  /* sleepers is raised before the phase is re-checked and the releaser stores the phase before it
-   * reads sleepers (both seq_cst), so either the sleeper sees the new phase or the releaser sees
-   * the sleeper; FUTEX_WAIT returns at once when the phase has already moved on. */
-  atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_seq_cst);
-  while (atomic_load_explicit(&b->phase, memory_order_seq_cst) == ph) futex_wait(&b->phase, ph);
-  atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_seq_cst);
+  wait_change(&b->phase, ph, &b->sleepers, SPIN_SECONDS, pf);
 }
 
 void ts__split(int64_t n, int t, int nt, int64_t align, int64_t *lo, int64_t *hi) {
@@ -118,33 +135,12 @@ struct ts__pool {
   } * w;
 };
 
-/* Until *word != val: spin for `spin` seconds, then sleep on the futex (counted in *sleepers, which
- * the writer reads after its store: both seq_cst, as in ts__barrier_wait). Returns the new value. */
-static int wait_change(atomic_int *word, int val, atomic_int *sleepers, double spin) {
-  double t0 = 0;
-  for (int i = 0;; i++) {
-    const int v = atomic_load_explicit(word, memory_order_acquire);
-    if (v != val) return v;
-    _mm_pause();
-    if ((i & 255) == 255) {
-      const double t = ts_now();
-      if (t0 == 0) t0 = t;
-      else if (t - t0 > spin) break;
-    }
-  }
-  atomic_fetch_add_explicit(sleepers, 1, memory_order_seq_cst);
-  int v;
-  while ((v = atomic_load_explicit(word, memory_order_seq_cst)) == val) futex_wait(word, val);
-  atomic_fetch_sub_explicit(sleepers, 1, memory_order_seq_cst);
-  return v;
-}
-
 static void *worker_main(void *a) {
   struct worker *w = a;
   ts__pool *p = w->p;
   int seen = 0;
   for (;;) {
-    seen = wait_change(&p->gen, seen, &p->sleepers, TS__POOL_SPIN);
+    seen = wait_change(&p->gen, seen, &p->sleepers, TS__POOL_SPIN, NULL);
     if (p->stop) return NULL;
     if (w->tid < p->nrun) p->fn(p->arg, w->tid, p->nrun);
     atomic_fetch_add_explicit(&p->done, 1, memory_order_seq_cst);
@@ -152,18 +148,13 @@ static void *worker_main(void *a) {
   }
 }
 
-/* until every worker is past the run: spin as at a barrier, then sleep on done */
+/* until every worker is past the run: spin as at a barrier, then sleep on done (its count moves
+ * on as workers finish: each futex wait is for the count last seen) */
 static void wait_done(ts__pool *p) {
-  double t0 = 0;
-  for (int i = 0;; i++) {
-    if (atomic_load_explicit(&p->done, memory_order_acquire) == p->n) return;
-    _mm_pause();
-    if ((i & 255) == 255) {
-      const double t = ts_now();
-      if (t0 == 0) t0 = t;
-      else if (t - t0 > SPIN_SECONDS) break;
-    }
-  }
+  spin sp = {0, 0};
+  while (atomic_load_explicit(&p->done, memory_order_acquire) != p->n)
+    if (!spin_on(&sp, SPIN_SECONDS, NULL)) break;
+  if (atomic_load_explicit(&p->done, memory_order_acquire) == p->n) return;
   atomic_fetch_add_explicit(&p->done_sleeper, 1, memory_order_seq_cst);
   int d;
   while ((d = atomic_load_explicit(&p->done, memory_order_seq_cst)) != p->n) futex_wait(&p->done, d);
