@@ -508,6 +508,12 @@ static void pool_fn(void *arg, int tid, int nrun) {
   j->runs[tid]++;
   j->seen[tid] = j->round * 16 + nrun;
 }
+/* past the workers' spin: they are asleep on the futex by the end */
+static void idle_past_spin(void) {
+  const double t0 = ts_now();
+  while (ts_now() - t0 < 5 * TS__POOL_SPIN) {
+  }
+}
 static void check_pool(void) {
   int started = -1;
   CHECK(ts__pool_create(0, &started) == NULL && started == 0, "pool: no workers asked, none started");
@@ -521,11 +527,7 @@ static void check_pool(void) {
     for (int r = 0; r < 300; r++) {
       const int nrun = 1 + r % (workers + 1);
       j.round = r;
-      if (r % 100 == 99) { /* let the workers fall asleep on the futex */
-        const double t0 = ts_now();
-        while (ts_now() - t0 < 5 * TS__POOL_SPIN) {
-        }
-      }
+      if (r % 100 == 99) idle_past_spin();
       ts__pool_run(p, pool_fn, &j, nrun);
       for (int t = 0; t < nrun; t++) {
         want[t]++;
@@ -541,9 +543,7 @@ static void check_pool(void) {
   ts__pool *p = ts__pool_create(2, &started);
   ts__pool_destroy(p);
   p = ts__pool_create(2, &started);
-  const double t0 = ts_now();
-  while (ts_now() - t0 < 5 * TS__POOL_SPIN) {
-  }
+  idle_past_spin();
   ts__pool_destroy(p);
 }
 

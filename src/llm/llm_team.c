@@ -124,7 +124,7 @@ struct ts__pool {
   _Alignas(64) atomic_int gen;  /* the run's generation: bumped by ts__pool_run (futex word) */
   atomic_int sleepers;          /* workers asleep on gen */
   _Alignas(64) atomic_int done; /* workers past the current run (futex word) */
-  atomic_int done_sleeper;      /* the caller asleep on done */
+  atomic_int done_sleeper;      /* the caller asleep on done (0 or 1) */
   _Alignas(64) ts__pool_fn fn;  /* the run (written before gen is bumped) */
   void *arg;
   int nrun, stop, n;
@@ -148,17 +148,12 @@ static void *worker_main(void *a) {
   }
 }
 
-/* until every worker is past the run: spin as at a barrier, then sleep on done (its count moves
- * on as workers finish: each futex wait is for the count last seen) */
+/* until every worker is past the run: each step waits (spin, then futex) for the count last seen
+ * to move on */
 static void wait_done(ts__pool *p) {
-  spin sp = {0, 0};
-  while (atomic_load_explicit(&p->done, memory_order_acquire) != p->n)
-    if (!spin_on(&sp, SPIN_SECONDS, NULL)) break;
-  if (atomic_load_explicit(&p->done, memory_order_acquire) == p->n) return;
-  atomic_fetch_add_explicit(&p->done_sleeper, 1, memory_order_seq_cst);
   int d;
-  while ((d = atomic_load_explicit(&p->done, memory_order_seq_cst)) != p->n) futex_wait(&p->done, d);
-  atomic_fetch_sub_explicit(&p->done_sleeper, 1, memory_order_seq_cst);
+  while ((d = atomic_load_explicit(&p->done, memory_order_acquire)) != p->n)
+    wait_change(&p->done, d, &p->done_sleeper, SPIN_SECONDS, NULL);
 }
 
 ts__pool *ts__pool_create(int workers, int *started) {
