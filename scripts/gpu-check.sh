@@ -5,7 +5,12 @@
 # run (fields as `tessera attn bench --json`, see bench/cuda/bench_attn_cuda.c).
 #
 #   scripts/gpu-check.sh [BUILD_DIR]       (default build-gpu; env JOBS, BATCH (4), REPS (20),
-#                                           DTYPES ("f32 bf16"), PLAN=0 to skip the scheduler plans)
+#                                           DTYPES ("f32 bf16"), PLAN=0 to skip the scheduler plans,
+#                                           PREBUILT=1 to run the binaries already in BUILD_DIR
+#                                           (tessera, tests/test_attn_cuda, bench/bench_attn_cuda)
+#                                           without configuring or building: for a GPU machine that
+#                                           has nvcc but not tessera's build dependencies, with
+#                                           binaries built elsewhere by cmake -DTS_CUDA=ON)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-gpu}
@@ -14,14 +19,21 @@ BATCH=${BATCH:-4}
 REPS=${REPS:-20}
 DTYPES=${DTYPES:-"f32 bf16"}
 PLAN=${PLAN:-1}
+PREBUILT=${PREBUILT:-0}
 export TESSERA_CACHE=${TESSERA_CACHE:-$(mktemp -d /tmp/tessera-gpu-check.XXXXXX)}
 
-command -v nvcc >/dev/null || { echo "gpu-check: nvcc not found" >&2; exit 1; }
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTS_CUDA=ON >/dev/null
-cmake --build "$BUILD" -j "$JOBS" --target test_attn_cuda bench_attn_cuda tessera_cli >/dev/null
-[ -x "$BUILD/tests/test_attn_cuda" ] || { echo "gpu-check: CUDA targets were not configured (nvcc unusable?)" >&2; exit 1; }
+if [ "$PREBUILT" = 1 ]; then
+  for b in tessera tests/test_attn_cuda bench/bench_attn_cuda; do
+    [ -x "$BUILD/$b" ] || { echo "gpu-check: PREBUILT=1 but $BUILD/$b is missing" >&2; exit 1; }
+  done
+else
+  command -v nvcc >/dev/null || { echo "gpu-check: nvcc not found" >&2; exit 1; }
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTS_CUDA=ON >/dev/null
+  cmake --build "$BUILD" -j "$JOBS" --target test_attn_cuda bench_attn_cuda tessera_cli >/dev/null
+  [ -x "$BUILD/tests/test_attn_cuda" ] || { echo "gpu-check: CUDA targets were not configured (nvcc unusable?)" >&2; exit 1; }
+fi
 
 echo "== test_attn_cuda"
 "$BUILD/tests/test_attn_cuda"

@@ -12,11 +12,14 @@
  * extractor and the default tile chooser on the original order.
  * Prints one JSON object with the fields of `tessera attn bench --json` that apply: n, nnz,
  * density, tiles_empty / tiles_mixed / tiles_full (64 x 64 tiles of the original mask), ms per
- * variant (dense_flash, fixed_64, fixed_best, fixed_best_reordered, variable: wall time of R
+ * variant (dense_flash, fixed_64, fixed_best, fixed_best_reordered, variable, gather: wall time of R
  * back-to-back launches after 3 warm-ups, divided by R), speedup_vs_* (t_baseline / t_variable),
  * work_ratio per variant, max_abs_err (variable) and max_abs_err_all (each variant, head 0 against
  * ts_attn_reference on its mask order), gflops_effective = 4 d nnz B H / t_variable and pct_peak
- * of --peak-gflops (default 60000: an H200's fp32 CUDA-core peak, about 60 TFLOP/s). Exits 0
+ * of --peak-gflops (default 60000: an H200's fp32 CUDA-core peak, about 60 TFLOP/s). gather: the
+ * GPU's own tile assignment (ts_attn_cuda_plan_create_gather on the variable run's token order,
+ * costs from ts_attn_cuda_profile measured in this run, printed as gpu_costs), with
+ * speedup_gather_vs_*, gflops_effective_gather and pct_peak_gather. Exits 0
  * with {"skipped": "no CUDA device ..."} when there is no device. */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -264,6 +267,33 @@ int main(int argc, char **argv) {
   cJSON_AddNumberToObject(j, "variable_tiles_full", (double)st.tiles_full);
   cJSON_AddNumberToObject(j, "variable_tiles_masked", (double)st.tiles_masked);
   cJSON_AddNumberToObject(j, "variable_tiles_skipped", (double)st.tiles_skipped);
+  /* the GPU's own tile assignment: a gather plan on the same token order, from costs measured now */
+  ts_attn_cuda_costs costs;
+  if (ts_attn_cuda_profile(&costs, c.d, c.bf16) != TS_OK) return fail("cuda profile");
+  t0 = ts_now();
+  if (ts_attn_cuda_plan_create_gather(&p, vm, c.d, &costs)) return fail("gather plan");
+  double gather_plan_ms = (ts_now() - t0) * 1e3, t_gather = 0;
+  ts_attn_stats gst;
+  ts_attn_cuda_plan_stats(p, &gst);
+  if (run_variant(&c, p, "gather", j, errs, wr, &t_gather)) return fail("gather");
+  cJSON_AddNumberToObject(j, "speedup_gather_vs_fixed_best", t_best / t_gather);
+  cJSON_AddNumberToObject(j, "speedup_gather_vs_fixed_64", t64 / t_gather);
+  if (plan_path) cJSON_AddNumberToObject(j, "speedup_gather_vs_fixed_best_reordered", t_best_re / t_gather);
+  cJSON_AddNumberToObject(j, "speedup_gather_vs_dense_flash", t_dense / t_gather);
+  cJSON_AddNumberToObject(j, "speedup_gather_vs_variable", t_var / t_gather);
+  cJSON_AddNumberToObject(j, "gather_plan_ms", gather_plan_ms);
+  cJSON_AddNumberToObject(j, "gather_units", (double)gst.panels);
+  cJSON_AddNumberToObject(j, "gather_chunks_full", (double)gst.tiles_full);
+  cJSON_AddNumberToObject(j, "gather_chunks_masked", (double)gst.tiles_masked);
+  cJSON *cj = cJSON_CreateObject(), *cu = cJSON_CreateArray(), *cc = cJSON_CreateArray();
+  for (int k = 0; k < 4; k++) {
+    cJSON_AddItemToArray(cu, cJSON_CreateNumber(costs.unit_ns[k]));
+    cJSON_AddItemToArray(cc, cJSON_CreateNumber(costs.chunk_ns[k]));
+  }
+  cJSON_AddItemToObject(cj, "unit_ns", cu);
+  cJSON_AddItemToObject(cj, "chunk_ns", cc);
+  cJSON_AddStringToObject(cj, "classes", "16x64 32x32 32x64 64x64");
+  cJSON_AddItemToObject(j, "gpu_costs", cj);
   cJSON *ev = cJSON_GetObjectItem(errs, "variable");
   cJSON_AddNumberToObject(j, "max_abs_err", ev ? ev->valuedouble : NAN);
   cJSON_AddItemToObject(j, "max_abs_err_all", errs);
@@ -272,6 +302,9 @@ int main(int argc, char **argv) {
   cJSON_AddNumberToObject(j, "gflops_effective", gf);
   cJSON_AddNumberToObject(j, "peak_gflops", peak);
   cJSON_AddNumberToObject(j, "pct_peak", 100.0 * gf / peak);
+  const double gfg = 4.0 * (double)c.d * (double)nnz * (double)(c.B * c.H) / (t_gather * 1e-3) / 1e9;
+  cJSON_AddNumberToObject(j, "gflops_effective_gather", gfg);
+  cJSON_AddNumberToObject(j, "pct_peak_gather", 100.0 * gfg / peak);
   char *out = cJSON_PrintUnformatted(j);
   if (out) printf("%s\n", out);
   free(out);

@@ -14,6 +14,10 @@
  *            (the panel's sub-tiles in execution order, cut to at most 64 x 64 cells, which keeps
  *            the online softmax exact: it is associative over key chunks). Panels are dispatched to
  *            one of four compiled chunk shapes (16x64, 32x32, 32x64, 64x64) by their largest tile.
+ *            Gather plans (ts_attn_cuda_plan_create_gather) run the same kernel with chunks that
+ *            list their keys: row groups of 16, 32 or 64 rows, each covering the union of its
+ *            rows' keys, the group size and chunk shape per 64-row band chosen by measured costs
+ *            (ts_attn_cuda_profile): the GPU's tile assignment.
  *
  * Both: fp32 Q/K/V or bf16 Q/K/V (converted to fp32 on load), fp32 accumulation on CUDA cores,
  * online softmax in exp2 units, fp32 O; head dimension 64 compiled as a constant, any other d in
@@ -56,6 +60,32 @@ ts_status ts_attn_cuda_plan_create(ts_attn_cuda_plan **plan, const ts_attn_sched
  * dense = true: every tile computed with the mask (dense flash attention). */
 ts_status ts_attn_cuda_plan_create_fixed(ts_attn_cuda_plan **plan, const ts_bitmap *mask, int64_t d, int32_t br,
                                          int32_t bc, bool dense);
+
+/* The GPU's tile assignment. The kernels run four chunk shapes (classes 0..3: 16 x 64, 32 x 32,
+ * 32 x 64, 64 x 64 rows x keys); a thread block runs one row group (a unit: Q load, O store) and
+ * walks its chunks. Costs are device time per unit and per chunk in ns, as a full device runs them
+ * side by side (total time / count), for one (batch, head). */
+typedef struct ts_attn_cuda_costs {
+  double unit_ns[4];
+  double chunk_ns[4];
+  int64_t d;      /* the head dimension they are for */
+  bool bf16;      /* measured with bf16 inputs */
+  bool measured;  /* false: ts_attn_cuda_costs_default's formula */
+} ts_attn_cuda_costs;
+/* A formula (no device needed): chunk cost proportional to its cells x d plus a fixed part, fitted
+ * to the first H200 run (docs/BENCHMARKS.md); for tests and machines not yet profiled. */
+void ts_attn_cuda_costs_default(ts_attn_cuda_costs *c, int64_t d);
+/* Measures the costs on the current device: per class, synthetic gather plans of 2 and 10 masked
+ * chunks per unit over 2048 rows x 48 (batch, head) pairs, median of 5 timings of 10 launches
+ * each; chunk = the slope, unit = the rest. About 0.1-0.5 s. Errors: no device, CUDA errors. */
+ts_status ts_attn_cuda_profile(ts_attn_cuda_costs *c, int64_t d, bool bf16);
+/* Gather plan on mask (n x n, in the token order it will run: reorder it first): per band of 64
+ * rows, the split into row groups (one of 64 rows, two of 32 or four of 16) and the class with the
+ * least predicted cost under `costs` (NULL: the default formula); a group's chunks cover the union
+ * of its rows' allowed keys, listed and loaded by index (gathered), so keys no row of the group
+ * meets are never computed. Exact for this cost model (each band is chosen independently). */
+ts_status ts_attn_cuda_plan_create_gather(ts_attn_cuda_plan **plan, const ts_bitmap *mask, int64_t d,
+                                          const ts_attn_cuda_costs *costs);
 void ts_attn_cuda_plan_destroy(ts_attn_cuda_plan *plan);
 /* The work counts of the classification (as ts_attn_plan_stats); zeros for NULL. */
 void ts_attn_cuda_plan_stats(const ts_attn_cuda_plan *plan, ts_attn_stats *st);

@@ -13,8 +13,11 @@
 struct ts_attn_cuda_plan {
   ts__cuda_dev dev;
   ts_attn_stats stats;
-  void *dunits, *dchunks, *dmbits; /* device allocations behind dev's pointers */
+  void *dunits, *dchunks, *dmbits, *dcols; /* device allocations behind dev's pointers */
 };
+
+static ts_status launch(ts_attn_cuda_plan *p, int bf16, const void *Q, const void *K, const void *V, float *O, int64_t batch,
+                        int64_t heads, void *stream);
 
 static ts_status cuda_fail(cudaError_t e, const char *what) {
   return ts_error(e == cudaErrorMemoryAllocation ? TS_ERR_OOM : TS_ERR_INTERNAL, "cuda: %s: %s (%s)", what,
@@ -63,6 +66,7 @@ void ts_attn_cuda_plan_destroy(ts_attn_cuda_plan *p) {
   cudaFree(p->dunits);
   cudaFree(p->dchunks);
   cudaFree(p->dmbits);
+  cudaFree(p->dcols);
   free(p);
 }
 
@@ -73,24 +77,33 @@ static ts_status upload(void **dst, const void *src, size_t bytes, const char *w
   return TS_OK;
 }
 
-/* Uploads f and fills the plan; takes the stats of the CPU plan. */
-static ts_status plan_finish(ts_attn_cuda_plan **out, const ts__cuda_flat *f, const ts_attn_plan *cpu, int fixed,
-                             int cls_fixed) {
+/* Uploads f and fills the plan with the given work counts (NULL: the CPU plan's). */
+static ts_status plan_finish_stats(ts_attn_cuda_plan **out, const ts__cuda_flat *f, const ts_attn_stats *stats, int fixed,
+                                   int cls_fixed) {
   ts_attn_cuda_plan *p = calloc(1, sizeof *p);
   if (!p) return ts_error(TS_ERR_OOM, "cuda attn plan: cannot allocate the plan");
-  ts_attn_plan_stats(cpu, &p->stats);
+  p->stats = *stats;
   ts_status st = upload(&p->dunits, f->units, (size_t)f->nunits * sizeof *f->units, "upload of the units");
   if (st == TS_OK) st = upload(&p->dchunks, f->chunks, (size_t)f->nchunks * sizeof *f->chunks, "upload of the chunks");
   if (st == TS_OK) st = upload(&p->dmbits, f->mbits, (size_t)f->nmbits * sizeof *f->mbits, "upload of the mask bits");
+  if (st == TS_OK && f->cols) st = upload(&p->dcols, f->cols, (size_t)f->ncols * sizeof *f->cols, "upload of the key lists");
   if (st != TS_OK) {
     ts_attn_cuda_plan_destroy(p);
     return st;
   }
   p->dev = (ts__cuda_dev){.n = f->n, .d = f->d, .fixed = fixed, .cls_fixed = cls_fixed, .units = p->dunits,
-                          .chunks = p->dchunks, .mbits = p->dmbits};
+                          .chunks = p->dchunks, .mbits = p->dmbits, .cols = p->dcols};
   memcpy(p->dev.cls, f->cls, sizeof f->cls);
   *out = p;
   return TS_OK;
+}
+
+/* plan_finish_stats with the work counts of the CPU plan it was flattened from. */
+static ts_status plan_finish(ts_attn_cuda_plan **out, const ts__cuda_flat *f, const ts_attn_plan *cpu, int fixed,
+                             int cls_fixed) {
+  ts_attn_stats st;
+  ts_attn_plan_stats(cpu, &st);
+  return plan_finish_stats(out, f, &st, fixed, cls_fixed);
 }
 
 /* The CPU plan of s (single-threaded context: its workspaces are never used here). */
@@ -161,6 +174,132 @@ ts_status ts_attn_cuda_plan_create_fixed(ts_attn_cuda_plan **out, const ts_bitma
     ts__cuda_flat_free(&f);
   }
   ts_attn_plan_destroy(pl);
+  return st;
+}
+
+ts_status ts_attn_cuda_plan_create_gather(ts_attn_cuda_plan **out, const ts_bitmap *mask, int64_t d,
+                                          const ts_attn_cuda_costs *costs) {
+  if (!out) return ts_error(TS_ERR_INVALID_ARG, "cuda attn plan: NULL output pointer");
+  *out = NULL;
+  TS_TRY(need_device());
+  size_t limit = 0;
+  TS_TRY(smem_limit(&limit));
+  ts__cuda_flat f;
+  ts_attn_stats stats;
+  TS_TRY(ts__cuda_flatten_gather(mask, d, limit, costs, &f, &stats));
+  ts_status st = plan_finish_stats(out, &f, &stats, 0, 0);
+  ts__cuda_flat_free(&f);
+  return st;
+}
+
+/* ---- profile ------------------------------------------------------------------------------------ */
+
+/* A synthetic gather plan for class k: n / g units of g rows, each with `nch` masked chunks of CB
+ * listed keys (keys 0 .. nch * CB - 1 of the row band, mask words all ones, shared). */
+static ts_status synth_plan(ts_attn_cuda_plan **out, int64_t n, int64_t d, int k, int32_t g, int32_t nch) {
+  const int32_t rb = ts__cuda_class_rb[k], cb = ts__cuda_class_cb[k], slices = (g + rb - 1) / rb, nv = (rb + 15) / 16;
+  const int64_t nunits = n / g, per = (int64_t)nch * slices;
+  ts__cuda_flat f;
+  memset(&f, 0, sizeof f);
+  f.n = n, f.d = d, f.nunits = nunits, f.nchunks = nunits * per, f.nmbits = (int64_t)cb * nv, f.ncols = (int64_t)nch * cb;
+  f.units = malloc((size_t)nunits * sizeof *f.units);
+  f.chunks = malloc((size_t)f.nchunks * sizeof *f.chunks);
+  f.mbits = malloc((size_t)f.nmbits * sizeof *f.mbits);
+  f.cols = malloc((size_t)f.ncols * sizeof *f.cols);
+  if (!f.units || !f.chunks || !f.mbits || !f.cols) {
+    ts__cuda_flat_free(&f);
+    return ts_error(TS_ERR_OOM, "cuda profile: synthetic plan");
+  }
+  for (int64_t i = 0; i < f.nmbits; i++) f.mbits[i] = 0xFFFFu;
+  for (int64_t i = 0; i < f.ncols; i++) f.cols[i] = (int32_t)(i % n);
+  for (int64_t u = 0; u < nunits; u++) {
+    f.units[u] = (ts__cuda_unit){.c0 = u * per, .nchunks = (int32_t)per, .r0 = (int32_t)(u * g), .rows = g};
+    int64_t c = u * per;
+    for (int32_t p = 0; p < nch; p++)
+      for (int32_t s = 0; s < slices; s++)
+        f.chunks[c++] = (ts__cuda_chunk){.i0 = s * rb, .nr = rb, .j0 = p * cb, .nc = cb, .nv = nv, .ro = 0, .moff = 0};
+  }
+  f.cls[k] = (ts__cuda_class_run){.u0 = 0, .nu = nunits, .g = g};
+  ts_attn_stats stats;
+  memset(&stats, 0, sizeof stats);
+  ts_status st = plan_finish_stats(out, &f, &stats, 0, 0);
+  ts__cuda_flat_free(&f);
+  return st;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median over 5 groups of the mean ms of 10 launches (after 2 warm-ups), by CUDA events. */
+static ts_status time_launches(ts_attn_cuda_plan *p, int bf16, const void *q, const void *k, const void *v, float *o,
+                               int64_t batch, int64_t heads, cudaEvent_t e0, cudaEvent_t e1, double *ms) {
+  double t[5];
+  for (int w = 0; w < 2; w++) TS_TRY(launch(p, bf16, q, k, v, o, batch, heads, NULL));
+  for (int r = 0; r < 5; r++) {
+    cudaError_t e = cudaEventRecord(e0, 0);
+    for (int i = 0; i < 10 && e == cudaSuccess; i++) {
+      ts_status st = launch(p, bf16, q, k, v, o, batch, heads, NULL);
+      if (st != TS_OK) return st;
+    }
+    if (e == cudaSuccess) e = cudaEventRecord(e1, 0);
+    if (e == cudaSuccess) e = cudaEventSynchronize(e1);
+    float f = 0;
+    if (e == cudaSuccess) e = cudaEventElapsedTime(&f, e0, e1);
+    if (e != cudaSuccess) return cuda_fail(e, "profile timing");
+    t[r] = f / 10.0;
+  }
+  qsort(t, 5, sizeof t[0], cmp_double);
+  *ms = t[2];
+  return TS_OK;
+}
+
+ts_status ts_attn_cuda_profile(ts_attn_cuda_costs *c, int64_t d, bool bf16) {
+  if (!c) return ts_error(TS_ERR_INVALID_ARG, "cuda profile: NULL output");
+  if (d < 1 || d > 256) return ts_error(TS_ERR_UNSUPPORTED, "cuda profile: head dimension d = %lld is not in [1, 256]", (long long)d);
+  TS_TRY(need_device());
+  size_t limit = 0;
+  TS_TRY(smem_limit(&limit));
+  ts_attn_cuda_costs_default(c, d); /* classes that do not fit keep the formula (never chosen then) */
+  c->bf16 = bf16;
+  const int64_t n = 2048, batch = 4, heads = 12, lo = 2, hi = 10;
+  const size_t cnt = (size_t)(batch * heads * n * d), esz = bf16 ? 2 : 4;
+  static const int32_t gk[TS__CUDA_NCLASS] = {16, 32, 32, 64};
+  void *q = NULL, *k = NULL, *v = NULL, *o = NULL;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  cudaError_t e = cudaMalloc(&q, cnt * esz);
+  if (e == cudaSuccess) e = cudaMalloc(&k, cnt * esz);
+  if (e == cudaSuccess) e = cudaMalloc(&v, cnt * esz);
+  if (e == cudaSuccess) e = cudaMalloc(&o, cnt * 4);
+  /* small finite inputs: bf16/fp32 patterns of 0x3c00.. are ~0.0078 */
+  if (e == cudaSuccess) e = cudaMemset(q, 0x3c, cnt * esz);
+  if (e == cudaSuccess) e = cudaMemset(k, 0x3c, cnt * esz);
+  if (e == cudaSuccess) e = cudaMemset(v, 0x3c, cnt * esz);
+  if (e == cudaSuccess) e = cudaEventCreate(&e0);
+  if (e == cudaSuccess) e = cudaEventCreate(&e1);
+  ts_status st = e == cudaSuccess ? TS_OK : cuda_fail(e, "profile buffers");
+  for (int cl = 0; cl < TS__CUDA_NCLASS && st == TS_OK; cl++) {
+    if (ts__cuda_smem_bytes(gk[cl], ts__cuda_class_rb[cl], ts__cuda_class_cb[cl], d) > limit) continue;
+    double t[2];
+    const int32_t nch[2] = {(int32_t)lo, (int32_t)hi};
+    for (int r = 0; r < 2 && st == TS_OK; r++) {
+      ts_attn_cuda_plan *p = NULL;
+      st = synth_plan(&p, n, d, cl, gk[cl], nch[r]);
+      if (st == TS_OK) st = time_launches(p, bf16, q, k, v, o, batch, heads, e0, e1, &t[r]);
+      ts_attn_cuda_plan_destroy(p);
+    }
+    if (st != TS_OK) break;
+    const double units = (double)(n / gk[cl]) * (double)(batch * heads), slices = (double)((gk[cl] + ts__cuda_class_rb[cl] - 1) / ts__cuda_class_rb[cl]);
+    double chunk = (t[1] - t[0]) * 1e6 / (units * slices * (double)(hi - lo));
+    double unit = t[0] * 1e6 / units - chunk * slices * (double)lo;
+    c->chunk_ns[cl] = chunk > 0 ? chunk : 0;
+    c->unit_ns[cl] = unit > 0 ? unit : 0;
+  }
+  if (st == TS_OK) c->measured = true;
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o);
   return st;
 }
 

@@ -7,6 +7,7 @@
 
 #include "attn/attn_internal.h"
 #include "cuda/attn_cuda_internal.h"
+#include "tessera/attn_cuda.h"
 
 typedef struct vec {
   void *p;
@@ -30,6 +31,7 @@ void ts__cuda_flat_free(ts__cuda_flat *f) {
   free(f->units);
   free(f->chunks);
   free(f->mbits);
+  free(f->cols);
   memset(f, 0, sizeof *f);
 }
 
@@ -245,6 +247,177 @@ ts_status ts__cuda_flatten_fixed(const ts_attn_plan *pl, int cls, ts__cuda_flat 
   out->nunits = pl->npanels, out->nchunks = at;
   out->cls[cls] = (ts__cuda_class_run){.u0 = 0, .nu = pl->npanels, .g = g};
   ts_status st = copy_mbits(pl, NULL, out);
+  if (st != TS_OK) ts__cuda_flat_free(out);
+  return st;
+}
+
+/* ---- gather plans ------------------------------------------------------------------------------ */
+
+void ts_attn_cuda_costs_default(ts_attn_cuda_costs *c, int64_t d) {
+  /* The first H200 run (docs/BENCHMARKS.md): block-skip 64 x 64 and 32 x 32 chunks cost about
+   * 21 ps per cell at d = 64 side by side on the whole device, whatever the shape; a unit's Q load
+   * and O store about 0.3 ns per row. Both scale with d. */
+  memset(c, 0, sizeof *c);
+  const double f = (double)(d > 0 ? d : 64) / 64.0;
+  static const int32_t g[TS__CUDA_NCLASS] = {16, 32, 32, 64};
+  for (int k = 0; k < TS__CUDA_NCLASS; k++) {
+    c->chunk_ns[k] = f * (0.021 * ts__cuda_class_rb[k] * ts__cuda_class_cb[k] + 2.0);
+    c->unit_ns[k] = f * 0.3 * g[k];
+  }
+  c->d = d;
+}
+
+/* The row group [r0, r0 + h): the union of its rows' key bits into acc (stride words); returns its
+ * popcount. */
+static int64_t group_union(const ts_bitmap *m, int64_t r0, int64_t h, uint64_t *acc) {
+  memset(acc, 0, (size_t)m->stride * sizeof *acc);
+  for (int64_t i = r0; i < r0 + h; i++) {
+    const uint64_t *row = ts_bitmap_row(m, i);
+    for (int64_t w = 0; w < m->stride; w++) acc[w] |= row[w];
+  }
+  return ts_popcount_words(acc, m->stride);
+}
+
+typedef struct gplan {
+  vec units[TS__CUDA_NCLASS], chunks, words, cols;
+  int64_t cells, full, masked;
+} gplan;
+
+/* One row group [r0, r0 + h) of class k with key union acc (nu keys): its keys into cols, its
+ * chunks (key pieces of CB outer, row slices of RB inner: one K/V load per piece), mask words of
+ * their own for chunks with a disallowed cell. */
+static ts_status emit_group(gplan *G, const ts_bitmap *m, int64_t r0, int32_t h, int k, const uint64_t *acc, int64_t nu) {
+  const int32_t rb = ts__cuda_class_rb[k], cb = ts__cuda_class_cb[k];
+  const int64_t base = G->cols.n, c0 = G->chunks.n;
+  if (base + nu > INT32_MAX) return ts_error(TS_ERR_OVERFLOW, "cuda gather plan: more than 2^31 listed keys");
+  for (int64_t w = 0; w < m->stride; w++)
+    for (uint64_t x = acc[w]; x; x &= x - 1) {
+      int32_t j = (int32_t)(w * 64 + __builtin_ctzll(x));
+      TS_TRY(vec_push(&G->cols, &j, sizeof j));
+    }
+  const int32_t *cols = (const int32_t *)G->cols.p + base;
+  for (int64_t p = 0; p < nu; p += cb) {
+    const int32_t nc = (int32_t)(nu - p < cb ? nu - p : cb);
+    for (int32_t ii = 0; ii < h; ii += rb) {
+      const int32_t nr = h - ii < rb ? h - ii : rb, nv = (nr + 15) / 16;
+      const int64_t w0 = G->words.n;
+      bool full = true;
+      for (int32_t j = 0; j < nc; j++)
+        for (int32_t r = 0; r < nv * 16; r += 16) {
+          uint16_t wd = 0;
+          for (int32_t b = 0; b < 16 && r + b < nr; b++)
+            if (ts_bitmap_get(m, r0 + ii + r + b, cols[p + j])) wd |= (uint16_t)(1u << b);
+            else full = false;
+          TS_TRY(vec_push(&G->words, &wd, sizeof wd)); /* grows words, never cols */
+        }
+      if (full) G->words.n = w0;
+      ts__cuda_chunk c = {.i0 = ii, .nr = nr, .j0 = (int32_t)(base + p), .nc = nc, .nv = nv, .ro = 0,
+                          .moff = full ? -1 : w0};
+      TS_TRY(vec_push(&G->chunks, &c, sizeof c));
+      G->cells += (int64_t)nr * nc;
+      full ? G->full++ : G->masked++;
+    }
+  }
+  if (G->chunks.n - c0 > INT32_MAX) return ts_error(TS_ERR_OVERFLOW, "cuda gather plan: a unit with 2^31 chunks");
+  ts__cuda_unit u = {.c0 = c0, .nchunks = (int32_t)(G->chunks.n - c0), .r0 = (int32_t)r0, .rows = h};
+  return vec_push(&G->units[k], &u, sizeof u);
+}
+
+/* Units of one class sorted by chunk count, most first (ties by row: deterministic). */
+static int unit_cmp(const void *a, const void *b) {
+  const ts__cuda_unit *x = a, *y = b;
+  if (x->nchunks != y->nchunks) return x->nchunks > y->nchunks ? -1 : 1;
+  return (x->r0 > y->r0) - (x->r0 < y->r0);
+}
+
+ts_status ts__cuda_flatten_gather(const ts_bitmap *m, int64_t d, size_t smem_limit, const ts_attn_cuda_costs *costs,
+                                  ts__cuda_flat *out, ts_attn_stats *stats) {
+  memset(out, 0, sizeof *out);
+  if (stats) memset(stats, 0, sizeof *stats);
+  if (!m || !m->bits || m->rows != m->cols || m->rows < 1)
+    return ts_error(TS_ERR_INVALID_ARG, "cuda gather plan: the mask must be a non-empty square bitmap");
+  if (m->rows > INT32_MAX / 2) return ts_error(TS_ERR_OVERFLOW, "cuda gather plan: n = %lld", (long long)m->rows);
+  if (d < 1 || d > 256) return ts_error(TS_ERR_UNSUPPORTED, "cuda gather plan: head dimension d = %lld is not in [1, 256]", (long long)d);
+  ts_attn_cuda_costs def;
+  if (!costs) ts_attn_cuda_costs_default(&def, d), costs = &def;
+  for (int k = 0; k < TS__CUDA_NCLASS; k++)
+    if (!(costs->chunk_ns[k] >= 0) || !(costs->unit_ns[k] >= 0))
+      return ts_error(TS_ERR_INVALID_ARG, "cuda gather plan: cost of class %d is negative or NaN", k);
+  /* the row-group options: height, class; one that does not fit the shared memory is left out */
+  static const struct { int32_t h; int k; } opt[] = {{64, 3}, {32, 1}, {32, 2}, {16, 0}};
+  bool fits[4];
+  bool any = false;
+  for (int o = 0; o < 4; o++) {
+    fits[o] = ts__cuda_smem_bytes(opt[o].h, ts__cuda_class_rb[opt[o].k], ts__cuda_class_cb[opt[o].k], d) <= smem_limit;
+    any |= fits[o];
+  }
+  if (!any)
+    return ts_error(TS_ERR_UNSUPPORTED, "cuda gather plan: head dimension d = %lld needs %zu bytes of shared memory per block, the device allows %zu",
+                    (long long)d, ts__cuda_smem_bytes(16, 16, 64, d), smem_limit);
+  const int64_t n = m->rows;
+  gplan G;
+  memset(&G, 0, sizeof G);
+  uint64_t *acc = malloc((size_t)m->stride * sizeof *acc); /* one group's key union */
+  ts_status st = acc ? TS_OK : ts_error(TS_ERR_OOM, "cuda gather plan: scratch");
+  for (int64_t R = 0; R < n && st == TS_OK; R += 64) {
+    const int32_t band = (int32_t)(n - R < 64 ? n - R : 64);
+    /* each option's predicted cost over the band, then the cheapest one's groups */
+    double best = 0;
+    int bo = -1;
+    for (int o = 0; o < 4; o++) {
+      if (!fits[o]) continue;
+      const int k = opt[o].k;
+      const int32_t h = opt[o].h, rb = ts__cuda_class_rb[k], cb = ts__cuda_class_cb[k];
+      double cost = 0;
+      for (int32_t g0 = 0; g0 < band; g0 += h) {
+        const int32_t gh = band - g0 < h ? band - g0 : h;
+        const int64_t nu = group_union(m, R + g0, gh, acc);
+        cost += costs->unit_ns[k] + (double)((nu + cb - 1) / cb) * (double)((gh + rb - 1) / rb) * costs->chunk_ns[k];
+      }
+      if (bo < 0 || cost < best) best = cost, bo = o;
+    }
+    const int k = opt[bo].k;
+    const int32_t h = opt[bo].h;
+    for (int32_t g0 = 0; g0 < band && st == TS_OK; g0 += h) {
+      const int32_t gh = band - g0 < h ? band - g0 : h;
+      const int64_t nu = group_union(m, R + g0, gh, acc);
+      st = emit_group(&G, m, R + g0, gh, k, acc, nu);
+    }
+  }
+  free(acc);
+  int64_t nu = 0;
+  for (int k = 0; k < TS__CUDA_NCLASS; k++) nu += G.units[k].n;
+  if (st == TS_OK && nu > INT32_MAX) st = ts_error(TS_ERR_OVERFLOW, "cuda gather plan: %lld thread blocks per head", (long long)nu);
+  if (st == TS_OK && !(out->units = malloc((size_t)(nu ? nu : 1) * sizeof *out->units)))
+    st = ts_error(TS_ERR_OOM, "cuda gather plan: cannot allocate %lld units", (long long)nu);
+  if (st == TS_OK) {
+    static const int32_t gk[TS__CUDA_NCLASS] = {16, 32, 32, 64};
+    int64_t at = 0;
+    for (int k = 0; k < TS__CUDA_NCLASS; k++) {
+      if (G.units[k].n) {
+        qsort(G.units[k].p, (size_t)G.units[k].n, sizeof(ts__cuda_unit), unit_cmp);
+        memcpy(out->units + at, G.units[k].p, (size_t)G.units[k].n * sizeof *out->units);
+      }
+      out->cls[k] = (ts__cuda_class_run){.u0 = at, .nu = G.units[k].n, .g = gk[k]};
+      at += G.units[k].n;
+    }
+    out->n = n, out->d = d, out->nunits = nu;
+    out->chunks = G.chunks.p, out->nchunks = G.chunks.n, G.chunks.p = NULL;
+    out->mbits = G.words.p, out->nmbits = G.words.n, G.words.p = NULL;
+    out->cols = G.cols.p, out->ncols = G.cols.n, G.cols.p = NULL;
+    if (!out->chunks && !(out->chunks = malloc(sizeof *out->chunks))) st = ts_error(TS_ERR_OOM, "cuda gather plan: chunks");
+    if (st == TS_OK && !out->mbits && !(out->mbits = malloc(sizeof *out->mbits))) st = ts_error(TS_ERR_OOM, "cuda gather plan: words");
+    if (st == TS_OK && !out->cols && !(out->cols = malloc(sizeof *out->cols))) st = ts_error(TS_ERR_OOM, "cuda gather plan: keys");
+  }
+  if (st == TS_OK && stats) {
+    stats->nnz = ts_bitmap_count(m);
+    stats->cells = stats->pv_cells = G.cells;
+    stats->tiles_full = G.full, stats->tiles_masked = G.masked;
+    stats->panels = stats->segments = nu;
+    stats->work_ratio = stats->nnz ? (double)G.cells / (double)stats->nnz : 0.0;
+  }
+  for (int k = 0; k < TS__CUDA_NCLASS; k++) free(G.units[k].p);
+  free(G.chunks.p), free(G.words.p), free(G.cols.p);
   if (st != TS_OK) ts__cuda_flat_free(out);
   return st;
 }

@@ -10,7 +10,11 @@
  * sub-tile, moff already advanced to the chunk's first column; ro = the chunk's first row inside
  * the sub-tile; a DIAG sub-tile's chunks carry words of their own, appended after the plan's, with
  * ro = 0). The fixed kernel reads its units unsplit (one per query tile, chunks = whole key
- * tiles) and cuts the chunks itself. */
+ * tiles) and cuts the chunks itself.
+ *
+ * GATHER plans (ts__cuda_flatten_gather) list each chunk's keys: cols != NULL, and a chunk's key
+ * columns are cols[j0 .. j0+nc) (ascending, not necessarily consecutive) instead of j0 .. j0+nc-1;
+ * everything else (mask words, row slices) reads as above. */
 #ifndef TS_CUDA_ATTN_INTERNAL_H
 #define TS_CUDA_ATTN_INTERNAL_H
 
@@ -55,6 +59,8 @@ typedef struct ts__cuda_flat {
   ts__cuda_chunk *chunks;
   uint16_t *mbits;
   ts__cuda_class_run cls[TS__CUDA_NCLASS];
+  int32_t *cols; /* gather plans: the chunks' key lists (NULL otherwise) */
+  int64_t ncols;
 } ts__cuda_flat;
 
 /* Dynamic shared memory of one block (bytes): Q [g][d+1], K [cb][d+1], V [cb][d] + 64 spare,
@@ -72,6 +78,7 @@ typedef struct ts__cuda_dev {
   const ts__cuda_unit *units;
   const ts__cuda_chunk *chunks;
   const uint16_t *mbits;
+  const int32_t *cols; /* gather plans' key lists, else NULL */
   ts__cuda_class_run cls[TS__CUDA_NCLASS];
 } ts__cuda_dev;
 
@@ -95,6 +102,15 @@ ts_status ts__cuda_flatten_vartile(const struct ts_attn_plan *pl, size_t smem_li
  * tiles with. */
 ts_status ts__cuda_flatten_fixed(const struct ts_attn_plan *pl, int cls, ts__cuda_flat *out);
 void ts__cuda_flat_free(ts__cuda_flat *f);
+/* Gather flattening of a mask (tessera/attn_cuda.h, ts_attn_cuda_plan_create_gather): per 64-row
+ * band, the split into row groups (one of 64 rows, two of 32 or four of 16) and the chunk shape
+ * with the least predicted cost; a group's chunks cover the union of its rows' keys, listed in
+ * cols, CB keys at a time. Units of a class largest first. stats: the work counts (may be NULL). */
+struct ts_attn_cuda_costs;
+struct ts_bitmap;
+struct ts_attn_stats;
+ts_status ts__cuda_flatten_gather(const struct ts_bitmap *mask, int64_t d, size_t smem_limit,
+                                  const struct ts_attn_cuda_costs *costs, ts__cuda_flat *out, struct ts_attn_stats *stats);
 #endif
 
 #ifdef __cplusplus

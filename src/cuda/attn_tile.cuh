@@ -84,13 +84,16 @@ __device__ __forceinline__ void load_q(const Smem &s, const T *Q, int r0, int ro
   }
 }
 
-// K and V rows [j0, j0+nc) into s.k / s.v; rows nc..CB zero-filled so every score computed is finite.
+// K and V rows [j0, j0+nc) into s.k / s.v (cols != NULL: rows cols[j0 .. j0+nc), a gather plan's
+// key list); rows nc..CB zero-filled so every score computed is finite.
 template <int CB, typename T>
-__device__ __forceinline__ void load_kv(const Smem &s, const T *K, const T *V, int j0, int nc, int d) {
+__device__ __forceinline__ void load_kv(const Smem &s, const T *K, const T *V, const int32_t *__restrict__ cols, int j0,
+                                        int nc, int d) {
   for (int idx = threadIdx.x; idx < CB * d; idx += kThreads) {
     int j = idx / d, k = idx - j * d;
     bool in = j < nc;
-    int64_t at = (int64_t)(j0 + (in ? j : 0)) * d + k;
+    const int key = cols ? (in ? cols[j0 + j] : 0) : j0 + (in ? j : 0);
+    int64_t at = (int64_t)key * d + k;
     s.k[j * s.ldk + k] = in ? load_elem(K + at) : 0.0f;
     s.v[j * d + k] = in ? load_elem(V + at) : 0.0f;
   }
@@ -230,12 +233,14 @@ __device__ __forceinline__ void store_o(const Smem &s, float *O, int r0, int row
 }
 
 // The walk of one variable-tile block: Q, K, V, O already offset to the block's (batch, head);
-// chunks of the unit in order, K/V reloaded only when a chunk's key range changes.
+// chunks of the unit in order, K/V reloaded only when a chunk's key range changes (cols: a gather
+// plan's key lists, else NULL).
 template <int RB, int CB, int D, typename T>
 __device__ __forceinline__ void vartile_block(float *smem, const T *__restrict__ Q, const T *__restrict__ K,
                                               const T *__restrict__ V, float *__restrict__ O, int d,
                                               const ts__cuda_unit &u, const ts__cuda_chunk *__restrict__ chunks,
-                                              const uint16_t *__restrict__ mbits, int g, float c) {
+                                              const uint16_t *__restrict__ mbits, const int32_t *__restrict__ cols,
+                                              int g, float c) {
   const int dd = D ? D : d;
   const Smem s = carve<RB, CB>(smem, g, dd);
   load_q(s, Q, u.r0, u.rows, g, dd, c);
@@ -243,7 +248,7 @@ __device__ __forceinline__ void vartile_block(float *smem, const T *__restrict__
   for (int q = 0; q < u.nchunks; q++) {
     const ts__cuda_chunk ch = chunks[u.c0 + q];
     if (ch.j0 != kv_j0 || ch.nc != kv_nc) {  // block-uniform: every thread reads the same chunk
-      load_kv<CB>(s, K, V, ch.j0, ch.nc, dd);  // the previous chunk ended with a barrier
+      load_kv<CB>(s, K, V, cols, ch.j0, ch.nc, dd);  // the previous chunk ended with a barrier
       kv_j0 = ch.j0, kv_nc = ch.nc;
     }
     __syncthreads();
@@ -267,7 +272,7 @@ __device__ __forceinline__ void fixed_block(float *smem, const T *__restrict__ Q
     const ts__cuda_chunk t = tiles[u.c0 + q];
     for (int jj = 0; jj < t.nc; jj += CB) {
       const int nc = min(CB, t.nc - jj);
-      load_kv<CB>(s, K, V, t.j0 + jj, nc, dd);  // the previous chunk ended with a barrier
+      load_kv<CB>(s, K, V, nullptr, t.j0 + jj, nc, dd);  // the previous chunk ended with a barrier
       __syncthreads();
       for (int ii = 0; ii < t.nr; ii += RB) {
         ts__cuda_chunk ch;

@@ -3,7 +3,8 @@
 // the unit's chunks, flattened on the host from the CPU plan's classification (skipped sub-tiles
 // are absent, unmasked ones have moff < 0), reloading K/V only when a chunk's key range changes.
 // The kernel is compiled for four chunk shapes; every panel runs with the shape of its tallest
-// sub-tile (the host groups the units by shape and this file launches one grid per shape).
+// sub-tile (the host groups the units by shape and this file launches one grid per shape). Gather
+// plans run here too: their chunks list their keys (dv->cols).
 #include "cuda/attn_tile.cuh"
 
 namespace ts_cuda {
@@ -12,12 +13,13 @@ template <int RB, int CB, int D, typename T>
 __global__ void __launch_bounds__(kThreads)
     vartile_kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V, float *__restrict__ O,
                    int n, int d, int heads, const ts__cuda_unit *__restrict__ units,
-                   const ts__cuda_chunk *__restrict__ chunks, const uint16_t *__restrict__ mbits, int g, float c) {
+                   const ts__cuda_chunk *__restrict__ chunks, const uint16_t *__restrict__ mbits,
+                   const int32_t *__restrict__ cols, int g, float c) {
   extern __shared__ float4 smem_raw[];
   const ts__cuda_unit u = units[blockIdx.x];
   const int64_t off = ((int64_t)blockIdx.z * heads + blockIdx.y) * n * (D ? D : d);
   vartile_block<RB, CB, D, T>(reinterpret_cast<float *>(smem_raw), Q + off, K + off, V + off, O + off, d,
-                              u, chunks, mbits, g, c);
+                              u, chunks, mbits, cols, g, c);
 }
 
 template <int RB, int CB, int D, typename T>
@@ -32,7 +34,7 @@ static cudaError_t launch(const ts__cuda_dev *dv, const ts__cuda_class_run &run,
   dim3 grid((unsigned)run.nu, (unsigned)heads, (unsigned)batch);
   kern<<<grid, kThreads, smem, stream>>>(static_cast<const T *>(Q), static_cast<const T *>(K),
                                          static_cast<const T *>(V), O, (int)dv->n, (int)dv->d, (int)heads,
-                                         dv->units + run.u0, dv->chunks, dv->mbits, run.g, c);
+                                         dv->units + run.u0, dv->chunks, dv->mbits, dv->cols, run.g, c);
   return cudaGetLastError();
 }
 

@@ -122,7 +122,7 @@ void walk() {  // every fiber runs every block of the class, in the same order
                                            J.g, J.c);
       else
         ts_cuda::vartile_block<RB, CB, D, T>(J.smem, Q, K, V, J.O + off, (int)d, J.f->units[ui], J.f->chunks,
-                                             J.f->mbits, J.g, J.c);
+                                             J.f->mbits, J.f->cols, J.g, J.c);
       __syncthreads();  // the next block reuses the shared memory
     }
 }

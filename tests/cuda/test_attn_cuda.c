@@ -15,6 +15,7 @@
  * compared with the reference on the same bf16-rounded inputs (the kernels widen them exactly). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attn/attn_internal.h"
@@ -127,6 +128,11 @@ static void compare(const data *D, const float *ref, const char *what) { compare
 
 /* ---- emulation of the kernels' walk ----------------------------------------------------------- */
 
+/* Key column of a chunk's j-th column: listed (gather plans) or consecutive. */
+static int32_t key_of(const ts__cuda_flat *f, const ts__cuda_chunk *ch, int32_t j) {
+  return f->cols ? f->cols[ch->j0 + j] : ch->j0 + j;
+}
+
 /* One chunk on rows of a unit: the arithmetic of attn_tile.cuh in the same order per row. */
 static void emu_chunk(const ts__cuda_flat *f, const ts__cuda_chunk *ch, const float *Q, const float *K, const float *V,
                       int32_t r0, float c, float *m, float *l, float *o) {
@@ -137,7 +143,7 @@ static void emu_chunk(const ts__cuda_flat *f, const ts__cuda_chunk *ch, const fl
     int32_t r = ch->ro + i, ii = ch->i0 + i;
     float mx = -INFINITY;
     for (int32_t j = 0; j < ch->nc; j++) {
-      const float *k = K + (int64_t)(ch->j0 + j) * d;
+      const float *k = K + (int64_t)key_of(f, ch, j) * d;
       float acc = 0;
       for (int64_t e = 0; e < d; e++) acc = fmaf(q[e] * c, k[e], acc);
       int allowed = ch->moff < 0 || ((f->mbits[ch->moff + (int64_t)j * ch->nv + (r >> 4)] >> (r & 15)) & 1u);
@@ -149,7 +155,7 @@ static void emu_chunk(const ts__cuda_flat *f, const ts__cuda_chunk *ch, const fl
     l[ii] = l[ii] * al + sum, m[ii] = mn;
     for (int64_t e = 0; e < d; e++) {
       float acc = o[ii * d + e] * al;
-      for (int32_t j = 0; j < ch->nc; j++) acc = fmaf(s[j], V[(int64_t)(ch->j0 + j) * d + e], acc);
+      for (int32_t j = 0; j < ch->nc; j++) acc = fmaf(s[j], V[(int64_t)key_of(f, ch, j) * d + e], acc);
       o[ii * d + e] = acc;
     }
   }
@@ -330,6 +336,141 @@ static void test_emulation(mcase *ms, int nm) {
   ts_attn_schedule_free(&s);
 }
 
+/* ---- gather plans --------------------------------------------------------------------------------- */
+
+/* CHECK that st is TS_OK; returns whether it is. */
+static bool ok_status(ts_status st, const char *what) {
+  CHECK(st == TS_OK, "%s: %s: %s", what, ts_strerror(st), ts_last_error());
+  return st == TS_OK;
+}
+
+/* Costs that make class `only` the cheapest by far (-1: the default formula). */
+static void costs_forcing(ts_attn_cuda_costs *c, int64_t d, int only) {
+  ts_attn_cuda_costs_default(c, d);
+  if (only < 0) return;
+  for (int k = 0; k < 4; k++) c->chunk_ns[k] = k == only ? 1.0 : 1e6, c->unit_ns[k] = k == only ? 0.0 : 1e6;
+}
+
+/* Structure of a gather flat: units cover every row once with the class's group size; chunks fit
+ * their class, list ascending keys, and cover every allowed cell exactly once (a masked chunk's
+ * bits are exactly the mask's cells; a full chunk's cells are all allowed); the stats count them. */
+static void check_gather_flat(const ts__cuda_flat *f, const ts_bitmap *m, const ts_attn_stats *st, const char *what) {
+  const int64_t n = m->rows;
+  int32_t *rows = calloc((size_t)n, sizeof *rows);
+  int64_t covered = 0, cells = 0;
+  static const int32_t gk[4] = {16, 32, 32, 64};
+  for (int k = 0; k < 4; k++) {
+    CHECK(f->cls[k].nu == 0 || f->cls[k].g == gk[k], "%s: class %d group %d", what, k, f->cls[k].g);
+    for (int64_t ui = f->cls[k].u0; ui < f->cls[k].u0 + f->cls[k].nu; ui++) {
+      const ts__cuda_unit *u = &f->units[ui];
+      CHECK(u->rows >= 1 && u->rows <= gk[k] && u->r0 >= 0 && u->r0 + u->rows <= n, "%s: unit %lld rows", what, (long long)ui);
+      if (ui > f->cls[k].u0) CHECK(u->nchunks <= u[-1].nchunks, "%s: units of class %d not largest first", what, k);
+      for (int32_t i = 0; i < u->rows && u->r0 + i < n; i++) rows[u->r0 + i]++;
+      for (int32_t q = 0; q < u->nchunks; q++) {
+        const ts__cuda_chunk *c = &f->chunks[u->c0 + q];
+        CHECK(c->nr >= 1 && c->nr <= ts__cuda_class_rb[k] && c->nc >= 1 && c->nc <= ts__cuda_class_cb[k] &&
+                  c->i0 + c->nr <= u->rows && c->j0 >= 0 && c->j0 + c->nc <= f->ncols,
+              "%s: chunk %lld out of its class or unit", what, (long long)(u->c0 + q));
+        cells += (int64_t)c->nr * c->nc;
+        for (int32_t j = 0; j < c->nc; j++) {
+          const int32_t key = f->cols[c->j0 + j];
+          CHECK(key >= 0 && key < n && (j == 0 || key > f->cols[c->j0 + j - 1]), "%s: key list not ascending", what);
+          for (int32_t r = 0; r < c->nr; r++) {
+            const bool allowed = ts_bitmap_get(m, u->r0 + c->i0 + r, key);
+            const bool on = c->moff < 0 || ((f->mbits[c->moff + (int64_t)j * c->nv + (c->ro + r) / 16] >> ((c->ro + r) % 16)) & 1u);
+            CHECK(on == allowed, "%s: cell (%d, %d): bit %d, mask %d", what, u->r0 + c->i0 + r, key, on, allowed);
+            covered += on;
+          }
+        }
+      }
+    }
+  }
+  for (int64_t i = 0; i < n; i++) CHECK(rows[i] == 1, "%s: row %lld in %d units", what, (long long)i, rows[i]);
+  CHECK(covered == ts_bitmap_count(m), "%s: %lld cells covered, %lld allowed", what, (long long)covered,
+        (long long)ts_bitmap_count(m));
+  CHECK(st->cells == cells && st->nnz == ts_bitmap_count(m) && st->panels == f->nunits, "%s: stats", what);
+  free(rows);
+}
+
+/* Every option forced in turn (and the formula), C walk always, device code on fibers for a subset. */
+static void test_gather(mcase *ms, int nm) {
+  char what[200];
+  for (int mi = 0; mi < nm; mi++) {
+    const int64_t dims[] = {64, 33};
+    for (int di = 0; di < 2; di++) {
+      data D;
+      data_make(&D, 1, 2, &ms[mi].m, dims[di], 700 + 5 * mi + di);
+      for (int only = -1; only < 4; only++) {
+        ts_attn_cuda_costs c;
+        costs_forcing(&c, D.d, only);
+        ts__cuda_flat f;
+        ts_attn_stats st;
+        snprintf(what, sizeof what, "gather %s d=%lld class %d", ms[mi].name, (long long)D.d, only);
+        if (!ok_status(ts__cuda_flatten_gather(&ms[mi].m, D.d, 227 * 1024, &c, &f, &st), what)) continue;
+        check_gather_flat(&f, &ms[mi].m, &st, what);
+        if (only >= 0)
+          for (int k = 0; k < 4; k++) CHECK(k == only || f.cls[k].nu == 0, "%s: units of class %d", what, k);
+        tst_poison(D.o, D.total);
+        emulate(&f, 0, D.q, D.k, D.v, D.o, D.B * D.H);
+        compare(&D, D.ref, what);
+        const int fib = (mi == 0 && di == 0) || (mi == 2 && di == 1 && only < 0) ? (mi == 2 ? 2 : 1) : 0;
+        if (fib) {
+          size_t head = (size_t)(D.n * D.d);
+          char w2[240];
+          tst_poison(D.o, D.total);
+          CHECK(ts__cuda_emulate(&f, 0, 0, 0, D.q, D.k, D.v, D.o, 1) == 0, "%s: fibers: out of memory", what);
+          snprintf(w2, sizeof w2, "%s (device code on fibers, fp32)", what);
+          compare_n(&D, D.ref, head, w2);
+          if (fib == 2) {
+            tst_poison(D.o, D.total);
+            CHECK(ts__cuda_emulate(&f, 0, 0, 1, D.qb, D.kb, D.vb, D.o, 1) == 0, "%s: fibers: out of memory", what);
+            snprintf(w2, sizeof w2, "%s (device code on fibers, bf16)", what);
+            compare_n(&D, D.refb, head, w2);
+          }
+        }
+        ts__cuda_flat_free(&f);
+      }
+      /* a shared-memory budget without room for 64-row groups: never class 3 */
+      ts__cuda_flat f;
+      ts_attn_stats st;
+      ts_attn_cuda_costs c;
+      costs_forcing(&c, D.d, 3);
+      snprintf(what, sizeof what, "gather %s d=%lld small smem", ms[mi].name, (long long)D.d);
+      if (ok_status(ts__cuda_flatten_gather(&ms[mi].m, D.d, ts__cuda_smem_bytes(32, 32, 64, D.d), &c, &f, &st), what)) {
+        check_gather_flat(&f, &ms[mi].m, &st, what);
+        CHECK(f.cls[3].nu == 0, "%s: class 3 used", what);
+        tst_poison(D.o, D.total);
+        emulate(&f, 0, D.q, D.k, D.v, D.o, D.B * D.H);
+        compare(&D, D.ref, what);
+        ts__cuda_flat_free(&f);
+      }
+      data_free(&D);
+    }
+  }
+  /* the formula picks the cheapest option: on a block diagonal of 32-row blocks, 32-row groups with
+   * 32 x 32 chunks compute exactly the blocks, unmasked (64-row groups would compute 2x the cells,
+   * 16-row groups 16 x 64 chunks of which 16 columns are used) */
+  ts_bitmap bd = mask_blockdiag(128, 32);
+  ts__cuda_flat f;
+  ts_attn_stats st;
+  if (ok_status(ts__cuda_flatten_gather(&bd, 64, 227 * 1024, NULL, &f, &st), "block diagonal")) {
+    CHECK(f.cls[1].nu == 4 && f.nchunks == 4 && st.tiles_full == 4 && st.work_ratio == 1.0,
+          "block diagonal: %lld units of 32 rows, %lld chunks, %lld full, ratio %.2f", (long long)f.cls[1].nu,
+          (long long)f.nchunks, (long long)st.tiles_full, st.work_ratio);
+    ts__cuda_flat_free(&f);
+  }
+  ts_bitmap_free(&bd);
+  /* errors */
+  ts_attn_cuda_costs c;
+  ts_attn_cuda_costs_default(&c, 64);
+  CHECK_ERR_CONTAINS(ts__cuda_flatten_gather(NULL, 64, 227 * 1024, NULL, &f, NULL), "square");
+  CHECK_ERR_CONTAINS(ts__cuda_flatten_gather(&ms[0].m, 0, 227 * 1024, NULL, &f, NULL), "head dimension");
+  CHECK_ERR_CONTAINS(ts__cuda_flatten_gather(&ms[0].m, 300, 227 * 1024, NULL, &f, NULL), "head dimension");
+  CHECK_ERR_CONTAINS(ts__cuda_flatten_gather(&ms[0].m, 64, 1024, NULL, &f, NULL), "shared memory");
+  c.chunk_ns[2] = NAN;
+  CHECK_ERR_CONTAINS(ts__cuda_flatten_gather(&ms[0].m, 64, 227 * 1024, &c, &f, NULL), "negative or NaN");
+}
+
 /* ---- API without a device ----------------------------------------------------------------------- */
 
 static void test_no_device(const ts_bitmap *m) {
@@ -340,6 +481,10 @@ static void test_no_device(const ts_bitmap *m) {
   CHECK(p == NULL, "plan pointer not cleared");
   CHECK(strstr(ts_last_error(), "no CUDA device") != NULL, "message: %s", ts_last_error());
   CHECK_STATUS(ts_attn_cuda_plan_create_fixed(&p, m, 64, 64, 64, false), TS_ERR_UNSUPPORTED);
+  CHECK_STATUS(ts_attn_cuda_plan_create_gather(&p, m, 64, NULL), TS_ERR_UNSUPPORTED);
+  CHECK(p == NULL, "gather plan pointer not cleared");
+  ts_attn_cuda_costs costs;
+  CHECK_STATUS(ts_attn_cuda_profile(&costs, 64, false), TS_ERR_UNSUPPORTED);
   float x[4] = {0};
   CHECK_STATUS(ts_attn_cuda_execute(NULL, x, x, x, x, 1, 1, m->rows, 64, NULL), TS_ERR_UNSUPPORTED);
   CHECK_STATUS(ts_attn_cuda_execute_host(NULL, x, x, x, x, 1, 1, m->rows, 64), TS_ERR_UNSUPPORTED);
@@ -398,6 +543,15 @@ static void test_gpu(mcase *ms, int nm) {
         ts_attn_cuda_plan_destroy(p);
         ts_attn_schedule_free(&s[k]);
       }
+      for (int only = -1; only < 4; only++) {
+        ts_attn_cuda_plan *p = NULL;
+        ts_attn_cuda_costs c;
+        costs_forcing(&c, D.d, only);
+        snprintf(what, sizeof what, "gpu gather %s class %d d=%lld", ms[mi].name, only, (long long)D.d);
+        CHECK_OK(ts_attn_cuda_plan_create_gather(&p, &ms[mi].m, D.d, &c));
+        if (p) gpu_run(p, &D, what);
+        ts_attn_cuda_plan_destroy(p);
+      }
       for (size_t t = 0; t < sizeof fixed_tiles / sizeof fixed_tiles[0]; t++) {
         ts_attn_cuda_plan *p = NULL;
         int32_t br = fixed_tiles[t][0], bc = fixed_tiles[t][1];
@@ -409,8 +563,29 @@ static void test_gpu(mcase *ms, int nm) {
       }
       data_free(&D);
     }
+  /* measured costs: every fitting class timed, finite, and a plan from them is right */
+  for (int b = 0; b < 2; b++) {
+    ts_attn_cuda_costs c;
+    const int64_t d = b ? 33 : 64;
+    if (!ok_status(ts_attn_cuda_profile(&c, d, b), "profile")) continue;
+    CHECK(c.measured && c.d == d && c.bf16 == b, "profile fields");
+    for (int k = 0; k < 4; k++)
+      CHECK(isfinite(c.chunk_ns[k]) && c.chunk_ns[k] > 0 && isfinite(c.unit_ns[k]) && c.unit_ns[k] >= 0,
+            "profile d=%lld: class %d chunk %.3g ns, unit %.3g ns", (long long)d, k, c.chunk_ns[k], c.unit_ns[k]);
+    printf("profile d=%lld %s: chunk ns %.1f %.1f %.1f %.1f, unit ns %.1f %.1f %.1f %.1f\n", (long long)d, b ? "bf16" : "f32",
+           c.chunk_ns[0], c.chunk_ns[1], c.chunk_ns[2], c.chunk_ns[3], c.unit_ns[0], c.unit_ns[1], c.unit_ns[2], c.unit_ns[3]);
+    data D;
+    data_make(&D, 2, 3, &ms[1].m, d, 77 + b);
+    ts_attn_cuda_plan *p = NULL;
+    CHECK_OK(ts_attn_cuda_plan_create_gather(&p, &ms[1].m, d, &c));
+    if (p) gpu_run(p, &D, b ? "gpu gather, profiled costs d=33" : "gpu gather, profiled costs d=64");
+    ts_attn_cuda_plan_destroy(p);
+    data_free(&D);
+  }
   /* errors on a live device */
   ts_attn_cuda_plan *p = NULL;
+  CHECK_STATUS(ts_attn_cuda_plan_create_gather(&p, &ms[0].m, 300, NULL), TS_ERR_UNSUPPORTED);
+  CHECK_STATUS(ts_attn_cuda_profile(NULL, 64, false), TS_ERR_INVALID_ARG);
   CHECK_STATUS(ts_attn_cuda_plan_create_fixed(&p, &ms[0].m, 64, 48, 64, false), TS_ERR_INVALID_ARG);
   CHECK_STATUS(ts_attn_cuda_plan_create_fixed(&p, &ms[0].m, 300, 64, 64, false), TS_ERR_UNSUPPORTED);
   CHECK_OK(ts_attn_cuda_plan_create_fixed(&p, &ms[0].m, 64, 64, 64, false));
@@ -429,6 +604,7 @@ int main(void) {
   };
   const int nm = (int)(sizeof ms / sizeof ms[0]);
   test_emulation(ms, nm);
+  test_gather(ms, nm);
   printf("emulated kernel walk: worst |err| %.3g (tolerance %.1g)\n", worst, TOL);
   if (!ts_attn_cuda_available()) {
     test_no_device(&ms[0].m);
