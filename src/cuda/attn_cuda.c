@@ -13,7 +13,9 @@
 struct ts_attn_cuda_plan {
   ts__cuda_dev dev;
   ts_attn_stats stats;
-  void *dunits, *dchunks, *dmbits, *dcols; /* device allocations behind dev's pointers */
+  void *dunits, *dchunks, *dmbits, *dcols, *dsplits; /* device allocations behind dev's pointers */
+  void *ws;                                          /* split parts' workspace, grown on demand */
+  size_t ws_bytes;
 };
 
 static ts_status launch(ts_attn_cuda_plan *p, int bf16, const void *Q, const void *K, const void *V, float *O, int64_t batch,
@@ -67,6 +69,8 @@ void ts_attn_cuda_plan_destroy(ts_attn_cuda_plan *p) {
   cudaFree(p->dchunks);
   cudaFree(p->dmbits);
   cudaFree(p->dcols);
+  cudaFree(p->dsplits);
+  cudaFree(p->ws);
   free(p);
 }
 
@@ -87,12 +91,15 @@ static ts_status plan_finish_stats(ts_attn_cuda_plan **out, const ts__cuda_flat 
   if (st == TS_OK) st = upload(&p->dchunks, f->chunks, (size_t)f->nchunks * sizeof *f->chunks, "upload of the chunks");
   if (st == TS_OK) st = upload(&p->dmbits, f->mbits, (size_t)f->nmbits * sizeof *f->mbits, "upload of the mask bits");
   if (st == TS_OK && f->cols) st = upload(&p->dcols, f->cols, (size_t)f->ncols * sizeof *f->cols, "upload of the key lists");
+  if (st == TS_OK && f->nsplits)
+    st = upload(&p->dsplits, f->splits, (size_t)f->nsplits * sizeof *f->splits, "upload of the split groups");
   if (st != TS_OK) {
     ts_attn_cuda_plan_destroy(p);
     return st;
   }
   p->dev = (ts__cuda_dev){.n = f->n, .d = f->d, .fixed = fixed, .cls_fixed = cls_fixed, .units = p->dunits,
-                          .chunks = p->dchunks, .mbits = p->dmbits, .cols = p->dcols};
+                          .chunks = p->dchunks, .mbits = p->dmbits, .cols = p->dcols, .splits = p->dsplits,
+                          .nsplits = f->nsplits, .nparts = f->nparts};
   memcpy(p->dev.cls, f->cls, sizeof f->cls);
   *out = p;
   return TS_OK;
@@ -213,7 +220,7 @@ static ts_status synth_plan(ts_attn_cuda_plan **out, int64_t n, int64_t d, int k
   for (int64_t i = 0; i < f.nmbits; i++) f.mbits[i] = 0xFFFFu;
   for (int64_t i = 0; i < f.ncols; i++) f.cols[i] = (int32_t)(i % n);
   for (int64_t u = 0; u < nunits; u++) {
-    f.units[u] = (ts__cuda_unit){.c0 = u * per, .nchunks = (int32_t)per, .r0 = (int32_t)(u * g), .rows = g};
+    f.units[u] = (ts__cuda_unit){.c0 = u * per, .nchunks = (int32_t)per, .r0 = (int32_t)(u * g), .rows = g, .part = -1};
     int64_t c = u * per;
     for (int32_t p = 0; p < nch; p++)
       for (int32_t s = 0; s < slices; s++)
@@ -328,6 +335,19 @@ static ts_status check_exec(const ts_attn_cuda_plan *p, const void *Q, const voi
 static ts_status launch(ts_attn_cuda_plan *p, int bf16, const void *Q, const void *K, const void *V, float *O, int64_t batch,
                         int64_t heads, void *stream) {
   if (batch == 0 || heads == 0) return TS_OK;
+  if (p->dev.nsplits) { /* the split parts' workspace for this batch x heads */
+    size_t need;
+    if (!ts_mul_size((size_t)(batch * heads) * (size_t)p->dev.nparts, (size_t)TS__CUDA_SLOT(p->dev.d) * sizeof(float), &need))
+      return ts_error(TS_ERR_OVERFLOW, "cuda attn execute: split workspace size");
+    if (need > p->ws_bytes) {
+      cudaFree(p->ws);
+      p->ws = NULL, p->ws_bytes = 0, p->dev.ws = NULL;
+      cudaError_t ce = cudaMalloc(&p->ws, need);
+      if (ce != cudaSuccess) return cuda_fail(ce, "cudaMalloc of the split workspace");
+      p->ws_bytes = need;
+    }
+    p->dev.ws = p->ws;
+  }
   int e = p->dev.fixed ? ts__cuda_launch_fixed(&p->dev, bf16, Q, K, V, O, batch, heads, stream)
                        : ts__cuda_launch_vartile(&p->dev, bf16, Q, K, V, O, batch, heads, stream);
   return e == 0 ? TS_OK : cuda_fail((cudaError_t)e, p->dev.fixed ? "fixed-tile attention launch" : "variable-tile attention launch");

@@ -32,6 +32,7 @@ void ts__cuda_flat_free(ts__cuda_flat *f) {
   free(f->chunks);
   free(f->mbits);
   free(f->cols);
+  free(f->splits);
   memset(f, 0, sizeof *f);
 }
 
@@ -191,7 +192,7 @@ ts_status ts__cuda_flatten_vartile(const ts_attn_plan *pl, size_t smem_limit, ts
       st = group_chunks(&chunks, &extra, pl, items, P->nit, P->r0, g0, g1, ts__cuda_class_rb[c], ts__cuda_class_cb[c]);
       if (st == TS_OK && chunks.n - c0 > INT32_MAX)
         st = ts_error(TS_ERR_OVERFLOW, "cuda attn plan: panel at row %d has %lld chunks", P->r0, (long long)(chunks.n - c0));
-      ts__cuda_unit u = {.c0 = c0, .nchunks = (int32_t)(chunks.n - c0), .r0 = P->r0 + g0, .rows = g1 - g0};
+      ts__cuda_unit u = {.c0 = c0, .nchunks = (int32_t)(chunks.n - c0), .r0 = P->r0 + g0, .rows = g1 - g0, .part = -1};
       if (st == TS_OK) st = vec_push(&units[c], &u, sizeof u);
     }
   }
@@ -236,7 +237,7 @@ ts_status ts__cuda_flatten_fixed(const ts_attn_plan *pl, int cls, ts__cuda_flat 
       ts__cuda_flat_free(out);
       return ts_error(TS_ERR_OVERFLOW, "cuda attn plan: query tile at row %d has %lld key tiles", P->r0, (long long)P->nit);
     }
-    out->units[k] = (ts__cuda_unit){.c0 = at, .nchunks = (int32_t)P->nit, .r0 = P->r0, .rows = P->nr};
+    out->units[k] = (ts__cuda_unit){.c0 = at, .nchunks = (int32_t)P->nit, .r0 = P->r0, .rows = P->nr, .part = -1};
     if (P->nr > g) g = P->nr;
     for (int64_t q = 0; q < P->nit; q++) {
       const ts__attn_item *it = &pl->items[P->it0 + q];
@@ -279,9 +280,42 @@ static int64_t group_union(const ts_bitmap *m, int64_t r0, int64_t h, uint64_t *
 }
 
 typedef struct gplan {
-  vec units[TS__CUDA_NCLASS], chunks, words, cols;
-  int64_t cells, full, masked;
+  vec units[TS__CUDA_NCLASS], chunks, words, cols, splits;
+  int64_t cells, full, masked, nparts;
 } gplan;
+
+/* Cuts units with more than `cap` chunks into parts of whole key pieces (a piece = the group's row
+ * slices over one run of CB keys, consecutive chunks), at most cap chunks each. */
+static ts_status split_long(gplan *G, int64_t cap) {
+  for (int k = 0; k < TS__CUDA_NCLASS; k++) {
+    vec out = {0};
+    const ts__cuda_unit *us = G->units[k].p;
+    for (int64_t i = 0; i < G->units[k].n; i++) {
+      const ts__cuda_unit u = us[i];
+      const int32_t slices = (u.rows + ts__cuda_class_rb[k] - 1) / ts__cuda_class_rb[k];
+      if (u.nchunks <= cap || u.nchunks / slices < 2) {
+        TS_TRY(vec_push(&out, &u, sizeof u));
+        continue;
+      }
+      const int32_t per = (int32_t)(cap / slices > 0 ? cap / slices : 1) * slices; /* chunks per part */
+      const int32_t np = (u.nchunks + per - 1) / per;
+      if (G->nparts + np > INT32_MAX) return ts_error(TS_ERR_OVERFLOW, "cuda gather plan: 2^31 split parts");
+      ts__cuda_split sp = {.r0 = u.r0, .rows = u.rows, .p0 = (int32_t)G->nparts, .np = np};
+      TS_TRY(vec_push(&G->splits, &sp, sizeof sp));
+      for (int32_t q = 0; q < np; q++) {
+        ts__cuda_unit pu = u;
+        pu.c0 = u.c0 + (int64_t)q * per;
+        pu.nchunks = u.nchunks - q * per < per ? u.nchunks - q * per : per;
+        pu.part = (int32_t)(G->nparts + q);
+        TS_TRY(vec_push(&out, &pu, sizeof pu));
+      }
+      G->nparts += np;
+    }
+    free(G->units[k].p);
+    G->units[k] = out;
+  }
+  return TS_OK;
+}
 
 /* One row group [r0, r0 + h) of class k with key union acc (nu keys): its keys into cols, its
  * chunks (key pieces of CB outer, row slices of RB inner: one K/V load per piece), mask words of
@@ -319,7 +353,7 @@ static ts_status emit_group(gplan *G, const ts_bitmap *m, int64_t r0, int32_t h,
     }
   }
   if (G->chunks.n - c0 > INT32_MAX) return ts_error(TS_ERR_OVERFLOW, "cuda gather plan: a unit with 2^31 chunks");
-  ts__cuda_unit u = {.c0 = c0, .nchunks = (int32_t)(G->chunks.n - c0), .r0 = (int32_t)r0, .rows = h};
+  ts__cuda_unit u = {.c0 = c0, .nchunks = (int32_t)(G->chunks.n - c0), .r0 = (int32_t)r0, .rows = h, .part = -1};
   return vec_push(&G->units[k], &u, sizeof u);
 }
 
@@ -385,7 +419,14 @@ ts_status ts__cuda_flatten_gather(const ts_bitmap *m, int64_t d, size_t smem_lim
     }
   }
   free(acc);
+  /* split the groups far longer than the mean: the walk of one block is the kernel's critical path */
   int64_t nu = 0;
+  for (int k = 0; k < TS__CUDA_NCLASS; k++) nu += G.units[k].n;
+  if (st == TS_OK && nu > 0) {
+    const int64_t mean = (G.chunks.n + nu - 1) / nu, cap = 2 * mean > 8 ? 2 * mean : 8;
+    st = split_long(&G, cap);
+  }
+  nu = 0;
   for (int k = 0; k < TS__CUDA_NCLASS; k++) nu += G.units[k].n;
   if (st == TS_OK && nu > INT32_MAX) st = ts_error(TS_ERR_OVERFLOW, "cuda gather plan: %lld thread blocks per head", (long long)nu);
   if (st == TS_OK && !(out->units = malloc((size_t)(nu ? nu : 1) * sizeof *out->units)))
@@ -405,6 +446,7 @@ ts_status ts__cuda_flatten_gather(const ts_bitmap *m, int64_t d, size_t smem_lim
     out->chunks = G.chunks.p, out->nchunks = G.chunks.n, G.chunks.p = NULL;
     out->mbits = G.words.p, out->nmbits = G.words.n, G.words.p = NULL;
     out->cols = G.cols.p, out->ncols = G.cols.n, G.cols.p = NULL;
+    out->splits = G.splits.p, out->nsplits = G.splits.n, out->nparts = G.nparts, G.splits.p = NULL;
     if (!out->chunks && !(out->chunks = malloc(sizeof *out->chunks))) st = ts_error(TS_ERR_OOM, "cuda gather plan: chunks");
     if (st == TS_OK && !out->mbits && !(out->mbits = malloc(sizeof *out->mbits))) st = ts_error(TS_ERR_OOM, "cuda gather plan: words");
     if (st == TS_OK && !out->cols && !(out->cols = malloc(sizeof *out->cols))) st = ts_error(TS_ERR_OOM, "cuda gather plan: keys");
@@ -413,11 +455,12 @@ ts_status ts__cuda_flatten_gather(const ts_bitmap *m, int64_t d, size_t smem_lim
     stats->nnz = ts_bitmap_count(m);
     stats->cells = stats->pv_cells = G.cells;
     stats->tiles_full = G.full, stats->tiles_masked = G.masked;
-    stats->panels = stats->segments = nu;
+    stats->panels = nu - G.nparts + G.splits.n; /* row groups */
+    stats->segments = nu;                        /* thread blocks per (batch, head) */
     stats->work_ratio = stats->nnz ? (double)G.cells / (double)stats->nnz : 0.0;
   }
   for (int k = 0; k < TS__CUDA_NCLASS; k++) free(G.units[k].p);
-  free(G.chunks.p), free(G.words.p), free(G.cols.p);
+  free(G.chunks.p), free(G.words.p), free(G.cols.p), free(G.splits.p);
   if (st != TS_OK) ts__cuda_flat_free(out);
   return st;
 }

@@ -35,8 +35,18 @@ typedef struct ts__cuda_unit {
   int64_t c0;          /* first chunk */
   int32_t nchunks;
   int32_t r0, rows;    /* absolute first row, row count (<= G) */
-  int32_t pad;
+  int32_t part;        /* -1: writes O; else its partial slot (a split group's part, below) */
 } ts__cuda_unit;
+
+/* Split groups (gather plans): a row group whose key pieces would make one thread block walk far
+ * longer than the rest is cut into parts, units over the same rows and disjoint key pieces. Each
+ * part writes its unnormalized accumulator, running max m and sum l to its slot of a workspace
+ * (per (batch, head): nparts slots of TS__CUDA_SLOT(d) floats: O [64][d], m [64], l [64]); a
+ * combine kernel then merges parts p0 .. p0+np-1 into O rows [r0, r0+rows). */
+typedef struct ts__cuda_split {
+  int32_t r0, rows, p0, np;
+} ts__cuda_split;
+#define TS__CUDA_SLOT(d) ((int64_t)64 * ((d) + 2))
 
 /* Chunk shapes the kernels are compiled for (RB rows x CB columns, 128 threads each). */
 /* GMAX: the tallest variable-tile row group; 64 rows keep a block near 85 KB of shared memory at
@@ -61,6 +71,8 @@ typedef struct ts__cuda_flat {
   ts__cuda_class_run cls[TS__CUDA_NCLASS];
   int32_t *cols; /* gather plans: the chunks' key lists (NULL otherwise) */
   int64_t ncols;
+  ts__cuda_split *splits; /* gather plans: split groups (NULL when none) */
+  int64_t nsplits, nparts;
 } ts__cuda_flat;
 
 /* Dynamic shared memory of one block (bytes): Q [g][d+1], K [cb][d+1], V [cb][d] + 64 spare,
@@ -79,6 +91,9 @@ typedef struct ts__cuda_dev {
   const ts__cuda_chunk *chunks;
   const uint16_t *mbits;
   const int32_t *cols; /* gather plans' key lists, else NULL */
+  const ts__cuda_split *splits;
+  int64_t nsplits, nparts;
+  float *ws;           /* partial slots: batch * heads * nparts * TS__CUDA_SLOT(d) floats (set per execute) */
   ts__cuda_class_run cls[TS__CUDA_NCLASS];
 } ts__cuda_dev;
 
@@ -105,7 +120,9 @@ void ts__cuda_flat_free(ts__cuda_flat *f);
 /* Gather flattening of a mask (tessera/attn_cuda.h, ts_attn_cuda_plan_create_gather): per 64-row
  * band, the split into row groups (one of 64 rows, two of 32 or four of 16) and the chunk shape
  * with the least predicted cost; a group's chunks cover the union of its rows' keys, listed in
- * cols, CB keys at a time. Units of a class largest first. stats: the work counts (may be NULL). */
+ * cols, CB keys at a time. A group with more than max(8, 2 x the mean) chunks is split into parts
+ * of at most that many (splits, above). Units of a class largest first. stats: the work counts
+ * (may be NULL). */
 struct ts_attn_cuda_costs;
 struct ts_bitmap;
 struct ts_attn_stats;

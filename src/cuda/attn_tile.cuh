@@ -232,15 +232,44 @@ __device__ __forceinline__ void store_o(const Smem &s, float *O, int r0, int row
   }
 }
 
+// A split part's unnormalized accumulator, running max and sum into its slot: O [64][d], m [64],
+// l [64] (attn_cuda_internal.h, TS__CUDA_SLOT).
+__device__ __forceinline__ void store_part(const Smem &s, float *slot, int rows, int d) {
+  for (int idx = threadIdx.x; idx < rows * d; idx += kThreads) {
+    int i = idx / d, k = idx - i * d;
+    slot[i * d + k] = s.o[i * s.ldo + k];
+  }
+  for (int i = threadIdx.x; i < rows; i += kThreads) {
+    slot[64 * d + i] = s.m[i];
+    slot[64 * d + 64 + i] = s.l[i];
+  }
+}
+
+// Output element (row i of the group, column c) of a split group from the slots p0 .. p0+np-1 of
+// one (batch, head): O = sum_p O_p 2^(m_p - M) / sum_p l_p 2^(m_p - M), M = max_p m_p; 0 when no
+// part saw an allowed key (every l_p = 0).
+__device__ __forceinline__ float combine_elem(const float *ws, int64_t slot, int p0, int np, int i, int c, int d) {
+  float M = kM0;
+  for (int p = 0; p < np; p++) M = fmaxf(M, ws[(int64_t)(p0 + p) * slot + 64 * d + i]);
+  float L = 0.0f, acc = 0.0f;
+  for (int p = 0; p < np; p++) {
+    const float *sl = ws + (int64_t)(p0 + p) * slot;
+    const float w = exp2f(sl[64 * d + i] - M);
+    L = fmaf(sl[64 * d + 64 + i], w, L);
+    acc = fmaf(sl[i * d + c], w, acc);
+  }
+  return L > 0.0f ? acc / L : 0.0f;
+}
+
 // The walk of one variable-tile block: Q, K, V, O already offset to the block's (batch, head);
 // chunks of the unit in order, K/V reloaded only when a chunk's key range changes (cols: a gather
-// plan's key lists, else NULL).
+// plan's key lists, else NULL). slot != NULL: a split part, whose partial goes there instead of O.
 template <int RB, int CB, int D, typename T>
 __device__ __forceinline__ void vartile_block(float *smem, const T *__restrict__ Q, const T *__restrict__ K,
                                               const T *__restrict__ V, float *__restrict__ O, int d,
                                               const ts__cuda_unit &u, const ts__cuda_chunk *__restrict__ chunks,
                                               const uint16_t *__restrict__ mbits, const int32_t *__restrict__ cols,
-                                              int g, float c) {
+                                              float *__restrict__ slot, int g, float c) {
   const int dd = D ? D : d;
   const Smem s = carve<RB, CB>(smem, g, dd);
   load_q(s, Q, u.r0, u.rows, g, dd, c);
@@ -255,7 +284,10 @@ __device__ __forceinline__ void vartile_block(float *smem, const T *__restrict__
     run_chunk<RB, CB, D>(s, ch, mbits, g, dd);
   }
   __syncthreads();
-  store_o(s, O, u.r0, u.rows, dd);
+  if (slot)
+    store_part(s, slot, u.rows, dd);
+  else
+    store_o(s, O, u.r0, u.rows, dd);
 }
 
 // The walk of one fixed-tile block: the query tile's key tiles in order, each cut into RB x CB

@@ -102,6 +102,7 @@ struct job {
   const void *Q, *K, *V;
   float *O;
   int64_t bh;      // batch * heads
+  float *ws;       // split parts' slots: bh * nparts * TS__CUDA_SLOT(d) floats
   float *smem;
   int g;
   float c;
@@ -120,9 +121,12 @@ void walk() {  // every fiber runs every block of the class, in the same order
       if (J.fixed)
         ts_cuda::fixed_block<RB, CB, D, T>(J.smem, Q, K, V, J.O + off, (int)d, J.f->units[ui], J.f->chunks, J.f->mbits,
                                            J.g, J.c);
-      else
-        ts_cuda::vartile_block<RB, CB, D, T>(J.smem, Q, K, V, J.O + off, (int)d, J.f->units[ui], J.f->chunks,
-                                             J.f->mbits, J.f->cols, J.g, J.c);
+      else {
+        const ts__cuda_unit &u = J.f->units[ui];
+        float *slot = u.part >= 0 ? J.ws + (h * J.f->nparts + u.part) * TS__CUDA_SLOT(d) : nullptr;
+        ts_cuda::vartile_block<RB, CB, D, T>(J.smem, Q, K, V, J.O + off, (int)d, u, J.f->chunks, J.f->mbits,
+                                             J.f->cols, slot, J.g, J.c);
+      }
       __syncthreads();  // the next block reuses the shared memory
     }
 }
@@ -154,12 +158,13 @@ extern "C" int ts__cuda_emulate(const ts__cuda_flat *f, int fixed, int cls_fixed
   fb->stacks.resize(kStack * kN);
   F = fb;
   const float c = 1.4426950408889634f / sqrtf((float)f->d);
+  std::vector<float> ws((size_t)(bh * f->nparts * TS__CUDA_SLOT(f->d)) + 1, NAN);  // NaN: unwritten slots show up
   for (int cl = 0; cl < TS__CUDA_NCLASS; cl++) {
     if (fixed && cl != cls_fixed) continue;
     if (f->cls[cl].nu == 0) continue;
     const size_t bytes = ts__cuda_smem_bytes(f->cls[cl].g, ts__cuda_class_rb[cl], ts__cuda_class_cb[cl], f->d);
     std::vector<float> smem(bytes / sizeof(float) + 1, NAN);  // NaN: reads of unwritten shared memory show up
-    J = job{f, fixed, cl, bf16, Q, K, V, O, bh, smem.data(), f->cls[cl].g, c};
+    J = job{f, fixed, cl, bf16, Q, K, V, O, bh, ws.data(), smem.data(), f->cls[cl].g, c};
     for (int t = 0; t < kN; t++) {
       fb->parity[t] = 0;
       getcontext(&fb->ctx[t]);
@@ -179,5 +184,16 @@ extern "C" int ts__cuda_emulate(const ts__cuda_flat *f, int fixed, int cls_fixed
   }
   delete fb;
   F = nullptr;
+  // combine_kernel's loop (one thread suffices: no barriers) with the device code's combine_elem
+  const int64_t d = f->d, slot = TS__CUDA_SLOT(d);
+  for (int64_t h = 0; h < bh; h++)
+    for (int64_t sp = 0; sp < f->nsplits; sp++) {
+      const ts__cuda_split &s = f->splits[sp];
+      for (int64_t idx = 0; idx < (int64_t)s.rows * d; idx++) {
+        const int i = (int)(idx / d), k = (int)(idx % d);
+        O[h * f->n * d + (int64_t)(s.r0 + i) * d + k] =
+            ts_cuda::combine_elem(ws.data() + h * f->nparts * slot, slot, s.p0, s.np, i, k, (int)d);
+      }
+    }
   return 0;
 }
