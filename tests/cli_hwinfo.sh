@@ -6,7 +6,9 @@ set -u
 T=${1:?usage: cli_hwinfo.sh path/to/tessera}
 CACHE=${TESSERA_CACHE:-$(mktemp -d)}/cli_hwinfo
 mkdir -p "$CACHE"
-export TESSERA_CACHE=$CACHE TESSERA_QUIET=1
+# the default thread count is 2 here, whatever the machine: machine.json is the 2-thread profile and
+# a 1-thread one goes to machine_t1.json
+export TESSERA_CACHE=$CACHE TESSERA_QUIET=1 TESSERA_THREADS=2
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cli_common.sh"
 
 # a full measurement, saved to the cache
@@ -37,20 +39,23 @@ if "$T" hwinfo --json --threads 2 --cached >"$tmp/cached.json" 2>"$tmp/err" &&
   python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert a["source"]=="cached" and a["date"]==b["date"] and a["peak_gflops_fp32"]==b["peak_gflops_fp32"]' "$tmp/cached.json" "$tmp/out.json"
 then ok; else bad "hwinfo --cached did not reuse the profile: $(cat "$tmp/cached.json" "$tmp/err")"; fi
 
-# a corrupt cache file: --cached says so on stderr, measures, and replaces it
-echo '{ "version": 1, ' >"$CACHE/machine.json"
+# a corrupt cache file: --cached says so on stderr, measures, and replaces it; the 1-thread profile
+# has its own file, and the 2-thread one stays as it was
+two=$(cat "$CACHE/machine.json")
+echo '{ "version": 1, ' >"$CACHE/machine_t1.json"
 if "$T" hwinfo --cached --quick --threads 1 >"$tmp/table" 2>"$tmp/err" && grep -q "ignoring the cached profile" "$tmp/err" &&
-  python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["threads"] == 1' "$CACHE/machine.json"
+  python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["threads"] == 1' "$CACHE/machine_t1.json" &&
+  [ "$two" = "$(cat "$CACHE/machine.json")" ]
 then ok; else bad "corrupt cache: $(cat "$tmp/err")"; fi
 
 # the human table names every figure and the file
-for w in "cpu" "isa" "threads" "caches" "peak fp32" "bandwidth" "profile" "GFLOP/s" "GB/s" "$CACHE/machine.json"; do
+for w in "cpu" "isa" "threads" "caches" "peak fp32" "bandwidth" "profile" "GFLOP/s" "GB/s" "$CACHE/machine_t1.json"; do
   if grep -q -- "$w" "$tmp/table"; then ok; else bad "table lacks '$w': $(cat "$tmp/table")"; fi
 done
 
 # --no-save leaves the file alone
-before=$(cat "$CACHE/machine.json")
-if "$T" hwinfo --no-save --quick --threads 1 >"$tmp/table" 2>/dev/null && [ "$before" = "$(cat "$CACHE/machine.json")" ] &&
+before=$(cat "$CACHE/machine_t1.json")
+if "$T" hwinfo --no-save --quick --threads 1 >"$tmp/table" 2>/dev/null && [ "$before" = "$(cat "$CACHE/machine_t1.json")" ] &&
   grep -q "not saved" "$tmp/table"; then ok; else bad "--no-save wrote the profile or did not say so"; fi
 
 # --help, bad usage

@@ -243,9 +243,24 @@ static void test_get(void) {
   p.threads = 1;
   p.peak_gflops_fp32 = 12345;
   CHECK(ts_hwinfo_matches(&p, 1), "sample matches");
-  CHECK_OK(ts_hwinfo_save(&p, NULL));
+  char p1[1400];
+  CHECK_OK(ts_hwinfo_path_threads(1, p1, sizeof p1));
+  CHECK_OK(ts_hwinfo_save(&p, p1));
   CHECK_OK(ts_hwinfo_get(ctx, &q));
   CHECK(same_profile(&p, &q), "cached profile served");
+  /* the file for 1 thread: the default one only when 1 is the default thread count; a profile for
+   * another count goes to machine_t<N>.json, so it never replaces the default one */
+  char def0[1400], p3[1400];
+  CHECK_OK(ts_hwinfo_default_path(def0, sizeof def0));
+  CHECK_OK(ts_hwinfo_path_threads(0, p3, sizeof p3));
+  CHECK(strcmp(p3, def0) == 0, "threads 0: default path '%s'", p3);
+  CHECK_OK(ts_hwinfo_path_threads(ts_default_threads(), p3, sizeof p3));
+  CHECK(strcmp(p3, def0) == 0, "default threads: default path '%s'", p3);
+  CHECK_OK(ts_hwinfo_path_threads(ts_default_threads() + 1, p3, sizeof p3));
+  char want[64];
+  snprintf(want, sizeof want, "/machine_t%d.json", ts_default_threads() + 1);
+  CHECK(strstr(p3, g_dir) == p3 && strstr(p3, want), "other thread count: '%s'", p3);
+  CHECK((strcmp(p1, def0) == 0) == (ts_default_threads() == 1), "1-thread path '%s'", p1);
 
   ts_machine_profile m = p;
   snprintf(m.cpu_model, sizeof m.cpu_model, "Another CPU");
@@ -259,14 +274,12 @@ static void test_get(void) {
   CHECK(!ts_hwinfo_matches(NULL, 1), "NULL");
 
   /* a corrupt cache is re-measured and replaced (a full measurement: ~3 s) */
-  char def[1400];
-  CHECK_OK(ts_hwinfo_default_path(def, sizeof def));
-  write_text(def, "{ corrupt");
+  write_text(p1, "{ corrupt");
   setenv("TESSERA_QUIET", "1", 1);
   CHECK_OK(ts_hwinfo_get(ctx, &q));
   CHECK(q.threads == 1 && q.peak_gflops_fp32 > 0 && q.peak_gflops_fp32 != 12345, "re-measured (%g)", q.peak_gflops_fp32);
   ts_machine_profile r;
-  CHECK_OK(ts_hwinfo_load(NULL, &r));
+  CHECK_OK(ts_hwinfo_load(p1, &r));
   CHECK(same_profile(&q, &r), "re-measured profile saved");
   ts_context_destroy(ctx);
 }

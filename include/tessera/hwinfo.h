@@ -58,6 +58,10 @@ ts_status ts_hwinfo_measure_opts(const ts_context *ctx, const ts_hwinfo_opts *op
 
 /* <cache>/machine.json */
 ts_status ts_hwinfo_default_path(char *buf, size_t cap);
+/* The profile file for `threads` threads: the default path for the default thread count
+ * (threads <= 0 or ts_default_threads()), <cache>/machine_t<N>.json for any other, so a run with
+ * another thread count neither re-measures nor replaces the default profile. */
+ts_status ts_hwinfo_path_threads(int threads, char *buf, size_t cap);
 /* Writes the profile as JSON (temp file + rename). path NULL: the default path. */
 ts_status ts_hwinfo_save(const ts_machine_profile *p, const char *path);
 /* Reads a profile. path NULL: the default path. TS_ERR_NOT_FOUND when the file is absent,
@@ -66,7 +70,8 @@ ts_status ts_hwinfo_load(const char *path, ts_machine_profile *p);
 /* True when p was measured on this CPU model, at this format version and kernel level, with
  * `threads` threads (<= 0: the default thread count). */
 bool ts_hwinfo_matches(const ts_machine_profile *p, int threads);
-/* The cached profile when it matches (ctx threads), else measures and saves it. A failed save
+/* The cached profile of the ctx's thread count (ts_hwinfo_path_threads) when it matches, else
+ * measures and saves it there. A failed save
  * (read-only cache) is reported on stderr and does not fail the call. A matching profile that was
  * measured on a busy machine is re-measured once the machine is quiet (ts_hwinfo_should_refresh),
  * and the two are merged by ts_hwinfo_merge_max: a peak measured low under load would otherwise

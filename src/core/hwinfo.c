@@ -480,8 +480,10 @@ ts_status ts_hwinfo_get(const ts_context *ctx, ts_machine_profile *p) {
   if (!p) return ts_error(TS_ERR_INVALID_ARG, "ts_hwinfo_get: profile is NULL");
   ts_machine_profile cached;
   bool have = false;
+  char path[4200];
+  TS_TRY(ts_hwinfo_path_threads(ts_context_threads(ctx), path, sizeof path));
   /* Any unusable cache (absent, malformed, another machine or thread count) means re-measuring. */
-  if (ts_hwinfo_load(NULL, &cached) == TS_OK && ts_hwinfo_matches(&cached, ts_context_threads(ctx))) {
+  if (ts_hwinfo_load(path, &cached) == TS_OK && ts_hwinfo_matches(&cached, ts_context_threads(ctx))) {
     int cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     double now = ts_hwinfo_load_now();
     if (!ts_hwinfo_should_refresh(&cached, now, cpus)) {
@@ -496,7 +498,7 @@ ts_status ts_hwinfo_get(const ts_context *ctx, ts_machine_profile *p) {
   ts_error_clear();
   TS_TRY(ts_hwinfo_measure(ctx, p));
   if (have) ts_hwinfo_merge_max(p, &cached);
-  ts_status s = ts_hwinfo_save(p, NULL);
+  ts_status s = ts_hwinfo_save(p, path);
   if (s != TS_OK) {
     fprintf(stderr, "tessera: machine profile measured but not saved: %s: %s\n", ts_strerror(s), ts_last_error());
     ts_error_clear();

@@ -18,6 +18,15 @@ ts_status ts_hwinfo_default_path(char *buf, size_t cap) {
   return TS_OK;
 }
 
+ts_status ts_hwinfo_path_threads(int threads, char *buf, size_t cap) {
+  if (threads <= 0 || threads == ts_default_threads()) return ts_hwinfo_default_path(buf, cap);
+  char dir[4096];
+  TS_TRY(ts_cache_dir(dir, sizeof dir));
+  int n = snprintf(buf, cap, "%s/machine_t%d.json", dir, threads);
+  if (n < 0 || (size_t)n >= cap) return ts_error(TS_ERR_INVALID_ARG, "machine profile path is too long");
+  return TS_OK;
+}
+
 cJSON *ts_hwinfo_to_json(const ts_machine_profile *p) {
   if (!p) return NULL;
   cJSON *j = cJSON_CreateObject(), *isa = cJSON_CreateArray();

@@ -1,7 +1,7 @@
 # Sourced by tests/cli_*.sh after `T=path/to/tessera`: the pass/fail counters and their reporters,
 # a scratch directory $tmp removed on exit, and the checks every CLI test repeats.
 #   ok / bad MESSAGE           count a passed / failed check (bad prints MESSAGE to stderr)
-#   scratch_cache              TESSERA_CACHE=$tmp/cache, seeded with the suite's machine profile
+#   scratch_cache              TESSERA_CACHE=$tmp/cache, seeded with the suite's machine profiles
 #                              when there is one (measuring it takes seconds)
 #   expect_usage CMD ARGS...   `tessera CMD ARGS...` must exit 2 with exactly one line on stderr
 #                              and nothing on stdout
@@ -14,7 +14,10 @@ trap 'rm -rf "$tmp"' EXIT
 
 scratch_cache() {
   mkdir -p "$tmp/cache"
-  [ -f "${TESSERA_CACHE:-/nonexistent}/machine.json" ] && cp "$TESSERA_CACHE/machine.json" "$tmp/cache/"
+  local f
+  for f in "${TESSERA_CACHE:-/nonexistent}"/machine.json "${TESSERA_CACHE:-/nonexistent}"/machine_t*.json; do
+    [ -f "$f" ] && cp "$f" "$tmp/cache/"
+  done
   export TESSERA_CACHE="$tmp/cache"
 }
 

@@ -9,7 +9,8 @@ static void usage(void) {
   printf("usage: tessera hwinfo [--json] [--threads N] [--no-save] [--cached] [--quick]\n\n"
          "Measures this machine: peak fp32 FMA GFLOP/s (1 thread and N threads), sustained read\n"
          "bandwidth (1 thread and N threads), cache sizes and ISA, in about 3 s, and saves the profile\n"
-         "as machine.json in the cache directory ($TESSERA_CACHE, default ~/.cache/tessera).\n\n"
+         "as machine.json in the cache directory ($TESSERA_CACHE, default ~/.cache/tessera), or as\n"
+         "machine_t<N>.json when N differs from the default thread count.\n\n"
          "  --threads N  threads for the all-thread figures (default: TESSERA_THREADS, OMP_NUM_THREADS\n"
          "               or all CPUs)\n"
          "  --cached     use the saved profile when it was measured on this CPU with the same\n"
@@ -69,12 +70,15 @@ int cmd_hwinfo(int argc, char **argv) {
     return CLI_OK;
   }
 
-  char path[4200];
-  ts_status s = ts_hwinfo_default_path(path, sizeof path);
-  if (s != TS_OK) return cli_fail("hwinfo", s);
   ts_context *ctx;
-  s = ts_context_create(&ctx, o.threads);
+  ts_status s = ts_context_create(&ctx, o.threads);
   if (s != TS_OK) return cli_fail("hwinfo", s);
+  char path[4200]; /* machine.json, or machine_t<N>.json for a thread count other than the default */
+  s = ts_hwinfo_path_threads(ts_context_threads(ctx), path, sizeof path);
+  if (s != TS_OK) {
+    ts_context_destroy(ctx);
+    return cli_fail("hwinfo", s);
+  }
 
   ts_machine_profile p;
   const char *source = "measured";
