@@ -70,10 +70,10 @@ typedef struct ts_attn_cuda_costs {
   double chunk_ns[4];
   int64_t d;      /* the head dimension they are for */
   bool bf16;      /* measured with bf16 inputs */
-  bool measured;  /* false: ts_attn_cuda_costs_default's formula */
+  bool measured;  /* false: ts_attn_cuda_costs_default's table */
 } ts_attn_cuda_costs;
-/* A formula (no device needed): chunk cost proportional to its cells x d plus a fixed part, fitted
- * to the first H200 run (docs/BENCHMARKS.md); for tests and machines not yet profiled. */
+/* Costs without a device: the H200's measured ones at d = 64 (docs/BENCHMARKS.md), scaled by
+ * d / 64; for tests and machines not yet profiled. */
 void ts_attn_cuda_costs_default(ts_attn_cuda_costs *c, int64_t d);
 /* Measures the costs on the current device: per class, synthetic gather plans of 2 and 10 masked
  * chunks per unit over 2048 rows x 48 (batch, head) pairs, median of 5 timings of 10 launches
@@ -81,7 +81,7 @@ void ts_attn_cuda_costs_default(ts_attn_cuda_costs *c, int64_t d);
 ts_status ts_attn_cuda_profile(ts_attn_cuda_costs *c, int64_t d, bool bf16);
 /* Gather plan on mask (n x n, in the token order it will run: reorder it first): per band of 64
  * rows, the split into row groups (one of 64 rows, two of 32 or four of 16) and the class with the
- * least predicted cost under `costs` (NULL: the default formula); a group's chunks cover the union
+ * least predicted cost under `costs` (NULL: the default table); a group's chunks cover the union
  * of its rows' allowed keys, listed and loaded by index (gathered), so keys no row of the group
  * meets are never computed. Exact for this cost model (each band is chosen independently). */
 ts_status ts_attn_cuda_plan_create_gather(ts_attn_cuda_plan **plan, const ts_bitmap *mask, int64_t d,

@@ -268,7 +268,7 @@ ts_status ts_attn_cuda_profile(ts_attn_cuda_costs *c, int64_t d, bool bf16) {
   TS_TRY(need_device());
   size_t limit = 0;
   TS_TRY(smem_limit(&limit));
-  ts_attn_cuda_costs_default(c, d); /* classes that do not fit keep the formula (never chosen then) */
+  ts_attn_cuda_costs_default(c, d); /* classes that do not fit keep the default (never chosen then) */
   c->bf16 = bf16;
   const int64_t n = 2048, batch = 4, heads = 12, lo = 2, hi = 10;
   const size_t cnt = (size_t)(batch * heads * n * d), esz = bf16 ? 2 : 4;

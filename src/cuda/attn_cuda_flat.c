@@ -255,16 +255,14 @@ ts_status ts__cuda_flatten_fixed(const ts_attn_plan *pl, int cls, ts__cuda_flat 
 /* ---- gather plans ------------------------------------------------------------------------------ */
 
 void ts_attn_cuda_costs_default(ts_attn_cuda_costs *c, int64_t d) {
-  /* The first H200 run (docs/BENCHMARKS.md): block-skip 64 x 64 and 32 x 32 chunks cost about
-   * 21 ps per cell at d = 64 side by side on the whole device, whatever the shape; a unit's Q load
-   * and O store about 0.3 ns per row. Both scale with d. */
+  /* ts_attn_cuda_profile on an H200 at d = 64, fp32 (docs/BENCHMARKS.md, three runs): per chunk
+   * 40-47, 27-29, 62-64 and 120-122 ns of device time side by side, per unit 5-7, 10-11, 15-16 and
+   * 40-42 ns, for 16 x 64, 32 x 32, 32 x 64 and 64 x 64. Scaled by d / 64 (the dot products and
+   * the P V row are d long). */
+  static const double chunk[TS__CUDA_NCLASS] = {44.0, 28.0, 63.0, 121.0}, unit[TS__CUDA_NCLASS] = {6.0, 11.0, 15.5, 41.0};
   memset(c, 0, sizeof *c);
   const double f = (double)(d > 0 ? d : 64) / 64.0;
-  static const int32_t g[TS__CUDA_NCLASS] = {16, 32, 32, 64};
-  for (int k = 0; k < TS__CUDA_NCLASS; k++) {
-    c->chunk_ns[k] = f * (0.021 * ts__cuda_class_rb[k] * ts__cuda_class_cb[k] + 2.0);
-    c->unit_ns[k] = f * 0.3 * g[k];
-  }
+  for (int k = 0; k < TS__CUDA_NCLASS; k++) c->chunk_ns[k] = f * chunk[k], c->unit_ns[k] = f * unit[k];
   c->d = d;
 }
 

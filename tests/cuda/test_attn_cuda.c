@@ -379,7 +379,7 @@ static bool ok_status(ts_status st, const char *what) {
   return st == TS_OK;
 }
 
-/* Costs that make class `only` the cheapest by far (-1: the default formula). */
+/* Costs that make class `only` the cheapest by far (-1: the default table). */
 static void costs_forcing(ts_attn_cuda_costs *c, int64_t d, int only) {
   ts_attn_cuda_costs_default(c, d);
   if (only < 0) return;
@@ -444,7 +444,7 @@ static void check_gather_flat(const ts__cuda_flat *f, const ts_bitmap *m, const 
   free(rows), free(parts);
 }
 
-/* Every option forced in turn (and the formula), C walk always, device code on fibers for a subset. */
+/* Every option forced in turn (and the default table), C walk always, device code on fibers for a subset. */
 static void test_gather(mcase *ms, int nm) {
   char what[200];
   for (int mi = 0; mi < nm; mi++) {
@@ -501,7 +501,7 @@ static void test_gather(mcase *ms, int nm) {
       data_free(&D);
     }
   }
-  /* the formula picks the cheapest option: on a block diagonal of 32-row blocks, 32-row groups with
+  /* the default costs pick the cheapest option: on a block diagonal of 32-row blocks, 32-row groups with
    * 32 x 32 chunks compute exactly the blocks, unmasked (64-row groups would compute 2x the cells,
    * 16-row groups 16 x 64 chunks of which 16 columns are used) */
   ts_bitmap bd = mask_blockdiag(128, 32);
