@@ -83,7 +83,12 @@ ts_status ts_attn_cuda_profile(ts_attn_cuda_costs *c, int64_t d, bool bf16);
  * rows, the split into row groups (one of 64 rows, two of 32 or four of 16) and the class with the
  * least predicted cost under `costs` (NULL: the default table); a group's chunks cover the union
  * of its rows' allowed keys, listed and loaded by index (gathered), so keys no row of the group
- * meets are never computed. Exact for this cost model (each band is chosen independently). */
+ * meets are never computed. Exact for this cost model (each band is chosen independently). A group
+ * with more than max(8, 2 x the mean) chunks runs as parts whose partials a combine kernel merges
+ * (their device workspace is allocated by the first execute and grown when a larger batch x heads
+ * needs more).
+ * Its ts_attn_cuda_plan_stats: cells, nnz, work_ratio; tiles_full / tiles_masked = chunks run
+ * without / with mask words; panels = row groups; segments = thread blocks per (batch, head). */
 ts_status ts_attn_cuda_plan_create_gather(ts_attn_cuda_plan **plan, const ts_bitmap *mask, int64_t d,
                                           const ts_attn_cuda_costs *costs);
 void ts_attn_cuda_plan_destroy(ts_attn_cuda_plan *plan);
