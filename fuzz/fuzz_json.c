@@ -1,7 +1,7 @@
 /* libFuzzer harness for tessera's JSON file readers (the files the cache directory holds): any JSON
  * document goes through every reader -- the attention schedule, the attention plan document (desc,
  * permutation, schedule), the attention tile profile, the machine profile, the gconv plan and the
- * gconv profile, the conv algorithm profile -- and each must either accept it or fail cleanly (no crash, leak or UB, and an
+ * gconv profile, the conv algorithm profile, the CUDA attention costs -- and each must either accept it or fail cleanly (no crash, leak or UB, and an
  * error message); what a reader with a writer accepts must survive writing and reading again and
  * write the same JSON the second time. A document that is not JSON is the cJSON parser's business
  * (and is rejected before any reader runs). */
@@ -12,10 +12,12 @@
 
 #include "attn/sched_internal.h"
 #include "conv/conv_internal.h"
+#include "cuda/attn_cuda_internal.h"
 #include "gconv/gconv_internal.h"
 #include "tessera/attn.h"
 #include "tessera/attn_profile.h"
 #include "tessera/attn_sched.h"
+#include "tessera/attn_cuda.h"
 #include "tessera/conv.h"
 #include "tessera/gconv.h"
 #include "tessera/hwinfo.h"
@@ -118,6 +120,17 @@ static void conv_profile(const cJSON *j) {
   ts_conv_profile_destroy(p);
 }
 
+/* the CUDA attention costs (src/cuda/attn_cuda_costs.c: plain C, linked into this harness alone) */
+static void cuda_costs(const cJSON *j) {
+  ts_attn_cuda_costs p, q;
+  ts_status st = ts__cuda_costs_from_json(j, "fuzz.json", &p);
+  failed_cleanly(st);
+  if (st != TS_OK) return;
+  cJSON *o = ts__cuda_costs_to_json(&p);
+  if (!o || ts__cuda_costs_from_json(o, "re.json", &q) != TS_OK) __builtin_trap();
+  same_json(o, ts__cuda_costs_to_json(&q));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cJSON *j = cJSON_ParseWithLength((const char *)data, size);
   if (!j) return 0;
@@ -129,6 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   gconv_plan(j);
   gconv_profile(j);
   conv_profile(j);
+  cuda_costs(j);
   cJSON_Delete(j);
   return 0;
 }

@@ -18,7 +18,8 @@
  * ts_attn_reference on its mask order), gflops_effective = 4 d nnz B H / t_variable and pct_peak
  * of --peak-gflops (default 60000: an H200's fp32 CUDA-core peak, about 60 TFLOP/s). gather: the
  * GPU's own tile assignment (ts_attn_cuda_plan_create_gather on the variable run's token order,
- * costs from ts_attn_cuda_profile measured in this run, printed as gpu_costs), with
+ * costs from ts_attn_cuda_costs_get: the cache's for this device, d and dtype, else measured now
+ * and saved; printed as gpu_costs with their source), with
  * speedup_gather_vs_*, gflops_effective_gather and pct_peak_gather. Exits 0
  * with {"skipped": "no CUDA device ..."} when there is no device. */
 #include <cjson/cJSON.h>
@@ -269,7 +270,8 @@ int main(int argc, char **argv) {
   cJSON_AddNumberToObject(j, "variable_tiles_skipped", (double)st.tiles_skipped);
   /* the GPU's own tile assignment: a gather plan on the same token order, from costs measured now */
   ts_attn_cuda_costs costs;
-  if (ts_attn_cuda_profile(&costs, c.d, c.bf16) != TS_OK) return fail("cuda profile");
+  bool costs_cached = false;
+  if (ts_attn_cuda_costs_get(&costs, c.d, c.bf16, &costs_cached) != TS_OK) return fail("cuda profile");
   t0 = ts_now();
   if (ts_attn_cuda_plan_create_gather(&p, vm, c.d, &costs)) return fail("gather plan");
   double gather_plan_ms = (ts_now() - t0) * 1e3, t_gather = 0;
@@ -293,6 +295,7 @@ int main(int argc, char **argv) {
   cJSON_AddItemToObject(cj, "unit_ns", cu);
   cJSON_AddItemToObject(cj, "chunk_ns", cc);
   cJSON_AddStringToObject(cj, "classes", "16x64 32x32 32x64 64x64");
+  cJSON_AddStringToObject(cj, "source", costs_cached ? "cached" : "measured");
   cJSON_AddItemToObject(j, "gpu_costs", cj);
   cJSON *ev = cJSON_GetObjectItem(errs, "variable");
   cJSON_AddNumberToObject(j, "max_abs_err", ev ? ev->valuedouble : NAN);

@@ -71,6 +71,8 @@ typedef struct ts_attn_cuda_costs {
   int64_t d;      /* the head dimension they are for */
   bool bf16;      /* measured with bf16 inputs */
   bool measured;  /* false: ts_attn_cuda_costs_default's table */
+  char device[128]; /* ts_attn_cuda_device_name of the device measured ("" for the default table) */
+  char date[32];    /* UTC time of the measurement, ISO 8601 ("" for the default table) */
 } ts_attn_cuda_costs;
 /* Costs without a device: the H200's measured ones at d = 64 (docs/BENCHMARKS.md), scaled by
  * d / 64; for tests and machines not yet profiled. */
@@ -79,6 +81,17 @@ void ts_attn_cuda_costs_default(ts_attn_cuda_costs *c, int64_t d);
  * chunks per unit over 2048 rows x 48 (batch, head) pairs, median of 5 timings of 10 launches
  * each; chunk = the slope, unit = the rest. About 0.1-0.5 s. Errors: no device, CUDA errors. */
 ts_status ts_attn_cuda_profile(ts_attn_cuda_costs *c, int64_t d, bool bf16);
+/* The costs as a JSON file with provenance (docs/FORMATS.md, "CUDA attention costs"): save
+ * (atomic) and load; load validates every field and names the bad one (TS_ERR_FORMAT), rejects a
+ * newer version (TS_ERR_UNSUPPORTED), TS_ERR_NOT_FOUND when the file is absent. */
+ts_status ts_attn_cuda_costs_save(const ts_attn_cuda_costs *c, const char *path);
+ts_status ts_attn_cuda_costs_load(const char *path, ts_attn_cuda_costs *c);
+/* <cache>/attn_cuda_costs_d<D>_<f32|bf16>.json */
+ts_status ts_attn_cuda_costs_path(int64_t d, bool bf16, char *buf, size_t cap);
+/* The cached costs for (d, dtype) when they were measured on this device, else measured now
+ * (ts_attn_cuda_profile) and saved; a failed save is reported on stderr only. cached (may be
+ * NULL): whether they came from the file. Errors: those of the profile. */
+ts_status ts_attn_cuda_costs_get(ts_attn_cuda_costs *c, int64_t d, bool bf16, bool *cached);
 /* Gather plan on mask (n x n, in the token order it will run: reorder it first): per band of 64
  * rows, the split into row groups (one of 64 rows, two of 32 or four of 16) and the class with the
  * least predicted cost under `costs` (NULL: the default table); a group's chunks cover the union

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "attn/attn_internal.h"
 #include "cuda/attn_cuda_internal.h"
@@ -303,7 +304,13 @@ ts_status ts_attn_cuda_profile(ts_attn_cuda_costs *c, int64_t d, bool bf16) {
     c->chunk_ns[cl] = chunk > 0 ? chunk : 0;
     c->unit_ns[cl] = unit > 0 ? unit : 0;
   }
-  if (st == TS_OK) c->measured = true;
+  if (st == TS_OK) {
+    c->measured = true;
+    time_t now = time(NULL);
+    struct tm tmv;
+    if (gmtime_r(&now, &tmv)) strftime(c->date, sizeof c->date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    st = ts_attn_cuda_device_name(c->device, sizeof c->device);
+  }
   if (e0) cudaEventDestroy(e0);
   if (e1) cudaEventDestroy(e1);
   cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o);
@@ -439,4 +446,26 @@ ts_status ts_attn_cuda_synchronize(void) {
   TS_TRY(need_device());
   cudaError_t e = cudaDeviceSynchronize();
   return e == cudaSuccess ? TS_OK : cuda_fail(e, "cudaDeviceSynchronize");
+}
+
+ts_status ts_attn_cuda_costs_get(ts_attn_cuda_costs *c, int64_t d, bool bf16, bool *cached) {
+  if (!c) return ts_error(TS_ERR_INVALID_ARG, "cuda costs: NULL output");
+  if (cached) *cached = false;
+  char dev[128], path[4200];
+  TS_TRY(ts_attn_cuda_device_name(dev, sizeof dev));
+  TS_TRY(ts_attn_cuda_costs_path(d, bf16, path, sizeof path));
+  ts_attn_cuda_costs f;
+  if (ts_attn_cuda_costs_load(path, &f) == TS_OK && f.measured && f.d == d && f.bf16 == bf16 && strcmp(f.device, dev) == 0) {
+    *c = f;
+    if (cached) *cached = true;
+    return TS_OK;
+  }
+  ts_error_clear();
+  TS_TRY(ts_attn_cuda_profile(c, d, bf16));
+  ts_status st = ts_attn_cuda_costs_save(c, path);
+  if (st != TS_OK) {
+    fprintf(stderr, "tessera: CUDA costs measured but not saved: %s: %s\n", ts_strerror(st), ts_last_error());
+    ts_error_clear();
+  }
+  return TS_OK;
 }

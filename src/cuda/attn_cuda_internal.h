@@ -126,6 +126,11 @@ void ts__cuda_flat_free(ts__cuda_flat *f);
 struct ts_attn_cuda_costs;
 struct ts_bitmap;
 struct ts_attn_stats;
+struct cJSON;
+/* The costs file's JSON (attn_cuda_costs.c): build, and read with every field validated (name:
+ * the file or document named in errors). */
+struct cJSON *ts__cuda_costs_to_json(const struct ts_attn_cuda_costs *c);
+ts_status ts__cuda_costs_from_json(const struct cJSON *j, const char *name, struct ts_attn_cuda_costs *c);
 ts_status ts__cuda_flatten_gather(const struct ts_bitmap *mask, int64_t d, size_t smem_limit,
                                   const struct ts_attn_cuda_costs *costs, ts__cuda_flat *out, struct ts_attn_stats *stats);
 #endif

@@ -525,6 +525,79 @@ static void test_gather(mcase *ms, int nm) {
   CHECK_ERR_CONTAINS(ts__cuda_flatten_gather(&ms[0].m, 64, 227 * 1024, &c, &f, NULL), "negative or NaN");
 }
 
+/* ---- the costs file --------------------------------------------------------------------------- */
+
+static void write_str(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL, "cannot write %s", path);
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+static void test_costs_file(void) {
+  char path[4200], dir[4096];
+  CHECK_OK(ts_attn_cuda_costs_path(64, true, path, sizeof path));
+  CHECK_OK(ts_cache_dir(dir, sizeof dir));
+  CHECK(strstr(path, dir) == path && strstr(path, "/attn_cuda_costs_d64_bf16.json"), "path '%s'", path);
+  /* round trip */
+  ts_attn_cuda_costs c, r;
+  ts_attn_cuda_costs_default(&c, 64);
+  c.bf16 = true, c.measured = true, c.chunk_ns[2] = 61.25, c.unit_ns[0] = 0;
+  snprintf(c.device, sizeof c.device, "Test GPU (sm_90, 1 SMs, 1.0 GiB)");
+  snprintf(c.date, sizeof c.date, "2026-12-04T16:00:00Z");
+  CHECK_OK(ts_attn_cuda_costs_save(&c, path));
+  memset(&r, 0, sizeof r);
+  CHECK_OK(ts_attn_cuda_costs_load(path, &r));
+  CHECK(r.d == 64 && r.bf16 && r.measured && !strcmp(r.device, c.device) && !strcmp(r.date, c.date), "round trip: header fields");
+  for (int k = 0; k < 4; k++)
+    CHECK(r.chunk_ns[k] == c.chunk_ns[k] && r.unit_ns[k] == c.unit_ns[k], "round trip: class %d costs", k);
+  /* absent, malformed and newer files: clear errors naming the field, the output untouched */
+  char bad[4200];
+  snprintf(bad, sizeof bad, "%s/costs_bad.json", dir);
+  CHECK_STATUS(ts_attn_cuda_costs_load("/nonexistent/costs.json", &r), TS_ERR_NOT_FOUND);
+  const char *head = "{\"format\": \"tessera cuda attention costs\", \"version\": 1, \"device\": \"x\", "
+                     "\"date\": \"2026-12-04T16:00:00Z\", \"d\": 64, "
+                     "\"dtype\": \"f32\", \"measured\": true, \"classes\": [\"16x64\", \"32x32\", \"32x64\", \"64x64\"], ";
+  const struct { const char *tail, *needle; } cases[] = {
+      {"\"unit_ns\": [1, 2, 3, 4], \"chunk_ns\": [1, 2, 3]}", "'chunk_ns' must be an array of 4"},
+      {"\"unit_ns\": [1, 2, 3, 4]}", "missing 'chunk_ns'"},
+      {"\"unit_ns\": [1, 2, -3, 4], \"chunk_ns\": [1, 2, 3, 4]}", "'unit_ns'[2]"},
+      {"\"unit_ns\": [1, 2, 3, \"4\"], \"chunk_ns\": [1, 2, 3, 4]}", "'unit_ns'[3]"},
+      {"\"unit_ns\": [1, 2, 3, 4], \"chunk_ns\": [1, 2, 3, 1e12]}", "'chunk_ns'[3]"},
+      {"\"unit_ns\": [1, 2, 3, 4], \"chunk_ns\": [1, 2, 3, 4]", "invalid JSON"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s", head, cases[i].tail);
+    write_str(bad, text);
+    r.d = -7;
+    CHECK_ERR_CONTAINS(ts_attn_cuda_costs_load(bad, &r), cases[i].needle);
+    CHECK(r.d == -7, "case %zu: output changed on error", i);
+  }
+  const struct { const char *text, *needle; ts_status code; } whole[] = {
+      {"[1, 2]", "expected a JSON object", TS_ERR_FORMAT},
+      {"{\"format\": \"tessera machine profile\", \"version\": 1}", "'format'", TS_ERR_FORMAT},
+      {"{\"format\": \"tessera cuda attention costs\", \"version\": 9}", "newer", TS_ERR_UNSUPPORTED},
+      {"{\"format\": \"tessera cuda attention costs\", \"version\": 1, \"device\": \"x\", \"date\": 7}", "'date'", TS_ERR_FORMAT},
+      {"{\"format\": \"tessera cuda attention costs\", \"version\": 1, \"device\": \"x\", \"date\": \"\", \"d\": 0}", "'d'",
+       TS_ERR_FORMAT},
+      {"{\"format\": \"tessera cuda attention costs\", \"version\": 1, \"device\": \"x\", \"date\": \"\", \"d\": 64, "
+       "\"dtype\": \"f16\"}", "'dtype'", TS_ERR_FORMAT},
+      {"{\"format\": \"tessera cuda attention costs\", \"version\": 1, \"device\": \"x\", \"date\": \"\", \"d\": 64, "
+       "\"dtype\": \"f32\", \"measured\": true, \"classes\": [\"16x64\", \"32x32\", \"64x64\", \"32x64\"]}", "'classes'[2]",
+       TS_ERR_FORMAT},
+  };
+  for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++) {
+    write_str(bad, whole[i].text);
+    ts_status st = ts_attn_cuda_costs_load(bad, &r);
+    CHECK(st == whole[i].code && strstr(ts_last_error(), whole[i].needle), "file %zu: %s: %s (expected '%s')", i, ts_strerror(st),
+          ts_last_error(), whole[i].needle);
+  }
+  remove(bad);
+  remove(path);
+}
+
 /* ---- API without a device ----------------------------------------------------------------------- */
 
 static void test_no_device(const ts_bitmap *m) {
@@ -539,6 +612,7 @@ static void test_no_device(const ts_bitmap *m) {
   CHECK(p == NULL, "gather plan pointer not cleared");
   ts_attn_cuda_costs costs;
   CHECK_STATUS(ts_attn_cuda_profile(&costs, 64, false), TS_ERR_UNSUPPORTED);
+  CHECK_STATUS(ts_attn_cuda_costs_get(&costs, 64, false, NULL), TS_ERR_UNSUPPORTED);
   float x[4] = {0};
   CHECK_STATUS(ts_attn_cuda_execute(NULL, x, x, x, x, 1, 1, m->rows, 64, NULL), TS_ERR_UNSUPPORTED);
   CHECK_STATUS(ts_attn_cuda_execute_host(NULL, x, x, x, x, 1, 1, m->rows, 64), TS_ERR_UNSUPPORTED);
@@ -617,6 +691,18 @@ static void test_gpu(mcase *ms, int nm) {
       }
       data_free(&D);
     }
+  /* the costs cache: measured and saved once, then served from the file */
+  {
+    ts_attn_cuda_costs a, b;
+    bool ca = true, cb = false;
+    char path[4200];
+    CHECK_OK(ts_attn_cuda_costs_path(64, false, path, sizeof path));
+    remove(path);
+    CHECK_OK(ts_attn_cuda_costs_get(&a, 64, false, &ca));
+    CHECK_OK(ts_attn_cuda_costs_get(&b, 64, false, &cb));
+    CHECK(!ca && cb && a.measured && b.measured && !strcmp(a.device, b.device) && a.device[0], "costs cache: %d %d '%s'", ca, cb, a.device);
+    for (int k = 0; k < 4; k++) CHECK(a.chunk_ns[k] == b.chunk_ns[k], "costs cache: class %d differs", k);
+  }
   /* measured costs: every fitting class timed, finite, and a plan from them is right */
   for (int b = 0; b < 2; b++) {
     ts_attn_cuda_costs c;
@@ -659,6 +745,7 @@ int main(void) {
   const int nm = (int)(sizeof ms / sizeof ms[0]);
   test_emulation(ms, nm - 1); /* the CPU schedules' passes need n <= 256: not "global rows" */
   test_gather(ms, nm);
+  test_costs_file();
   printf("emulated kernel walk: worst |err| %.3g (tolerance %.1g)\n", worst, TOL);
   if (!ts_attn_cuda_available()) {
     test_no_device(&ms[0].m);
