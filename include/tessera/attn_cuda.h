@@ -2,7 +2,9 @@
  *
  * A CUDA plan is built from the CPU plan's classification (ts_attn_plan_create: every sub-tile is
  * skip / unmasked / masked, with first-owner semantics for overlapping segments), flattened on the
- * host and uploaded once; execute only launches kernels. Two kernels:
+ * host and uploaded once; execute only launches kernels (a gather plan with split groups also
+ * allocates its partials' workspace on its first execute, and again only when a larger batch x heads
+ * needs more). Two kernels:
  *
  *   fixed    (src/cuda/attn_fixed.cu) block-skip flash attention baseline: one thread block per
  *            (batch, head, query tile of br rows) walking that tile's non-skipped key tiles (bc

@@ -389,34 +389,47 @@ ts_status ts__cuda_flatten_gather(const ts_bitmap *m, int64_t d, size_t smem_lim
   const int64_t n = m->rows;
   gplan G;
   memset(&G, 0, sizeof G);
-  uint64_t *acc = malloc((size_t)m->stride * sizeof *acc); /* one group's key union */
-  ts_status st = acc ? TS_OK : ts_error(TS_ERR_OOM, "cuda gather plan: scratch");
+  /* per band, the key unions of its row groups, each computed once: 16-row quarters [0, 4), their
+   * OR in pairs (32-row halves [4, 6)), and the whole band [6] */
+  const int64_t sw = m->stride;
+  uint64_t *U = malloc((size_t)(7 * sw) * sizeof *U);
+  int64_t nk[7]; /* their key counts */
+  static const int first[3] = {0, 4, 6}; /* groups of 16, 32, 64 rows */
+  ts_status st = U ? TS_OK : ts_error(TS_ERR_OOM, "cuda gather plan: scratch");
   for (int64_t R = 0; R < n && st == TS_OK; R += 64) {
     const int32_t band = (int32_t)(n - R < 64 ? n - R : 64);
+    for (int q = 0; q < 4; q++) {
+      const int32_t gh = band - 16 * q < 16 ? band - 16 * q : 16;
+      if (gh > 0) nk[q] = group_union(m, R + 16 * q, gh, U + q * sw);
+      else memset(U + q * sw, 0, (size_t)sw * sizeof *U), nk[q] = 0;
+    }
+    for (int g = 4; g < 7; g++) {
+      const uint64_t *a = U + (g == 6 ? 4 : 2 * (g - 4)) * sw, *b = a + sw;
+      for (int64_t w = 0; w < sw; w++) U[g * sw + w] = a[w] | b[w];
+      nk[g] = ts_popcount_words(U + g * sw, sw);
+    }
     /* each option's predicted cost over the band, then the cheapest one's groups */
     double best = 0;
     int bo = -1;
     for (int o = 0; o < 4; o++) {
       if (!fits[o]) continue;
-      const int k = opt[o].k;
+      const int k = opt[o].k, L = opt[o].h == 16 ? 0 : opt[o].h == 32 ? 1 : 2;
       const int32_t h = opt[o].h, rb = ts__cuda_class_rb[k], cb = ts__cuda_class_cb[k];
       double cost = 0;
-      for (int32_t g0 = 0; g0 < band; g0 += h) {
+      for (int32_t g0 = 0, gi = 0; g0 < band; g0 += h, gi++) {
         const int32_t gh = band - g0 < h ? band - g0 : h;
-        const int64_t nu = group_union(m, R + g0, gh, acc);
-        cost += costs->unit_ns[k] + (double)((nu + cb - 1) / cb) * (double)((gh + rb - 1) / rb) * costs->chunk_ns[k];
+        cost += costs->unit_ns[k] + (double)((nk[first[L] + gi] + cb - 1) / cb) * (double)((gh + rb - 1) / rb) * costs->chunk_ns[k];
       }
       if (bo < 0 || cost < best) best = cost, bo = o;
     }
-    const int k = opt[bo].k;
+    const int k = opt[bo].k, L = opt[bo].h == 16 ? 0 : opt[bo].h == 32 ? 1 : 2;
     const int32_t h = opt[bo].h;
-    for (int32_t g0 = 0; g0 < band && st == TS_OK; g0 += h) {
+    for (int32_t g0 = 0, gi = 0; g0 < band && st == TS_OK; g0 += h, gi++) {
       const int32_t gh = band - g0 < h ? band - g0 : h;
-      const int64_t nu = group_union(m, R + g0, gh, acc);
-      st = emit_group(&G, m, R + g0, gh, k, acc, nu);
+      st = emit_group(&G, m, R + g0, gh, k, U + (first[L] + gi) * sw, nk[first[L] + gi]);
     }
   }
-  free(acc);
+  free(U);
   /* split the groups far longer than the mean: the walk of one block is the kernel's critical path */
   int64_t nu = 0;
   for (int k = 0; k < TS__CUDA_NCLASS; k++) nu += G.units[k].n;

@@ -242,7 +242,29 @@ static ts_attn_plan *cpu_plan(const ts_attn_schedule *s, const ts_bitmap *m, int
   return pl;
 }
 
-/* fibers: also run the device code on CPU fibers (slow: a subset only): 1 fp32, 2 fp32 and bf16. */
+/* A flattened plan on D: the C walk on every head, then with fibers the device code on CPU fibers
+ * (slow: head 0 only): 1 fp32, 2 fp32 and bf16. */
+static void run_flat(const ts__cuda_flat *f, int fixed, int cls, data *D, int fibers, const char *what) {
+  tst_poison(D->o, D->total);
+  emulate(f, fixed, D->q, D->k, D->v, D->o, D->B * D->H);
+  compare(D, D->ref, what);
+  if (!fibers) return; /* head 0 only: the fibers are slow, and the head offsets are plain arithmetic */
+  char w2[240];
+  size_t head = (size_t)(D->n * D->d);
+  tst_poison(D->o, D->total);
+  CHECK(ts__cuda_emulate(f, fixed, cls, 0, D->q, D->k, D->v, D->o, 1) == 0, "%s: fibers: out of memory", what);
+  snprintf(w2, sizeof w2, "%s (device code on fibers, fp32)", what);
+  compare_n(D, D->ref, head, w2);
+  CHECK(isnan(D->o[head]), "%s: fibers wrote past head 0", what);
+  if (fibers == 2) { /* bf16 differs only in load_elem: on a subset */
+    tst_poison(D->o, D->total);
+    CHECK(ts__cuda_emulate(f, fixed, cls, 1, D->qb, D->kb, D->vb, D->o, 1) == 0, "%s: fibers: out of memory", what);
+    snprintf(w2, sizeof w2, "%s (device code on fibers, bf16)", what);
+    compare_n(D, D->refb, head, w2);
+  }
+}
+
+/* The CPU plan of s on m flattened (fixed: by class cls; else variable-tile under limit), then run_flat. */
 static void emu_case(const ts_attn_schedule *s, const ts_bitmap *m, data *D, int fixed, int cls, size_t limit, int fibers,
                      const char *what) {
   ts_attn_plan *pl = cpu_plan(s, m, D->d);
@@ -251,24 +273,7 @@ static void emu_case(const ts_attn_schedule *s, const ts_bitmap *m, data *D, int
   ts_status st = fixed ? ts__cuda_flatten_fixed(pl, cls, &f) : ts__cuda_flatten_vartile(pl, limit, &f);
   CHECK(st == TS_OK, "%s: flatten: %s", what, ts_last_error());
   if (st == TS_OK) {
-    tst_poison(D->o, D->total);
-    emulate(&f, fixed, D->q, D->k, D->v, D->o, D->B * D->H);
-    compare(D, D->ref, what);
-    if (fibers) { /* head 0 only: the fibers are slow, and the head offsets are plain arithmetic */
-      char w2[200];
-      size_t head = (size_t)(D->n * D->d);
-      tst_poison(D->o, D->total);
-      CHECK(ts__cuda_emulate(&f, fixed, cls, 0, D->q, D->k, D->v, D->o, 1) == 0, "%s: fibers: out of memory", what);
-      snprintf(w2, sizeof w2, "%s (device code on fibers, fp32)", what);
-      compare_n(D, D->ref, head, w2);
-      CHECK(isnan(D->o[head]), "%s: fibers wrote past head 0", what);
-      if (fibers == 2) { /* bf16 differs only in load_elem: on a subset */
-        tst_poison(D->o, D->total);
-        CHECK(ts__cuda_emulate(&f, fixed, cls, 1, D->qb, D->kb, D->vb, D->o, 1) == 0, "%s: fibers: out of memory", what);
-        snprintf(w2, sizeof w2, "%s (device code on fibers, bf16)", what);
-        compare_n(D, D->refb, head, w2);
-      }
-    }
+    run_flat(&f, fixed, cls, D, fibers, what);
     ts__cuda_flat_free(&f);
   }
   ts_attn_plan_destroy(pl);
@@ -462,26 +467,10 @@ static void test_gather(mcase *ms, int nm) {
         check_gather_flat(&f, &ms[mi].m, &st, what);
         if (only >= 0)
           for (int k = 0; k < 4; k++) CHECK(k == only || f.cls[k].nu == 0, "%s: units of class %d", what, k);
-        tst_poison(D.o, D.total);
-        emulate(&f, 0, D.q, D.k, D.v, D.o, D.B * D.H);
-        compare(&D, D.ref, what);
         if (mi == 5 && only == 1)
           CHECK(f.nsplits >= 1 && f.nparts >= 2, "%s: the global rows' group not split (%lld splits)", what, (long long)f.nsplits);
         const int fib = (mi == 0 && di == 0) || (mi == 5 && (only < 0 || only == 1)) ? 1 : (mi == 2 && di == 1 && only < 0) ? 2 : 0;
-        if (fib) {
-          size_t head = (size_t)(D.n * D.d);
-          char w2[240];
-          tst_poison(D.o, D.total);
-          CHECK(ts__cuda_emulate(&f, 0, 0, 0, D.q, D.k, D.v, D.o, 1) == 0, "%s: fibers: out of memory", what);
-          snprintf(w2, sizeof w2, "%s (device code on fibers, fp32)", what);
-          compare_n(&D, D.ref, head, w2);
-          if (fib == 2) {
-            tst_poison(D.o, D.total);
-            CHECK(ts__cuda_emulate(&f, 0, 0, 1, D.qb, D.kb, D.vb, D.o, 1) == 0, "%s: fibers: out of memory", what);
-            snprintf(w2, sizeof w2, "%s (device code on fibers, bf16)", what);
-            compare_n(&D, D.refb, head, w2);
-          }
-        }
+        run_flat(&f, 0, 0, &D, fib, what);
         ts__cuda_flat_free(&f);
       }
       /* a shared-memory budget without room for 64-row groups: never class 3 */
@@ -493,9 +482,7 @@ static void test_gather(mcase *ms, int nm) {
       if (ok_status(ts__cuda_flatten_gather(&ms[mi].m, D.d, ts__cuda_smem_bytes(32, 32, 64, D.d), &c, &f, &st), what)) {
         check_gather_flat(&f, &ms[mi].m, &st, what);
         CHECK(f.cls[3].nu == 0, "%s: class 3 used", what);
-        tst_poison(D.o, D.total);
-        emulate(&f, 0, D.q, D.k, D.v, D.o, D.B * D.H);
-        compare(&D, D.ref, what);
+        run_flat(&f, 0, 0, &D, 0, what);
         ts__cuda_flat_free(&f);
       }
       data_free(&D);
