@@ -10,7 +10,13 @@
 #                                           (tessera, tests/test_attn_cuda, bench/bench_attn_cuda)
 #                                           without configuring or building: for a GPU machine that
 #                                           has nvcc but not tessera's build dependencies, with
-#                                           binaries built elsewhere by cmake -DTS_CUDA=ON)
+#                                           binaries built elsewhere by cmake -DTS_CUDA=ON, e.g.
+#                                           packed by scripts/gpu-bundle.sh),
+#                                           MEMCHECK=1 to run test_attn_cuda again under
+#                                           compute-sanitizer memcheck (MEMCHECK_S seconds at most,
+#                                           default 300), PEERS=1 to run bench/peers/attn_torch_cuda.py
+#                                           (PyTorch SDPA and FlexAttention on the same GPU) after)
+# One command for a lent GPU; the runs so far: docs/BENCHMARKS.md, "On an NVIDIA H200".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-gpu}
@@ -20,6 +26,9 @@ REPS=${REPS:-20}
 DTYPES=${DTYPES:-"f32 bf16"}
 PLAN=${PLAN:-1}
 PREBUILT=${PREBUILT:-0}
+MEMCHECK=${MEMCHECK:-0}
+MEMCHECK_S=${MEMCHECK_S:-300}
+PEERS=${PEERS:-0}
 export TESSERA_CACHE=${TESSERA_CACHE:-$(mktemp -d /tmp/tessera-gpu-check.XXXXXX)}
 
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
@@ -61,3 +70,18 @@ for mask in "${MASKS[@]}"; do
     fi
   done
 done
+
+if [ "$MEMCHECK" = 1 ]; then
+  echo "== compute-sanitizer memcheck test_attn_cuda (at most ${MEMCHECK_S} s)"
+  if command -v compute-sanitizer >/dev/null; then
+    timeout "$MEMCHECK_S" compute-sanitizer --tool memcheck --leak-check no "$BUILD/tests/test_attn_cuda" | tail -3 ||
+      echo "gpu-check: memcheck exited $? (124: out of time)" >&2
+  else
+    echo "gpu-check: compute-sanitizer not found" >&2
+  fi
+fi
+if [ "$PEERS" = 1 ]; then
+  echo "== bench/peers/attn_torch_cuda.py"
+  python3 bench/peers/attn_torch_cuda.py --tessera "$BUILD/tessera" --bench "$BUILD/bench/bench_attn_cuda" --batch "$BATCH" \
+    --reps "$REPS" --dtypes "$(echo "$DTYPES" | tr ' ' ',')" || echo "gpu-check: the peer run exited $?" >&2
+fi
