@@ -9,9 +9,9 @@
 # GPU machine, from a checkout of the same commit (glibc there as new as here or newer):
 #
 #   mkdir -p /tmp/tslib && tar -C /tmp/tslib -xJf OUT/lib.tar.xz
-#   LD_LIBRARY_PATH=/tmp/tslib/lib PREBUILT=1 scripts/gpu-check.sh OUT/build
-#   LD_LIBRARY_PATH=/tmp/tslib/lib python3 bench/peers/attn_torch_cuda.py \
-#       --tessera OUT/build/tessera --bench OUT/build/bench/bench_attn_cuda
+#   LD_LIBRARY_PATH=/tmp/tslib/lib PREBUILT=1 MEMCHECK=1 PEERS=1 scripts/gpu-check.sh OUT/build
+#
+# (test, benchmarks, memcheck and the PyTorch peers in one command; about 4 minutes on an H200)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
