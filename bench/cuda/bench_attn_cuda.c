@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/attn_cuda_internal.h"
 #include "tessera/attn.h"
 #include "tessera/attn_cuda.h"
 #include "tessera/attn_sched.h"
@@ -268,7 +269,7 @@ int main(int argc, char **argv) {
   cJSON_AddNumberToObject(j, "variable_tiles_full", (double)st.tiles_full);
   cJSON_AddNumberToObject(j, "variable_tiles_masked", (double)st.tiles_masked);
   cJSON_AddNumberToObject(j, "variable_tiles_skipped", (double)st.tiles_skipped);
-  /* the GPU's own tile assignment: a gather plan on the same token order, from costs measured now */
+  /* the GPU's own tile assignment: a gather plan on the same token order, from this device's costs */
   ts_attn_cuda_costs costs;
   bool costs_cached = false;
   if (ts_attn_cuda_costs_get(&costs, c.d, c.bf16, &costs_cached) != TS_OK) return fail("cuda profile");
@@ -287,14 +288,8 @@ int main(int argc, char **argv) {
   cJSON_AddNumberToObject(j, "gather_units", (double)gst.panels);
   cJSON_AddNumberToObject(j, "gather_chunks_full", (double)gst.tiles_full);
   cJSON_AddNumberToObject(j, "gather_chunks_masked", (double)gst.tiles_masked);
-  cJSON *cj = cJSON_CreateObject(), *cu = cJSON_CreateArray(), *cc = cJSON_CreateArray();
-  for (int k = 0; k < 4; k++) {
-    cJSON_AddItemToArray(cu, cJSON_CreateNumber(costs.unit_ns[k]));
-    cJSON_AddItemToArray(cc, cJSON_CreateNumber(costs.chunk_ns[k]));
-  }
-  cJSON_AddItemToObject(cj, "unit_ns", cu);
-  cJSON_AddItemToObject(cj, "chunk_ns", cc);
-  cJSON_AddStringToObject(cj, "classes", "16x64 32x32 32x64 64x64");
+  cJSON *cj = ts__cuda_costs_to_json(&costs); /* the costs file's document, provenance included */
+  if (!cj) return fail("costs JSON");
   cJSON_AddStringToObject(cj, "source", costs_cached ? "cached" : "measured");
   cJSON_AddItemToObject(j, "gpu_costs", cj);
   cJSON *ev = cJSON_GetObjectItem(errs, "variable");

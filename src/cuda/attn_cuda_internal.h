@@ -41,12 +41,12 @@ typedef struct ts__cuda_unit {
 /* Split groups (gather plans): a row group whose key pieces would make one thread block walk far
  * longer than the rest is cut into parts, units over the same rows and disjoint key pieces. Each
  * part writes its unnormalized accumulator, running max m and sum l to its slot of a workspace
- * (per (batch, head): nparts slots of TS__CUDA_SLOT(d) floats: O [64][d], m [64], l [64]); a
+ * (per (batch, head): nparts slots of TS__CUDA_SLOT(d) floats: O [GMAX][d], m [GMAX], l [GMAX]); a
  * combine kernel then merges parts p0 .. p0+np-1 into O rows [r0, r0+rows). */
 typedef struct ts__cuda_split {
   int32_t r0, rows, p0, np;
 } ts__cuda_split;
-#define TS__CUDA_SLOT(d) ((int64_t)64 * ((d) + 2))
+#define TS__CUDA_SLOT(d) ((int64_t)TS__CUDA_GMAX * ((d) + 2)) /* O [GMAX][d], m [GMAX], l [GMAX] */
 
 /* Chunk shapes the kernels are compiled for (RB rows x CB columns, 128 threads each). */
 /* GMAX: the tallest variable-tile row group; 64 rows keep a block near 85 KB of shared memory at

@@ -232,16 +232,18 @@ __device__ __forceinline__ void store_o(const Smem &s, float *O, int r0, int row
   }
 }
 
-// A split part's unnormalized accumulator, running max and sum into its slot: O [64][d], m [64],
-// l [64] (attn_cuda_internal.h, TS__CUDA_SLOT).
+// A split part's slot (attn_cuda_internal.h, TS__CUDA_SLOT): O [GMAX][d], then m [GMAX], l [GMAX].
+constexpr int kSlotRows = TS__CUDA_GMAX;
+
+// A split part's unnormalized accumulator, running max and sum into its slot.
 __device__ __forceinline__ void store_part(const Smem &s, float *slot, int rows, int d) {
   for (int idx = threadIdx.x; idx < rows * d; idx += kThreads) {
     int i = idx / d, k = idx - i * d;
     slot[i * d + k] = s.o[i * s.ldo + k];
   }
   for (int i = threadIdx.x; i < rows; i += kThreads) {
-    slot[64 * d + i] = s.m[i];
-    slot[64 * d + 64 + i] = s.l[i];
+    slot[kSlotRows * d + i] = s.m[i];
+    slot[kSlotRows * d + kSlotRows + i] = s.l[i];
   }
 }
 
@@ -250,12 +252,12 @@ __device__ __forceinline__ void store_part(const Smem &s, float *slot, int rows,
 // part saw an allowed key (every l_p = 0).
 __device__ __forceinline__ float combine_elem(const float *ws, int64_t slot, int p0, int np, int i, int c, int d) {
   float M = kM0;
-  for (int p = 0; p < np; p++) M = fmaxf(M, ws[(int64_t)(p0 + p) * slot + 64 * d + i]);
+  for (int p = 0; p < np; p++) M = fmaxf(M, ws[(int64_t)(p0 + p) * slot + kSlotRows * d + i]);
   float L = 0.0f, acc = 0.0f;
   for (int p = 0; p < np; p++) {
     const float *sl = ws + (int64_t)(p0 + p) * slot;
-    const float w = exp2f(sl[64 * d + i] - M);
-    L = fmaf(sl[64 * d + 64 + i], w, L);
+    const float w = exp2f(sl[kSlotRows * d + i] - M);
+    L = fmaf(sl[kSlotRows * d + kSlotRows + i], w, L);
     acc = fmaf(sl[i * d + c], w, acc);
   }
   return L > 0.0f ? acc / L : 0.0f;
