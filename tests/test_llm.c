@@ -63,6 +63,47 @@ static double err_ratio(const float *a, const double *ref, size_t n, double abs_
 
 static double max_diff_f(const float *a, const float *b, size_t n) { return tst_max_abs_diff(a, b, n); }
 
+/* The packed layout (ts__llm_layout) for a team of nt: every packed matrix cut in nt pieces at its
+ * decode home boundaries (ascending, 0 .. rows), each row unpacking to the file's bytes, and each
+ * thread's pieces back to back in decode's order (q, k, v, wo, gate, up, down of every layer, then
+ * the output projection), the threads' regions one after another. */
+static void check_layout(const ts_llm_model *m, int nt) {
+  const int nl = m->cfg.n_layer;
+  const ts__wmat *ws[64];
+  int n = 0;
+  for (int l = 0; l < nl && n + 8 < 64; l++) {
+    const ts__llm_layer *L = &m->layers[l];
+    const ts__wmat *lw[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down};
+    for (int i = 0; i < 7; i++)
+      if (lw[i]->npiece) ws[n++] = lw[i];
+  }
+  if (m->output.npiece) ws[n++] = &m->output;
+  if (n == 0) return; /* F32 weights, or no packed kernels at this ISA level */
+  CHECK(m->layout_nt == nt, "layout for %d threads, expected %d", m->layout_nt, nt);
+  uint8_t row[4096];
+  const uint8_t *next = NULL;
+  for (int t = 0; t < nt; t++)
+    for (int i = 0; i < n; i++) {
+      const ts__wmat *w = ws[i];
+      CHECK(w->npiece == nt && w->cut[0] == 0 && w->cut[nt] == w->rows, "%s: %d pieces, cut %lld..%lld of %lld rows", w->name,
+            w->npiece, (long long)w->cut[0], (long long)w->cut[w->npiece], (long long)w->rows);
+      if (w->npiece != nt) return;
+      CHECK(w->cut[t] <= w->cut[t + 1], "%s: cut %d decreases", w->name, t);
+      CHECK(!next || w->at[t] == next, "%s: thread %d's piece is not right after its previous one", w->name, t);
+      next = w->at[t] + ts__pack_bytes(w->type, w->cut[t + 1] - w->cut[t], w->cols);
+      CHECK(w->row_bytes <= sizeof row, "row of %zu bytes", w->row_bytes);
+      for (int64_t r = w->cut[t]; r < w->cut[t + 1] && w->row_bytes <= sizeof row; r++) {
+        CHECK(ts__wmat_piece(w, r) == t || w->cut[ts__wmat_piece(w, r)] == w->cut[t], "%s row %lld: piece %d, expected %d",
+              w->name, (long long)r, ts__wmat_piece(w, r), t);
+        ts__unpack_row(w->type, w->at[t], r - w->cut[t], row, w->cols);
+        if (memcmp(row, w->data + (size_t)r * w->row_bytes, w->row_bytes)) {
+          CHECK(0, "%s row %lld (thread %d's piece) does not unpack to the file's row", w->name, (long long)r, t);
+          return;
+        }
+      }
+    }
+}
+
 /* wide: head size 64 with 3 query heads on 1 KV head, so the AVX-512 attention item runs (grouped
  * query heads in decode) and a 2-thread split of the q|k|v rows falls inside a head */
 static void check_forward(uint32_t wtype, const char *file, bool tied, bool wide) {
@@ -80,13 +121,14 @@ static void check_forward(uint32_t wtype, const char *file, bool tied, bool wide
   const bool f32 = wtype == TS_QT_F32;
   float *all = tst_alloc_guarded((size_t)NSEQ * nv), *step = tst_alloc_guarded((size_t)NSEQ * nv);
   float *one_thread = malloc((size_t)3 * NSEQ * nv * sizeof *one_thread);
-  for (int threads = 1; threads <= 2; threads++) {
+  for (int threads = 1; threads <= 3; threads++) {
     ts_context *ctx;
     CHECK_OK(ts_context_create(&ctx, threads));
     for (int batch = 1; batch <= 16; batch *= 4) { /* 1, 4, 16: decode-sized up to one big batch */
       ts_llm_state *s = NULL;
       CHECK_OK(ts_llm_state_create(m, ctx, 32, batch, &s));
       if (!s) continue;
+      check_layout(m, s->nt);
       tst_poison(all, (size_t)NSEQ * nv);
       CHECK_OK(ts_llm_eval(s, kSeq, NSEQ, 0, TS_LLM_LOGITS_ALL, all));
       double w = f32 ? err_ratio(all, ref, (size_t)NSEQ * nv, 2e-4 * (1 + scale), 2e-4) : err_ratio(all, ref, (size_t)NSEQ * nv, 5e-2 * scale, 0);
@@ -95,7 +137,24 @@ static void check_forward(uint32_t wtype, const char *file, bool tied, bool wide
       if (threads == 1) memcpy(one_thread + (size_t)(batch == 1 ? 0 : batch == 4 ? 1 : 2) * NSEQ * nv, all, (size_t)NSEQ * nv * sizeof *all);
       else
         CHECK(!memcmp(one_thread + (size_t)(batch == 1 ? 0 : batch == 4 ? 1 : 2) * NSEQ * nv, all, (size_t)NSEQ * nv * sizeof *all),
-              "%s batch=%d: 1 and 2 threads give different logits", ts_qtype_name(wtype), batch);
+              "%s batch=%d: 1 and %d threads give different logits", ts_qtype_name(wtype), batch, threads);
+      if (threads == 2 && batch == 4) { /* a second state of another team while this one lives: the
+                                         * layout stays cut for 2 threads, the logits are the same */
+        ts_context *c1;
+        ts_llm_state *s1 = NULL;
+        CHECK_OK(ts_context_create(&c1, 1));
+        CHECK_OK(ts_llm_state_create(m, c1, 32, batch, &s1));
+        if (s1) {
+          check_layout(m, s->nt);
+          float *other = tst_alloc_guarded((size_t)NSEQ * nv);
+          CHECK_OK(ts_llm_eval(s1, kSeq, NSEQ, 0, TS_LLM_LOGITS_ALL, other));
+          CHECK(!memcmp(other, all, (size_t)NSEQ * nv * sizeof *all), "%s: a 1-thread state on the 2-thread layout differs",
+                ts_qtype_name(wtype));
+          ts_free(other);
+        }
+        ts_llm_state_destroy(s1);
+        ts_context_destroy(c1);
+      }
       /* token-by-token decode over the same cache positions */
       tst_poison(step, (size_t)NSEQ * nv);
       for (int t = 0; t < NSEQ; t++) CHECK_OK(ts_llm_eval(s, &kSeq[t], 1, t, TS_LLM_LOGITS_LAST, step + (size_t)t * nv));

@@ -27,6 +27,12 @@ static void *alloc(ts_llm_state *s, size_t count, size_t size, bool *ok) {
 void ts_llm_state_destroy(ts_llm_state *s) {
   if (!s) return;
   ts__pool_destroy(s->pool); /* its threads first: they read the state */
+  if (s->counted) {
+    ts_llm_model *mm = (ts_llm_model *)s->m;
+    pthread_mutex_lock(&mm->lock);
+    mm->nstates--;
+    pthread_mutex_unlock(&mm->lock);
+  }
   for (int i = 0; i < s->nmem; i++) ts_free(s->mem[i]);
   free(s->mem);
   ts_free(s->tb);
@@ -109,6 +115,15 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
     int started = 0;
     s->pool = ts__pool_create(s->nt - 1, &started);
     s->nt = 1 + started;
+  }
+  { /* the packed weights cut for this team, unless another state uses them (results do not depend on
+     * it; the layout is the model's cache shared by its states) */
+    ts_llm_model *mm = (ts_llm_model *)m;
+    pthread_mutex_lock(&mm->lock);
+    if (mm->nstates == 0 && ts__llm_layout(mm, s->nt) != TS_OK) ts_error_clear(); /* the old layout serves */
+    mm->nstates++;
+    s->counted = true;
+    pthread_mutex_unlock(&mm->lock);
   }
   rope_table(s);
   s->ops = ts__llm_ops_active();

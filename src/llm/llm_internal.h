@@ -3,6 +3,7 @@
 #ifndef TS_LLM_INTERNAL_H
 #define TS_LLM_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "llm/quant_internal.h"
@@ -10,17 +11,32 @@
 
 /* A weight matrix [rows][cols] in its file type: row r at data + r * row_bytes (in the mapping).
  * Block types also get a packed copy (groups of 8 rows, the same bytes, ts__pack_rows) when the
- * active ISA has packed kernels: then packed != NULL and pgemm is its kernel (row r0 of a range at
- * packed + r0 * row_bytes when r0 % 8 == 0). */
+ * active ISA has packed kernels: then npiece > 0 and pgemm is its kernel. The packed copy is cut in
+ * npiece pieces, rows [cut[p], cut[p+1]) at at[p], one piece per thread of the decode team the
+ * model is laid out for (ts__llm_layout): each thread's pieces of every matrix lie back to back in
+ * the order decode reads them, so that its whole token is one ascending stream. */
 typedef struct ts__wmat {
   const char *name;
   uint32_t type;
   int64_t rows, cols;
   size_t row_bytes;
   const uint8_t *data;
-  const uint8_t *packed;
+  int npiece;
+  const int64_t *cut;       /* [npiece + 1]: 0, .., rows */
+  const uint8_t *const *at; /* [npiece] */
   ts__pgemm_fn pgemm;
 } ts__wmat;
+
+/* The piece of w holding row r (0 <= r < rows): the last p with cut[p] <= r. */
+static inline int ts__wmat_piece(const ts__wmat *w, int64_t r) {
+  int lo = 0, hi = w->npiece - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (w->cut[mid] <= r) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
 
 /* One transformer block. Gate and up keep the file layout, neurons = rows ([n_ff][d]): a neuron is
  * one contiguous row of each, so skipping a neuron skips its bytes. Down is [d][n_ff] as stored
@@ -40,6 +56,11 @@ struct ts_llm_model {
   ts__llm_layer *layers;
   float *norms;              /* owned fp32 norm weights: (2 n_layer + 1) d */
   uint8_t *packmem;          /* owned packed copies of the block-type matrices (NULL: none) */
+  size_t packbytes;
+  void *cutmem;              /* the packed matrices' cut and at arrays (ts__llm_layout) */
+  int layout_nt;             /* the team the pieces are cut for (0: no packed copies) */
+  pthread_mutex_t lock;      /* layout_nt and nstates */
+  int nstates;               /* live states (ts_llm_state_create .. destroy) */
   ts_llm_vocab *vocab;
   uint64_t weight_bytes;
 };
@@ -98,6 +119,23 @@ void ts__team_update(ts__team_ctl *c, int nt, int used, double seconds, double w
 
 /* [lo, hi) of n items for thread t of nt, in multiples of `align` (the last part takes the rest). */
 void ts__split(int64_t n, int t, int nt, int64_t align, int64_t *lo, int64_t *hi);
+
+/* Decode's phases over weight rows (llm_layer.c): n rows (the stacked q | k | v rows, a d-row
+ * matrix, the n_ff neurons of gate and up, the vocabulary) in units of work of `unit` rows; thread
+ * t of nt has the home rows ts__split(n, t, nt, unit) (work sharing then evens out the phase's end).
+ * The packed layout (ts__llm_layout) cuts every matrix at these same boundaries. */
+typedef struct ts__grid {
+  int64_t n, unit;
+} ts__grid;
+ts__grid ts__grid_qkv(const ts_llm_model *m);
+ts__grid ts__grid_d(const ts__wmat *w);
+ts__grid ts__grid_ff(const ts_llm_model *m);
+ts__grid ts__grid_vocab(const ts_llm_model *m);
+/* (Re)lays the packed weights out for a decode team of nt threads (llm_model.c): each thread's
+ * pieces back to back in decode's order (per layer q, k, v, wo, gate, up, down; then the output
+ * projection), the threads' regions one after another. Results do not depend on it, only the
+ * order of the bytes in memory does. Only while no state uses the model. */
+ts_status ts__llm_layout(ts_llm_model *m, int nt);
 
 /* Work sharing inside a phase: its items cut into units (ts__split's), thread t owns the units of
  * its ts__split range and takes them front to back; when they are done it takes the other threads'
@@ -234,6 +272,7 @@ struct ts_llm_state {
   ts__share *share; /* [nt] */
   const ts__llm_ops *ops;
   ts_llm_timing tm;
+  bool counted;     /* counted in the model's nstates */
   bool adapt;       /* adaptive decode team (ts_llm_state_set_adaptive) */
   ts__team_ctl team;
 };

@@ -14,9 +14,17 @@ void ts__wmat_gemm(const ts__wmat *w, int64_t r0, int64_t r1, const float *xf, i
                    int T, float *y, int64_t ldy) {
   if (r1 <= r0) return;
   ts__qbatch qb = {xb->n, T, xb->q, xb->d, xb->sum, xb->s, xb->gsum, T == 1 ? xb->pf : NULL};
-  if (w->packed && r0 % TS__PACK_ROWS == 0) { /* the work splits keep r0 on a group (else: the file rows) */
-    w->pgemm(w->packed + (size_t)r0 * w->row_bytes, w->row_bytes, r1 - r0, &qb, y + r0, ldy);
-    return;
+  if (w->npiece) {
+    int p = ts__wmat_piece(w, r0);
+    /* the work splits keep r0 on a group of its piece (else: the file rows) */
+    if ((r0 - w->cut[p]) % TS__PACK_ROWS == 0) {
+      for (int64_t a = r0; a < r1; p++) {
+        const int64_t b = w->cut[p + 1] < r1 ? w->cut[p + 1] : r1;
+        if (b > a) w->pgemm(w->at[p] + (size_t)(a - w->cut[p]) * w->row_bytes, w->row_bytes, b - a, &qb, y + a, ldy);
+        a = b > a ? b : a;
+      }
+      return;
+    }
   }
   ts__quant_gemm_with(ts__quant(), w->type, w->data + (size_t)r0 * w->row_bytes, w->row_bytes, r1 - r0, w->cols, xf,
                       ldx, &qb, T, y + r0, ldy);
@@ -36,9 +44,12 @@ static ts__actb actb_from(const ts__actb *b, int64_t n, int from) {
 #define HEAD_BYTES 16384
 #endif
 static void queue_head(ts_llm_state *s, int tid, const ts__wmat *w, int64_t r0, int64_t r1) {
-  if (!w->packed || r1 <= r0) return;
-  int64_t bytes = (r1 - r0) * (int64_t)w->row_bytes;
-  ts__pfq_add(&s->tb[tid].pf, w->packed + (size_t)r0 * w->row_bytes, bytes < HEAD_BYTES ? bytes : HEAD_BYTES, 0, 1, 1);
+  if (!w->npiece || r1 <= r0) return;
+  const int p = ts__wmat_piece(w, r0);
+  const int64_t e = w->cut[p + 1] < r1 ? w->cut[p + 1] : r1;
+  const int64_t bytes = (e - r0) * (int64_t)w->row_bytes;
+  ts__pfq_add(&s->tb[tid].pf, w->at[p] + (size_t)(r0 - w->cut[p]) * w->row_bytes, bytes < HEAD_BYTES ? bytes : HEAD_BYTES,
+              0, 1, 1);
 }
 
 /* The rows of a phase, cut into units of work (ts__share): `unit` rows, a multiple of `align`,
@@ -47,38 +58,34 @@ static void queue_head(ts_llm_state *s, int tid, const ts__wmat *w, int64_t r0, 
 #ifndef UNIT_BYTES
 #define UNIT_BYTES 16384
 #endif
-typedef struct grid {
-  int64_t n, unit;
-} grid;
-static grid grid_of(int64_t n, int64_t align, size_t bytes_per_row) {
+static ts__grid grid_of(int64_t n, int64_t align, size_t bytes_per_row) {
   int64_t k = (int64_t)(UNIT_BYTES / ((size_t)align * (bytes_per_row ? bytes_per_row : 1)));
-  grid g = {n, align * (k > 1 ? k : 1)};
+  ts__grid g = {n, align * (k > 1 ? k : 1)};
   return g;
 }
-static int64_t grid_units(grid g) { return (g.n + g.unit - 1) / g.unit; }
+static int64_t grid_units(ts__grid g) { return (g.n + g.unit - 1) / g.unit; }
 /* thread tid's home rows [r0, r1) */
-static void home(const ts_llm_state *s, int tid, grid g, int64_t *r0, int64_t *r1) {
+static void home(const ts_llm_state *s, int tid, ts__grid g, int64_t *r0, int64_t *r1) {
   ts__split(g.n, tid, s->nrun, g.unit, r0, r1);
 }
 /* the d-row matrices (wo, down), gate and up together (n_ff rows of each), the vocabulary */
-static grid grid_d(const ts__wmat *w) { return grid_of(w->rows, 16, w->row_bytes); }
-static grid grid_ff(const ts_llm_state *s) {
-  const ts__llm_layer *L = &s->m->layers[0];
-  return grid_of(s->m->cfg.n_ff, 16, L->gate.row_bytes + L->up.row_bytes);
+ts__grid ts__grid_d(const ts__wmat *w) { return grid_of(w->rows, 16, w->row_bytes); }
+ts__grid ts__grid_ff(const ts_llm_model *m) {
+  const ts__llm_layer *L = &m->layers[0];
+  return grid_of(m->cfg.n_ff, 16, L->gate.row_bytes + L->up.row_bytes);
 }
-static grid grid_vocab(const ts_llm_state *s) { return grid_of(s->m->cfg.n_vocab, 64, s->m->output.row_bytes); }
+ts__grid ts__grid_vocab(const ts_llm_model *m) { return grid_of(m->cfg.n_vocab, 64, m->output.row_bytes); }
 /* the stacked q | k | v rows ((n_head + 2 n_kv) hd): multiples of 16 (RoPE pairs stay inside), whole
  * heads for NEOX RoPE (pairs half a head apart) */
-static grid grid_qkv(const ts_llm_state *s) {
-  const ts_llm_config *c = &s->m->cfg;
+ts__grid ts__grid_qkv(const ts_llm_model *m) {
+  const ts_llm_config *c = &m->cfg;
   const int64_t hd = c->head_dim, units = c->n_head + 2 * c->n_head_kv;
   const int64_t align = c->rope == TS_LLM_ROPE_NEOX || hd % 16 ? hd : 16;
-  return grid_of(units * hd, align, s->m->layers[0].wq.row_bytes);
+  return grid_of(units * hd, align, m->layers[0].wq.row_bytes);
 }
-
 /* The phase's units this thread takes, a run [a, b) at a time: ts__share_begin once, then while
  * (next_unit(..)) work on [*a, *b). */
-static bool next_unit(ts_llm_state *s, int tid, grid g, int64_t *a, int64_t *b) {
+static bool next_unit(ts_llm_state *s, int tid, ts__grid g, int64_t *a, int64_t *b) {
   int64_t count = 1;
   const int64_t u = ts__share_next(s->share, tid, s->nrun, &count);
   if (u < 0) return false;
@@ -86,14 +93,14 @@ static bool next_unit(ts_llm_state *s, int tid, grid g, int64_t *a, int64_t *b) 
   *b = *a + count * g.unit < g.n ? *a + count * g.unit : g.n;
   return true;
 }
-static void begin_units(ts_llm_state *s, int tid, grid g) { ts__share_begin(s->share, tid, s->nrun, grid_units(g)); }
+static void begin_units(ts_llm_state *s, int tid, ts__grid g) { ts__share_begin(s->share, tid, s->nrun, grid_units(g)); }
 
 /* the head of the thread's q|k|v rows of layer l (its first matrix piece) */
 static void queue_qkv_head(ts_llm_state *s, int tid, int l) {
   const ts_llm_config *c = &s->m->cfg;
   const ts__llm_layer *L = &s->m->layers[l];
   int64_t r0, r1;
-  home(s, tid, grid_qkv(s), &r0, &r1);
+  home(s, tid, ts__grid_qkv(s->m), &r0, &r1);
   const int64_t nq = (int64_t)c->n_head * c->head_dim, nk = (int64_t)c->n_head_kv * c->head_dim;
   if (r0 < nq) queue_head(s, tid, &L->wq, r0, r1 < nq ? r1 : nq);
   else if (r0 < nq + nk) queue_head(s, tid, &L->wk, r0 - nq, (r1 < nq + nk ? r1 : nq + nk) - nq);
@@ -174,13 +181,13 @@ static void qkv_rows(ts_llm_state *s, int tid, int l, int T, int pos, const floa
 void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos) {
   const ts_llm_config *c = &s->m->cfg;
   const ts__llm_layer *L = &s->m->layers[l];
-  const grid g = grid_qkv(s);
+  const ts__grid g = ts__grid_qkv(s->m);
   const float *xf;
   int64_t ldx, a, b;
   begin_units(s, tid, g);
   if (T == 1) { /* next weights: wo, after attention */
     int64_t d0, d1;
-    home(s, tid, grid_d(&L->wo), &d0, &d1);
+    home(s, tid, ts__grid_d(&L->wo), &d0, &d1);
     queue_head(s, tid, &L->wo, d0, d1);
   }
   prep(s, tid, s->x, c->d_model, L->attn_norm, c->d_model, 0, T, &xf, &ldx);
@@ -191,7 +198,7 @@ void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos) {
  * or the MLP's down projection (src width n, unnormalized). */
 static void proj_residual(ts_llm_state *s, int tid, const ts__wmat *w, const float *src, int64_t lds, int T) {
   const int64_t d = s->m->cfg.d_model;
-  const grid g = grid_d(w);
+  const ts__grid g = ts__grid_d(w);
   const float *xf;
   int64_t ldx, r0, r1;
   begin_units(s, tid, g);
@@ -209,7 +216,7 @@ void ts__step_wo(ts_llm_state *s, int tid, int l, int T) {
   const ts_llm_config *c = &s->m->cfg;
   if (T == 1) { /* next: gate and up */
     int64_t n0, n1;
-    home(s, tid, grid_ff(s), &n0, &n1);
+    home(s, tid, ts__grid_ff(s->m), &n0, &n1);
     queue_head(s, tid, &s->m->layers[l].up, n0, n1);
     queue_head(s, tid, &s->m->layers[l].gate, n0, n1);
   }
@@ -224,7 +231,7 @@ void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
   const ts_llm_config *c = &s->m->cfg;
   const ts__llm_layer *L = &s->m->layers[l];
   const int64_t ff = c->n_ff;
-  const grid g = grid_ff(s);
+  const ts__grid g = ts__grid_ff(s->m);
   const float *xf;
   int64_t ldx, n0, n1;
   begin_units(s, tid, g);
@@ -232,7 +239,7 @@ void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
     int64_t r0, r1;
     ts__pfq_reset(&s->tb[tid].pf);
     if (l + 1 < c->n_layer) ts__att_queue_kv(s, tid, l + 1, pos);
-    home(s, tid, grid_d(&L->down), &r0, &r1);
+    home(s, tid, ts__grid_d(&L->down), &r0, &r1);
     queue_head(s, tid, &L->down, r0, r1);
   }
   prep(s, tid, s->x, c->d_model, L->ffn_norm, c->d_model, 0, T, &xf, &ldx);
@@ -251,7 +258,7 @@ void ts__step_down(ts_llm_state *s, int tid, int l, int T) {
     if (l + 1 < s->m->cfg.n_layer) queue_qkv_head(s, tid, l + 1);
     else {
       int64_t r0, r1;
-      home(s, tid, grid_vocab(s), &r0, &r1);
+      home(s, tid, ts__grid_vocab(s->m), &r0, &r1);
       queue_head(s, tid, &s->m->output, r0, r1);
     }
   }
@@ -261,7 +268,7 @@ void ts__step_down(ts_llm_state *s, int tid, int l, int T) {
 /* logits[t - from][vocab rows of this thread's units] for tokens [from, T). */
 void ts__step_output(ts_llm_state *s, int tid, int T, int from, float *logits) {
   const ts_llm_config *c = &s->m->cfg;
-  const grid g = grid_vocab(s);
+  const ts__grid g = ts__grid_vocab(s->m);
   const float *xf;
   int64_t ldx, r0, r1;
   begin_units(s, tid, g);

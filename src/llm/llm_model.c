@@ -103,7 +103,9 @@ static ts_status bind(const ts_gguf *g, const char *name, int64_t cols, int64_t 
   w->cols = cols;
   TS_TRY(ts_qtype_row_bytes(t->type, cols, &w->row_bytes));
   w->data = t->data;
-  w->packed = NULL;
+  w->npiece = 0;
+  w->cut = NULL;
+  w->at = NULL;
   w->pgemm = NULL;
   return TS_OK;
 }
@@ -167,49 +169,140 @@ static ts_status bind_all(ts_llm_model *m) {
   return TS_OK;
 }
 
+/* The packed matrices in decode's order (per layer q, k, v, wo, gate, up, down; then the output
+ * projection) into ws (when given), and each one's boundaries between the home rows of a team of
+ * nt (ts__grid_*; when cuts is given): cuts[i][0..nt]. Returns how many there are. */
+static int decode_order(ts_llm_model *m, int nt, ts__wmat **ws, int64_t *cuts) {
+  const ts_llm_config *c = &m->cfg;
+  const int64_t nq = (int64_t)c->n_head * c->head_dim, nk = (int64_t)c->n_head_kv * c->head_dim;
+  int n = 0;
+  for (int l = 0; l <= c->n_layer; l++) {
+    ts__llm_layer *L = l < c->n_layer ? &m->layers[l] : NULL;
+    ts__wmat *lw[7] = {NULL};
+    int k = 0;
+    if (L) {
+      lw[k++] = &L->wq, lw[k++] = &L->wk, lw[k++] = &L->wv, lw[k++] = &L->wo;
+      lw[k++] = &L->gate, lw[k++] = &L->up, lw[k++] = &L->down;
+    } else {
+      lw[k++] = &m->output;
+    }
+    for (int i = 0; i < k; i++) {
+      ts__wmat *w = lw[i];
+      if (!w->pgemm) continue;
+      if (ws) ws[n] = w;
+      if (!cuts) {
+        n++;
+        continue;
+      }
+      ts__grid g;
+      int64_t off = 0; /* the matrix's first row in the grid's rows */
+      if (!L) g = ts__grid_vocab(m);
+      else if (w == &L->wq || w == &L->wk || w == &L->wv) g = ts__grid_qkv(m), off = w == &L->wq ? 0 : w == &L->wk ? nq : nq + nk;
+      else if (w == &L->gate || w == &L->up) g = ts__grid_ff(m);
+      else g = ts__grid_d(w);
+      int64_t *cut = cuts + (size_t)n * (size_t)(nt + 1);
+      for (int t = 0; t < nt; t++) {
+        int64_t lo, hi;
+        ts__split(g.n, t, nt, g.unit, &lo, &hi);
+        lo -= off;
+        cut[t] = lo < 0 ? 0 : lo > w->rows ? w->rows : lo;
+      }
+      cut[0] = 0;
+      cut[nt] = w->rows;
+      n++;
+    }
+  }
+  return n;
+}
+
+ts_status ts__llm_layout(ts_llm_model *m, int nt) {
+  if (!m->packmem || nt < 1 || nt == m->layout_nt) return TS_OK;
+  const int nm = decode_order(m, 1, NULL, NULL);
+  const size_t per = (size_t)(nt + 1) * sizeof(int64_t) + (size_t)nt * sizeof(uint8_t *);
+  ts__wmat **ws = malloc((size_t)nm * sizeof *ws);
+  uint8_t *cm = malloc((size_t)nm * per);
+  int64_t *cuts = malloc((size_t)nm * (size_t)(nt + 1) * sizeof *cuts);
+  if (!ws || !cm || !cuts) {
+    free(ws), free(cm), free(cuts);
+    return ts_error(TS_ERR_OOM, "out of memory for the weight layout of %d threads", nt);
+  }
+  decode_order(m, nt, ws, cuts);
+  size_t total = 0;
+  for (int i = 0; i < nm; i++)
+    for (int t = 0; t < nt; t++) {
+      const int64_t *cut = cuts + (size_t)i * (size_t)(nt + 1);
+      total += ts__pack_bytes(ws[i]->type, cut[t + 1] - cut[t], ws[i]->cols);
+    }
+  if (total > m->packbytes) { /* cuts inside groups of 8 rows (q|k|v heads of other sizes) pad them */
+    uint8_t *pm = ts_malloc_huge(total);
+    if (!pm) {
+      free(ws), free(cm), free(cuts);
+      return ts_error(TS_ERR_OOM, "out of memory for %zu MiB of packed weights", total >> 20);
+    }
+    ts_free(m->packmem);
+    m->packmem = pm;
+    m->packbytes = total;
+  }
+  /* each thread's pieces in decode's order, thread after thread */
+  size_t off = 0;
+  for (int t = 0; t < nt; t++)
+    for (int i = 0; i < nm; i++) {
+      int64_t *cut = (int64_t *)(cm + (size_t)i * per);
+      const uint8_t **at = (const uint8_t **)(cut + nt + 1);
+      memcpy(cut, cuts + (size_t)i * (size_t)(nt + 1), (size_t)(nt + 1) * sizeof *cut);
+      at[t] = m->packmem + off;
+      off += ts__pack_bytes(ws[i]->type, cut[t + 1] - cut[t], ws[i]->cols);
+    }
+  for (int i = 0; i < nm; i++) {
+    int64_t *cut = (int64_t *)(cm + (size_t)i * per);
+    ws[i]->npiece = nt;
+    ws[i]->cut = cut;
+    ws[i]->at = (const uint8_t *const *)(cut + nt + 1);
+  }
+  const int jobs = nm * nt;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int k = 0; k < jobs; k++) {
+    const ts__wmat *w = ws[k / nt];
+    const int t = k % nt;
+    if (w->cut[t + 1] > w->cut[t])
+      ts__pack_rows(w->type, w->data + (size_t)w->cut[t] * w->row_bytes, (void *)w->at[t], w->cut[t + 1] - w->cut[t], w->cols);
+  }
+  if (m->cfg.tied_output) m->tok_embd = m->output; /* the same matrix, and its pieces */
+  free(m->cutmem);
+  m->cutmem = cm;
+  m->layout_nt = nt;
+  free(ws), free(cuts);
+  return TS_OK;
+}
+
 /* The packed copies of every block-type matrix (one allocation), when the active ISA has packed
- * kernels: a one-time regrouping of ~all the weight bytes (~0.1 s for 100 MB on 2 cores). */
+ * kernels, laid out for the default thread count (ts__llm_layout; a state with another team lays
+ * them out again while no other state uses the model): a one-time regrouping of ~all the weight
+ * bytes (~0.1 s for 100 MB on 2 cores). */
 static ts_status pack_all(ts_llm_model *m) {
   const ts__quant_table *qt = ts__quant();
   if (!qt->prep_packed) return TS_OK;
-  const int nl = m->cfg.n_layer, nw = 7 * nl + 1;
-  ts__wmat **ws = malloc((size_t)nw * sizeof *ws);
-  if (!ws) return ts_error(TS_ERR_OOM, "out of memory");
-  int n = 0;
-  ws[n++] = &m->tok_embd; /* the output projection when tied (aliased below) */
+  const int nl = m->cfg.n_layer;
+  ts__wmat *out = m->cfg.tied_output ? &m->tok_embd : &m->output; /* the embedding is only read by rows */
+  out->pgemm = ts__quant_pgemm_fn(qt, out->type);
+  if (m->cfg.tied_output) m->output = m->tok_embd;
   for (int l = 0; l < nl; l++) {
     ts__llm_layer *L = &m->layers[l];
     ts__wmat *lw[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down};
-    for (int i = 0; i < 7; i++) ws[n++] = lw[i];
+    for (int i = 0; i < 7; i++) lw[i]->pgemm = ts__quant_pgemm_fn(qt, lw[i]->type);
   }
-  if (!m->cfg.tied_output) ws[0] = &m->output; /* the embedding is only read by rows: keep it unpacked */
+  const int nm = decode_order(m, 1, NULL, NULL);
+  if (nm == 0) return TS_OK;
+  ts__wmat **ws = malloc((size_t)nm * sizeof *ws);
+  if (!ws) return ts_error(TS_ERR_OOM, "out of memory");
+  decode_order(m, 1, ws, NULL);
   size_t total = 0;
-  int np = 0;
-  for (int i = 0; i < n; i++) {
-    ws[i]->pgemm = ts__quant_pgemm_fn(qt, ws[i]->type);
-    if (!ws[i]->pgemm) continue;
-    ws[np++] = ws[i];
-    total += ts__pack_bytes(ws[i]->type, ws[i]->rows, ws[i]->cols);
-  }
-  if (np == 0) {
-    free(ws);
-    return TS_OK;
-  }
-  m->packmem = ts_malloc_huge(total); /* streamed every token: 2 MiB pages where allowed */
-  if (!m->packmem) {
-    free(ws);
-    return ts_error(TS_ERR_OOM, "out of memory for %zu MiB of packed weights", total >> 20);
-  }
-  size_t off = 0;
-  for (int i = 0; i < np; i++) {
-    ws[i]->packed = m->packmem + off;
-    off += ts__pack_bytes(ws[i]->type, ws[i]->rows, ws[i]->cols);
-  }
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int i = 0; i < np; i++) ts__pack_rows(ws[i]->type, ws[i]->data, (void *)ws[i]->packed, ws[i]->rows, ws[i]->cols);
-  if (m->cfg.tied_output) m->output = m->tok_embd;
+  for (int i = 0; i < nm; i++) total += ts__pack_bytes(ws[i]->type, ws[i]->rows, ws[i]->cols);
   free(ws);
-  return TS_OK;
+  m->packbytes = total;
+  m->packmem = ts_malloc_huge(total); /* streamed every token: 2 MiB pages where allowed */
+  if (!m->packmem) return ts_error(TS_ERR_OOM, "out of memory for %zu MiB of packed weights", total >> 20);
+  return ts__llm_layout(m, ts_default_threads());
 }
 
 void ts_llm_model_free(ts_llm_model *m) {
@@ -218,6 +311,8 @@ void ts_llm_model_free(ts_llm_model *m) {
   free(m->layers);
   free(m->norms);
   ts_free(m->packmem);
+  free(m->cutmem);
+  pthread_mutex_destroy(&m->lock);
   free(m->name);
   ts_gguf_close(m->g);
   free(m);
@@ -237,6 +332,7 @@ ts_status ts_llm_model_from_gguf(ts_gguf *g, const char *name, ts_llm_model **ou
     return ts_error(TS_ERR_OOM, "%s: out of memory", name);
   }
   m->g = g;
+  pthread_mutex_init(&m->lock, NULL);
   m->name = strdup(name);
   ts_status s = m->name ? TS_OK : ts_error(TS_ERR_OOM, "out of memory");
   if (s == TS_OK) s = read_config(g, &m->cfg);

@@ -29,8 +29,9 @@ ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, 
   if (passes < 1 || passes > 1000) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_model_stream_gbs: passes = %d (1..1000)", passes);
   *gbs = 0;
   const ts_llm_config *c = &m->cfg;
-  const int nl = c->n_layer, nm = 7 * nl + 1;
-  const ts__wmat **w = malloc((size_t)nm * sizeof *w);
+  const int nl = c->n_layer;
+  int nm = 7 * nl + 1;
+  const ts__wmat **w = malloc((size_t)(nm + 1) * sizeof *w);
   int *wi = malloc((size_t)nm * sizeof *wi);
   double *t = malloc((size_t)passes * sizeof *t);
   width_act wa[MAX_WIDTHS];
@@ -41,12 +42,13 @@ ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, 
   double bytes = 0;
   if (st == TS_OK) {
     int k = 0;
-    for (int l = 0; l < nl; l++) {
+    for (int l = 0; l < nl; l++) { /* decode's order (the packed layout's) */
       const ts__llm_layer *L = &m->layers[l];
       const ts__wmat *lw[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down};
       for (int i = 0; i < 7; i++) w[k++] = lw[i];
     }
-    w[k] = &m->output;
+    w[k++] = &m->output;
+    nm = k;
   }
   const ts__quant_table *qt = ts__quant();
   for (int i = 0; i < nm && st == TS_OK; i++) { /* one quantized activation per distinct width */
@@ -87,9 +89,10 @@ ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, 
 #pragma omp parallel num_threads(nt)
     {
       const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-      for (int i = 0; i < nm; i++) {
+      for (int i = 0; i < nm; i++) { /* the thread's piece of each (its stream), or an even share */
         int64_t r0, r1;
-        ts__split(w[i]->rows, tid, nth, TS__PACK_ROWS, &r0, &r1);
+        if (w[i]->npiece == nth) r0 = w[i]->cut[tid], r1 = w[i]->cut[tid + 1];
+        else ts__split(w[i]->rows, tid, nth, TS__PACK_ROWS, &r0, &r1);
         const width_act *a = &wa[wi[i]];
         ts__wmat_gemm(w[i], r0, r1, a->x, a->n, &a->a, 1, y, w[i]->rows);
       }
