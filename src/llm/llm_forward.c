@@ -192,6 +192,10 @@ static void eval_team(void *arg, int tid, int nrun) {
     LAP(2)
     ts__step_gate_up(s, tid, l, T, pos);
     BAR();
+    if (T > 1) {
+      ts__step_swiglu(s, tid, T);
+      BAR();
+    }
     ts__step_down(s, tid, l, T);
     BAR();
     LAP(3)

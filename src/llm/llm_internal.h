@@ -121,7 +121,7 @@ void ts__team_update(ts__team_ctl *c, int nt, int used, double seconds, double w
 void ts__split(int64_t n, int t, int nt, int64_t align, int64_t *lo, int64_t *hi);
 
 /* Decode's phases over weight rows (llm_layer.c): n rows (the stacked q | k | v rows, a d-row
- * matrix, the n_ff neurons of gate and up, the vocabulary) in units of work of `unit` rows; thread
+ * matrix, gate's then up's n_ff rows stacked, the vocabulary) in units of work of `unit` rows; thread
  * t of nt has the home rows ts__split(n, t, nt, unit) (work sharing then evens out the phase's end).
  * The packed layout (ts__llm_layout) cuts every matrix at these same boundaries. */
 typedef struct ts__grid {
@@ -287,6 +287,7 @@ void ts__step_embed(ts_llm_state *s, int tid, const int32_t *tokens, int T);
 void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos);
 void ts__step_wo(ts_llm_state *s, int tid, int l, int T);
 void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos);
+void ts__step_swiglu(ts_llm_state *s, int tid, int T);
 void ts__step_down(ts_llm_state *s, int tid, int l, int T);
 void ts__step_output(ts_llm_state *s, int tid, int T, int from, float *logits);
 

@@ -70,9 +70,11 @@ static void home(const ts_llm_state *s, int tid, ts__grid g, int64_t *r0, int64_
 }
 /* the d-row matrices (wo, down), gate and up together (n_ff rows of each), the vocabulary */
 ts__grid ts__grid_d(const ts__wmat *w) { return grid_of(w->rows, 16, w->row_bytes); }
+/* gate's n_ff rows, then up's, stacked: a thread's home is one stretch of them, and its run of
+ * units one stream (thread 0 of 2 computes all of gate, thread 1 all of up) */
 ts__grid ts__grid_ff(const ts_llm_model *m) {
   const ts__llm_layer *L = &m->layers[0];
-  return grid_of(m->cfg.n_ff, 16, L->gate.row_bytes + L->up.row_bytes);
+  return grid_of(2 * m->cfg.n_ff, 16, L->gate.row_bytes > L->up.row_bytes ? L->gate.row_bytes : L->up.row_bytes);
 }
 ts__grid ts__grid_vocab(const ts_llm_model *m) { return grid_of(m->cfg.n_vocab, 64, m->output.row_bytes); }
 /* the stacked q | k | v rows ((n_head + 2 n_kv) hd): multiples of 16 (RoPE pairs stay inside), whole
@@ -217,23 +219,25 @@ void ts__step_wo(ts_llm_state *s, int tid, int l, int T) {
   if (T == 1) { /* next: gate and up */
     int64_t n0, n1;
     home(s, tid, ts__grid_ff(s->m), &n0, &n1);
-    queue_head(s, tid, &s->m->layers[l].up, n0, n1);
-    queue_head(s, tid, &s->m->layers[l].gate, n0, n1);
+    const int64_t ff = s->m->cfg.n_ff;
+    if (n0 < ff) queue_head(s, tid, &s->m->layers[l].gate, n0, n1 < ff ? n1 : ff);
+    else queue_head(s, tid, &s->m->layers[l].up, n0 - ff, n1 - ff);
   }
   proj_residual(s, tid, &s->m->layers[l].wo, s->att, (int64_t)c->n_head * c->head_dim, T);
 }
 
-/* Norm, gate and up for the thread's units of neurons, h = silu(gate) * up into ffg. In decode the
- * next layer's KV cache for this thread's attention heads is queued here: the gate, up and down
- * matmuls prefetch it on the side (it was last read a whole token ago, so it is in memory, and
- * attention would otherwise wait on each line). */
+/* Norm, then the thread's units of the stacked gate | up rows into ffg / ffu (SwiGLU follows:
+ * ts__step_swiglu in batches, in down's input preparation in decode). In decode the next layer's
+ * KV cache for this thread's attention heads is queued here: the gate, up and down matmuls
+ * prefetch it on the side (it was last read a whole token ago, so it is in memory, and attention
+ * would otherwise wait on each line). */
 void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
   const ts_llm_config *c = &s->m->cfg;
   const ts__llm_layer *L = &s->m->layers[l];
   const int64_t ff = c->n_ff;
   const ts__grid g = ts__grid_ff(s->m);
   const float *xf;
-  int64_t ldx, n0, n1;
+  int64_t ldx, a, b;
   begin_units(s, tid, g);
   if (T == 1) { /* next: down; behind it the next layer's KV cache (what is left queued is stale) */
     int64_t r0, r1;
@@ -243,14 +247,19 @@ void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
     queue_head(s, tid, &L->down, r0, r1);
   }
   prep(s, tid, s->x, c->d_model, L->ffn_norm, c->d_model, 0, T, &xf, &ldx);
-  while (next_unit(s, tid, g, &n0, &n1)) {
-    ts__wmat_gemm(&L->gate, n0, n1, xf, ldx, &s->tb[tid].act, T, s->ffg, ff);
-    ts__wmat_gemm(&L->up, n0, n1, xf, ldx, &s->tb[tid].act, T, s->ffu, ff);
-    for (int t = 0; t < T; t++) {
-      float *gt = s->ffg + (size_t)t * (size_t)ff, *u = s->ffu + (size_t)t * (size_t)ff;
-      s->ops->swiglu(n1 - n0, gt + n0, u + n0);
-    }
+  while (next_unit(s, tid, g, &a, &b)) {
+    if (a < ff) ts__wmat_gemm(&L->gate, a, b < ff ? b : ff, xf, ldx, &s->tb[tid].act, T, s->ffg, ff);
+    if (b > ff) ts__wmat_gemm(&L->up, (a > ff ? a : ff) - ff, b - ff, xf, ldx, &s->tb[tid].act, T, s->ffu, ff);
   }
+}
+
+/* Batches: h = silu(gate) * up into ffg for the thread's tokens (a barrier after gate | up, and one
+ * after this). */
+void ts__step_swiglu(ts_llm_state *s, int tid, int T) {
+  const int64_t ff = s->m->cfg.n_ff;
+  int64_t t0, t1;
+  ts__split(T, tid, s->nrun, 1, &t0, &t1);
+  for (int64_t t = t0; t < t1; t++) s->ops->swiglu(ff, s->ffg + (size_t)t * (size_t)ff, s->ffu + (size_t)t * (size_t)ff);
 }
 
 void ts__step_down(ts_llm_state *s, int tid, int l, int T) {
@@ -262,7 +271,16 @@ void ts__step_down(ts_llm_state *s, int tid, int l, int T) {
       queue_head(s, tid, &s->m->output, r0, r1);
     }
   }
-  proj_residual(s, tid, &s->m->layers[l].down, s->ffg, s->m->cfg.n_ff, T);
+  const int64_t ff = s->m->cfg.n_ff;
+  if (T == 1) { /* decode: every thread forms all of h itself (no barrier for it; elementwise, so
+                 * the same bits on every thread) in its own buffer */
+    float *h = s->tb[tid].xn;
+    memcpy(h, s->ffg, (size_t)ff * sizeof *h);
+    s->ops->swiglu(ff, h, s->ffu);
+    proj_residual(s, tid, &s->m->layers[l].down, h, ff, T);
+    return;
+  }
+  proj_residual(s, tid, &s->m->layers[l].down, s->ffg, ff, T);
 }
 
 /* logits[t - from][vocab rows of this thread's units] for tokens [from, T). */

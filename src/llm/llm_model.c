@@ -198,7 +198,7 @@ static int decode_order(ts_llm_model *m, int nt, ts__wmat **ws, int64_t *cuts) {
       int64_t off = 0; /* the matrix's first row in the grid's rows */
       if (!L) g = ts__grid_vocab(m);
       else if (w == &L->wq || w == &L->wk || w == &L->wv) g = ts__grid_qkv(m), off = w == &L->wq ? 0 : w == &L->wk ? nq : nq + nk;
-      else if (w == &L->gate || w == &L->up) g = ts__grid_ff(m);
+      else if (w == &L->gate || w == &L->up) g = ts__grid_ff(m), off = w == &L->gate ? 0 : c->n_ff;
       else g = ts__grid_d(w);
       int64_t *cut = cuts + (size_t)n * (size_t)(nt + 1);
       for (int t = 0; t < nt; t++) {
