@@ -174,7 +174,8 @@ typedef struct ts__actb {
  * d- or n_ff-wide pass per token, ~1/500 of its matmul share), so no barrier is needed between
  * preparing an activation and using it. */
 typedef struct ts__tbuf {
-  _Alignas(64) float *xn; /* [n_batch][wmax] normalized input (read by float weight types) */
+  _Alignas(64) float *xn; /* [n_batch][wmax] normalized input (read by float weight types); in
+                           * decode also the thread's own h = silu(gate) * up (ts__step_down) */
   ts__actb act;
   ts__pfq pf; /* written while the thread runs: the struct's 64-byte size and alignment keep it
                * off the other threads' lines */

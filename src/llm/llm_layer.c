@@ -21,7 +21,7 @@ void ts__wmat_gemm(const ts__wmat *w, int64_t r0, int64_t r1, const float *xf, i
       for (int64_t a = r0; a < r1; p++) {
         const int64_t b = w->cut[p + 1] < r1 ? w->cut[p + 1] : r1;
         if (b > a) w->pgemm(w->at[p] + (size_t)(a - w->cut[p]) * w->row_bytes, w->row_bytes, b - a, &qb, y + a, ldy);
-        a = b > a ? b : a;
+        a = b; /* cut[p + 1] >= a: an empty piece leaves it */
       }
       return;
     }
@@ -68,7 +68,7 @@ static int64_t grid_units(ts__grid g) { return (g.n + g.unit - 1) / g.unit; }
 static void home(const ts_llm_state *s, int tid, ts__grid g, int64_t *r0, int64_t *r1) {
   ts__split(g.n, tid, s->nrun, g.unit, r0, r1);
 }
-/* the d-row matrices (wo, down), gate and up together (n_ff rows of each), the vocabulary */
+/* the d-row matrices (wo, down), gate | up, the vocabulary */
 ts__grid ts__grid_d(const ts__wmat *w) { return grid_of(w->rows, 16, w->row_bytes); }
 /* gate's n_ff rows, then up's, stacked: a thread's home is one stretch of them, and its run of
  * units one stream (thread 0 of 2 computes all of gate, thread 1 all of up) */
