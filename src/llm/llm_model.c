@@ -171,8 +171,8 @@ static ts_status bind_all(ts_llm_model *m) {
 
 /* The packed matrices in decode's order (per layer q, k, v, wo, gate, up, down; then the output
  * projection) into ws (when given), and each one's boundaries between the home rows of a team of
- * nt (ts__grid_*; when cuts is given): cuts[i][0..nt]. Returns how many there are. */
-static int decode_order(ts_llm_model *m, int nt, ts__wmat **ws, int64_t *cuts) {
+ * nt (ts__grid_*; when cuts is given): cuts[i stride + 0..nt]. Returns how many there are. */
+static int decode_order(ts_llm_model *m, int nt, ts__wmat **ws, int64_t *cuts, size_t stride) {
   const ts_llm_config *c = &m->cfg;
   const int64_t nq = (int64_t)c->n_head * c->head_dim, nk = (int64_t)c->n_head_kv * c->head_dim;
   int n = 0;
@@ -200,7 +200,7 @@ static int decode_order(ts_llm_model *m, int nt, ts__wmat **ws, int64_t *cuts) {
       else if (w == &L->wq || w == &L->wk || w == &L->wv) g = ts__grid_qkv(m), off = w == &L->wq ? 0 : w == &L->wk ? nq : nq + nk;
       else if (w == &L->gate || w == &L->up) g = ts__grid_ff(m), off = w == &L->gate ? 0 : c->n_ff;
       else g = ts__grid_d(w);
-      int64_t *cut = cuts + (size_t)n * (size_t)(nt + 1);
+      int64_t *cut = cuts + (size_t)n * stride;
       for (int t = 0; t < nt; t++) {
         int64_t lo, hi;
         ts__split(g.n, t, nt, g.unit, &lo, &hi);
@@ -217,26 +217,27 @@ static int decode_order(ts_llm_model *m, int nt, ts__wmat **ws, int64_t *cuts) {
 
 ts_status ts__llm_layout(ts_llm_model *m, int nt) {
   if (!m->packmem || nt < 1 || nt == m->layout_nt) return TS_OK;
-  const int nm = decode_order(m, 1, NULL, NULL);
-  const size_t per = (size_t)(nt + 1) * sizeof(int64_t) + (size_t)nt * sizeof(uint8_t *);
+  const int nm = decode_order(m, 1, NULL, NULL, 0);
+  /* one allocation: every matrix's cut[0..nt], then every matrix's at[0..nt-1] */
+  const size_t per = (size_t)nt + 1;
   ts__wmat **ws = malloc((size_t)nm * sizeof *ws);
-  uint8_t *cm = malloc((size_t)nm * per);
-  int64_t *cuts = malloc((size_t)nm * (size_t)(nt + 1) * sizeof *cuts);
-  if (!ws || !cm || !cuts) {
-    free(ws), free(cm), free(cuts);
+  int64_t *cm = malloc((size_t)nm * (per * sizeof(int64_t) + (size_t)nt * sizeof(uint8_t *)));
+  if (!ws || !cm) {
+    free(ws), free(cm);
     return ts_error(TS_ERR_OOM, "out of memory for the weight layout of %d threads", nt);
   }
-  decode_order(m, nt, ws, cuts);
+  const uint8_t **ats = (const uint8_t **)(cm + (size_t)nm * per);
+  decode_order(m, nt, ws, cm, per);
   size_t total = 0;
   for (int i = 0; i < nm; i++)
     for (int t = 0; t < nt; t++) {
-      const int64_t *cut = cuts + (size_t)i * (size_t)(nt + 1);
+      const int64_t *cut = cm + (size_t)i * per;
       total += ts__pack_bytes(ws[i]->type, cut[t + 1] - cut[t], ws[i]->cols);
     }
   if (total > m->packbytes) { /* cuts inside groups of 8 rows (q|k|v heads of other sizes) pad them */
     uint8_t *pm = ts_malloc_huge(total);
     if (!pm) {
-      free(ws), free(cm), free(cuts);
+      free(ws), free(cm);
       return ts_error(TS_ERR_OOM, "out of memory for %zu MiB of packed weights", total >> 20);
     }
     ts_free(m->packmem);
@@ -247,17 +248,15 @@ ts_status ts__llm_layout(ts_llm_model *m, int nt) {
   size_t off = 0;
   for (int t = 0; t < nt; t++)
     for (int i = 0; i < nm; i++) {
-      int64_t *cut = (int64_t *)(cm + (size_t)i * per);
-      const uint8_t **at = (const uint8_t **)(cut + nt + 1);
-      memcpy(cut, cuts + (size_t)i * (size_t)(nt + 1), (size_t)(nt + 1) * sizeof *cut);
-      at[t] = m->packmem + off;
+      const int64_t *cut = cm + (size_t)i * per;
+      ats[(size_t)i * (size_t)nt + (size_t)t] = m->packmem + off;
       off += ts__pack_bytes(ws[i]->type, cut[t + 1] - cut[t], ws[i]->cols);
     }
   for (int i = 0; i < nm; i++) {
-    int64_t *cut = (int64_t *)(cm + (size_t)i * per);
+    const int64_t *cut = cm + (size_t)i * per;
     ws[i]->npiece = nt;
     ws[i]->cut = cut;
-    ws[i]->at = (const uint8_t *const *)(cut + nt + 1);
+    ws[i]->at = ats + (size_t)i * (size_t)nt;
   }
   const int jobs = nm * nt;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -271,7 +270,7 @@ ts_status ts__llm_layout(ts_llm_model *m, int nt) {
   free(m->cutmem);
   m->cutmem = cm;
   m->layout_nt = nt;
-  free(ws), free(cuts);
+  free(ws);
   return TS_OK;
 }
 
@@ -291,11 +290,11 @@ static ts_status pack_all(ts_llm_model *m) {
     ts__wmat *lw[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down};
     for (int i = 0; i < 7; i++) lw[i]->pgemm = ts__quant_pgemm_fn(qt, lw[i]->type);
   }
-  const int nm = decode_order(m, 1, NULL, NULL);
+  const int nm = decode_order(m, 1, NULL, NULL, 0);
   if (nm == 0) return TS_OK;
   ts__wmat **ws = malloc((size_t)nm * sizeof *ws);
   if (!ws) return ts_error(TS_ERR_OOM, "out of memory");
-  decode_order(m, 1, ws, NULL);
+  decode_order(m, 1, ws, NULL, 0);
   size_t total = 0;
   for (int i = 0; i < nm; i++) total += ts__pack_bytes(ws[i]->type, ws[i]->rows, ws[i]->cols);
   free(ws);
