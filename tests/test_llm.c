@@ -65,7 +65,7 @@ static double max_diff_f(const float *a, const float *b, size_t n) { return tst_
 
 /* The packed layout (ts__llm_layout) for a team of nt: every packed matrix cut in nt pieces at its
  * decode home boundaries (ascending, 0 .. rows), each row unpacking to the file's bytes, and each
- * thread's pieces back to back in decode's order (q, k, v, wo, gate, up, down of every layer, then
+ * thread's pieces back to back in decode's order (k, v, q, wo, gate, up, down of every layer, then
  * the output projection), the threads' regions one after another. */
 static void check_layout(const ts_llm_model *m, int nt) {
   const int nl = m->cfg.n_layer;
@@ -73,9 +73,16 @@ static void check_layout(const ts_llm_model *m, int nt) {
   int n = 0;
   for (int l = 0; l < nl && n + 8 < 64; l++) {
     const ts__llm_layer *L = &m->layers[l];
-    const ts__wmat *lw[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down};
+    const ts__wmat *lw[] = {&L->wk, &L->wv, &L->wq, &L->wo, &L->gate, &L->up, &L->down};
     for (int i = 0; i < 7; i++)
       if (lw[i]->npiece) ws[n++] = lw[i];
+    for (int t = 0; t < nt && L->wq.npiece == nt; t++) { /* q, k, v: cut at decode's heads */
+      const ts__qkv_part p = ts__qkv_part_of(&m->cfg, t, nt);
+      const int64_t hd = m->cfg.head_dim;
+      CHECK(L->wq.cut[t] == p.h0 * hd && L->wk.cut[t] == p.k0 * hd && L->wv.cut[t] == p.k0 * hd,
+            "layer %d thread %d: q|k|v cut at %lld, %lld, %lld, expected heads %d and KV heads %d", l, t,
+            (long long)L->wq.cut[t], (long long)L->wk.cut[t], (long long)L->wv.cut[t], p.h0, p.k0);
+    }
   }
   if (m->output.npiece) ws[n++] = &m->output;
   if (n == 0) return; /* F32 weights, or no packed kernels at this ISA level */

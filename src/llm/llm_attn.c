@@ -104,19 +104,9 @@ void ts__att_item_ref(const ts__att_item *it) {
 }
 
 void ts__att_heads(const ts_llm_state *s, int tid, int *h0, int *h1) {
-  const int nh = s->m->cfg.n_head;
-  *h0 = (int)((int64_t)nh * tid / s->nrun);
-  *h1 = (int)((int64_t)nh * (tid + 1) / s->nrun);
-}
-
-int ts__att_kv_owner(const ts_llm_state *s, int kh) {
-  const int G = s->m->cfg.n_head / s->m->cfg.n_head_kv;
-  for (int t = 0; t < s->nrun; t++) { /* the ranges partition the heads: at most one holds all G */
-    int h0, h1;
-    ts__att_heads(s, t, &h0, &h1);
-    if (h0 <= kh * G && (kh + 1) * G <= h1) return t;
-  }
-  return -1;
+  const ts__qkv_part p = ts__qkv_part_of(&s->m->cfg, tid, s->nrun);
+  *h0 = p.h0;
+  *h1 = p.h1;
 }
 
 void ts__kv_store(ts_llm_state *s, int l, int kh, int pos, const float *k, const float *v, int i0, int i1) {
@@ -143,39 +133,36 @@ void ts__att_queue_kv(ts_llm_state *s, int tid, int l, int pos) {
   }
 }
 
+void ts__att_decode(ts_llm_state *s, int l, int pos, int tid) {
+  const ts_llm_config *c = &s->m->cfg;
+  const int hd = c->head_dim, nh = c->n_head, nkv = c->n_head_kv, G = nh / nkv;
+  /* the thread's contiguous heads, grouped by KV head (rows = query heads sharing it, so its K and
+   * V lines are read once from memory for all of them) */
+  ts__att_item it = {.hd = hd, .one = 1, .scale = 1.0f / sqrtf((float)hd), .lds = s->scores_ld,
+                     .S = s->scores + (size_t)tid * TS__ATT_ROWS * (size_t)s->scores_ld, .p0 = pos, .dp = 0, .ldq = hd,
+                     .ldo = hd};
+  int h0, h1;
+  ts__att_heads(s, tid, &h0, &h1);
+  for (int h = h0; h < h1;) {
+    const int kh = h / G, he = (kh + 1) * G < h1 ? (kh + 1) * G : h1;
+    it.m = he - h;
+    it.q = s->qkv + (size_t)h * (size_t)hd;
+    it.KT = s->kc + ts__kbase(s, l, kh, nkv, hd);
+    it.V = s->vc + ts__vbase(s, l, kh, nkv, hd);
+    it.out = s->att + (size_t)h * (size_t)hd;
+    s->ops->att(&it);
+    ts__pfq_pump(&s->tb[tid].pf, 32); /* wo's first lines meanwhile */
+    h = he;
+  }
+}
+
 void ts__llm_attention(ts_llm_state *s, int l, int T, int pos, int tid) {
   const ts_llm_config *c = &s->m->cfg;
   const int hd = c->head_dim, nh = c->n_head, nkv = c->n_head_kv, G = nh / nkv;
   const int64_t ldo = (int64_t)nh * hd;
   const int nchunks = (T + TS__ATT_ROWS - 1) / TS__ATT_ROWS;
-  const float scale = 1.0f / sqrtf((float)hd);
-  ts__att_item it = {.hd = hd, .one = T == 1, .scale = scale, .lds = s->scores_ld,
+  ts__att_item it = {.hd = hd, .one = T == 1, .scale = 1.0f / sqrtf((float)hd), .lds = s->scores_ld,
                      .S = s->scores + (size_t)tid * TS__ATT_ROWS * (size_t)s->scores_ld};
-  if (T == 1) {
-    /* decode: the thread's contiguous heads, grouped by KV head (rows = query heads sharing it, so
-     * its K and V lines are read once from memory for all of them) */
-    int h0, h1;
-    ts__att_heads(s, tid, &h0, &h1);
-    for (int h = h0; h < h1;) {
-      const int kh = h / G, he = (kh + 1) * G < h1 ? (kh + 1) * G : h1;
-      if (ts__att_kv_owner(s, kh) == tid) /* its newest K and V: stored here (qkv_rows left them) */
-        ts__kv_store(s, l, kh, pos, s->qkv + (size_t)(nh + kh) * (size_t)hd, s->qkv + (size_t)(nh + nkv + kh) * (size_t)hd,
-                     0, hd);
-      it.m = he - h;
-      it.p0 = pos;
-      it.dp = 0;
-      it.q = s->qkv + (size_t)h * (size_t)hd;
-      it.ldq = hd;
-      it.KT = s->kc + ts__kbase(s, l, kh, nkv, hd);
-      it.V = s->vc + ts__vbase(s, l, kh, nkv, hd);
-      it.out = s->att + (size_t)h * (size_t)hd;
-      it.ldo = hd;
-      s->ops->att(&it);
-      ts__pfq_pump(&s->tb[tid].pf, 32); /* wo's first lines meanwhile */
-      h = he;
-    }
-    return;
-  }
   /* batches: (chunk of TS__ATT_ROWS tokens, head) items round robin, largest chunks first */
   int item = 0;
   for (int ch = nchunks - 1; ch >= 0; ch--) {

@@ -93,6 +93,8 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
     s->scores = alloc(s, (size_t)s->nt * TS__ATT_ROWS * (size_t)s->scores_ld, sizeof(float), &ok);
     s->share = alloc(s, (size_t)s->nt, sizeof(ts__share), &ok);
     s->waits = alloc(s, (size_t)s->nt, sizeof(double), &ok);
+    s->kvf = alloc(s, (size_t)s->nt, sizeof(ts__flag), &ok);
+    for (int t = 0; t < s->nt && ok; t++) ts__flag_init(&s->kvf[t]);
     s->rope = alloc(s, (size_t)n_ctx * (size_t)(c->n_rot / 2) * 2, sizeof(float), &ok);
     for (int t = 0; t < s->nt && ok; t++) {
       ts__tbuf *b = &s->tb[t];
@@ -181,12 +183,23 @@ static void eval_team(void *arg, int tid, int nrun) {
   BAR();
   LAP(5)
   for (int l = 0; l < nl; l++) {
-    ts__step_qkv(s, tid, l, T, pos);
-    BAR();
-    LAP(0)
-    ts__llm_attention(s, l, T, pos, tid);
-    BAR();
-    LAP(1)
+    if (T == 1) { /* q|k|v and attention in one phase */
+      const double ta = ts__step_qkv_att(s, tid, l, pos);
+      BAR();
+      if (tid == 0) {
+        t1 = ts_now();
+        j->acc[0] += t1 - t0 - ta;
+        j->acc[1] += ta;
+        t0 = t1;
+      }
+    } else {
+      ts__step_qkv(s, tid, l, T, pos);
+      BAR();
+      LAP(0)
+      ts__llm_attention(s, l, T, pos, tid);
+      BAR();
+      LAP(1)
+    }
     ts__step_wo(s, tid, l, T);
     BAR();
     LAP(2)
@@ -219,6 +232,7 @@ static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, i
   ts__barrier_init(&s->bar, team);
   if (team > 1) ts__pool_run(s->pool, eval_team, &j, team);
   else eval_team(&j, 0, 1);
+  if (T == 1) s->kvgen++; /* the next step's KV flag values (ts__step_qkv_att) */
   double wait_sum = 0;
   for (int t = 0; t < team; t++) wait_sum += waited[t];
   s->tm.qkv += j.acc[0];

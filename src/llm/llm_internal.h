@@ -97,6 +97,18 @@ void ts__barrier_init(ts__barrier *b, int n);
  * core another thread needs). */
 void ts__barrier_wait(ts__barrier *b, ts__pfq *pf);
 
+/* A point-to-point signal inside a phase: one thread publishes a value (after its stores, which the
+ * waiter then sees), another waits for exactly that value (spinning briefly with side prefetches
+ * from pf, then on a futex, like the barrier). The values a flag takes only move on, and a waiter
+ * asks for the next one, so equality is enough. */
+typedef struct ts__flag {
+  _Alignas(64) atomic_int seq;
+  atomic_int sleepers;
+} ts__flag;
+void ts__flag_init(ts__flag *f);
+void ts__flag_set(ts__flag *f, int v);
+void ts__flag_wait(ts__flag *f, int v, ts__pfq *pf);
+
 /* The adaptive decode team (ts_llm_state_set_adaptive): before each single-token eval
  * ts__team_size says how many threads run it, after it ts__team_update takes its wall time and the
  * share of it the threads spent waiting at barriers. The full team runs while that share stays low
@@ -128,12 +140,21 @@ typedef struct ts__grid {
   int64_t n, unit;
 } ts__grid;
 ts__grid ts__grid_qkv(const ts_llm_model *m);
+/* Decode's q|k|v phase with its attention (ts__step_qkv_att): thread t of nt attends query heads
+ * [h0, h1) (contiguous: ts__att_heads), computes their q rows and the k and v rows of KV heads
+ * [k0, k1), those whose first query head is among its own (so each KV head is computed, roped and
+ * stored once, by its owner), and reads KV heads [n0, n1); only n0 can be another thread's (when h0
+ * falls inside a group), whose k and v it waits for (ts__flag) instead of a barrier. */
+typedef struct ts__qkv_part {
+  int h0, h1, k0, k1, n0, n1;
+} ts__qkv_part;
+ts__qkv_part ts__qkv_part_of(const ts_llm_config *c, int t, int nt);
 ts__grid ts__grid_d(const ts__wmat *w);
 ts__grid ts__grid_ff(const ts_llm_model *m);
 ts__grid ts__grid_vocab(const ts_llm_model *m);
 /* (Re)lays the packed weights out for a decode team of nt threads (llm_model.c): each thread's
- * pieces back to back in decode's order (per layer q, k, v, wo, gate, up, down; then the output
- * projection), the threads' regions one after another. Results do not depend on it, only the
+ * pieces back to back in decode's order (per layer k, v, q, wo, gate, up, down; then the output
+ * projection; q, k and v cut by ts__qkv_part), the threads' regions one after another. Results do not depend on it, only the
  * order of the bytes in memory does. Only while no state uses the model. */
 ts_status ts__llm_layout(ts_llm_model *m, int nt);
 
@@ -271,6 +292,8 @@ struct ts_llm_state {
   ts__pool *pool;   /* threads 1..nt-1 (NULL when nt = 1) */
   double *waits;    /* [nt] each thread's barrier time in the last eval */
   ts__share *share; /* [nt] */
+  ts__flag *kvf;    /* [nt] thread t's KV heads of the current layer stored (decode) */
+  unsigned kvgen;   /* decode steps so far: kvf's values (ts__step_qkv_att) */
   const ts__llm_ops *ops;
   ts_llm_timing tm;
   bool counted;     /* counted in the model's nstates */
@@ -286,6 +309,10 @@ void ts__wmat_gemm(const ts__wmat *w, int64_t r0, int64_t r1, const float *xf, i
 /* One eval batch's steps on thread tid (llm_layer.c); barriers between them are the caller's. */
 void ts__step_embed(ts_llm_state *s, int tid, const int32_t *tokens, int T);
 void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos);
+/* Decode (T = 1): the thread's part of q|k|v (ts__qkv_part) and then its attention heads, with no
+ * barrier between; returns the seconds spent in attention (with any wait for another thread's KV
+ * head). */
+double ts__step_qkv_att(ts_llm_state *s, int tid, int l, int pos);
 void ts__step_wo(ts_llm_state *s, int tid, int l, int T);
 void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos);
 void ts__step_swiglu(ts_llm_state *s, int tid, int T);
@@ -302,21 +329,16 @@ static inline size_t ts__kbase(const ts_llm_state *s, int l, int kh, int nkv, in
 static inline size_t ts__vbase(const ts_llm_state *s, int l, int kh, int nkv, int hd) {
   return ((size_t)l * (size_t)nkv + (size_t)kh) * (size_t)hd * (size_t)s->n_ctx;
 }
-/* The one thread whose query heads cover all of KV head kh's in decode (ts__att_heads), or -1 when
- * they are split between threads. Such a head's newest K and V go into the cache on that thread, in
- * its attention step, rather than on whichever thread computed the k and v rows: the cache lines it
- * is about to read are then its own (with the threads on two CCDs, each scattered K store from the
- * other one cost a cross-CCD transfer, and its prefetched copy was invalidated). */
-int ts__att_kv_owner(const ts_llm_state *s, int kh);
 /* Dimensions [i0, i1) of KV head kh's k row (roped) and v row at position pos into layer l's cache. */
 void ts__kv_store(ts_llm_state *s, int l, int kh, int pos, const float *k, const float *v, int i0, int i1);
 /* Queues, on thread tid's side-prefetch queue, the K and V of layer l that its single-token
  * attention at position pos will read (pumped by the matmul tiles before that). */
 void ts__att_queue_kv(ts_llm_state *s, int tid, int l, int pos);
 
-/* Thread tid's part of causal attention for tokens [0, T) at positions pos.. of layer l:
- * q from s->qkv, K/V from the cache (already holding these tokens, except in decode the newest
- * position of the KV heads this thread alone attends, which it stores first), output into s->att. */
+/* Thread tid's part of causal attention for tokens [0, T > 1) at positions pos.. of layer l: q
+ * from s->qkv, K/V from the cache (already holding these tokens), output into s->att. */
 void ts__llm_attention(ts_llm_state *s, int l, int T, int pos, int tid);
+/* Decode: thread tid's query heads (ts__att_heads) at position pos, the cache holding it. */
+void ts__att_decode(ts_llm_state *s, int l, int pos, int tid);
 
 #endif

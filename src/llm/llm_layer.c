@@ -85,6 +85,18 @@ ts__grid ts__grid_qkv(const ts_llm_model *m) {
   const int64_t align = c->rope == TS_LLM_ROPE_NEOX || hd % 16 ? hd : 16;
   return grid_of(units * hd, align, m->layers[0].wq.row_bytes);
 }
+ts__qkv_part ts__qkv_part_of(const ts_llm_config *c, int t, int nt) {
+  const int nh = c->n_head, G = c->n_head / c->n_head_kv;
+  ts__qkv_part p;
+  p.h0 = (int)((int64_t)nh * t / nt);
+  p.h1 = (int)((int64_t)nh * (t + 1) / nt);
+  p.k0 = (p.h0 + G - 1) / G; /* the groups whose first head is in [h0, h1) */
+  p.k1 = (p.h1 + G - 1) / G;
+  p.n0 = p.h0 / G;
+  p.n1 = p.h1 > p.h0 ? (p.h1 - 1) / G + 1 : p.n0;
+  return p;
+}
+
 /* The phase's units this thread takes, a run [a, b) at a time: ts__share_begin once, then while
  * (next_unit(..)) work on [*a, *b). */
 static bool next_unit(ts_llm_state *s, int tid, ts__grid g, int64_t *a, int64_t *b) {
@@ -97,16 +109,14 @@ static bool next_unit(ts_llm_state *s, int tid, ts__grid g, int64_t *a, int64_t 
 }
 static void begin_units(ts_llm_state *s, int tid, ts__grid g) { ts__share_begin(s->share, tid, s->nrun, grid_units(g)); }
 
-/* the head of the thread's q|k|v rows of layer l (its first matrix piece) */
+/* the head of the thread's q|k|v rows of layer l in decode (its first matrix piece: k, or q when
+ * it owns no KV head) */
 static void queue_qkv_head(ts_llm_state *s, int tid, int l) {
-  const ts_llm_config *c = &s->m->cfg;
+  const int hd = s->m->cfg.head_dim;
   const ts__llm_layer *L = &s->m->layers[l];
-  int64_t r0, r1;
-  home(s, tid, ts__grid_qkv(s->m), &r0, &r1);
-  const int64_t nq = (int64_t)c->n_head * c->head_dim, nk = (int64_t)c->n_head_kv * c->head_dim;
-  if (r0 < nq) queue_head(s, tid, &L->wq, r0, r1 < nq ? r1 : nq);
-  else if (r0 < nq + nk) queue_head(s, tid, &L->wk, r0 - nq, (r1 < nq + nk ? r1 : nq + nk) - nq);
-  else queue_head(s, tid, &L->wv, r0 - nq - nk, r1 - nq - nk);
+  const ts__qkv_part p = ts__qkv_part_of(&s->m->cfg, tid, s->nrun);
+  if (p.k1 > p.k0) queue_head(s, tid, &L->wk, (int64_t)p.k0 * hd, (int64_t)p.k1 * hd);
+  else queue_head(s, tid, &L->wq, (int64_t)p.h0 * hd, (int64_t)p.h1 * hd);
 }
 
 /* act (and xn when norm != NULL) <- rms(src[t]) * norm (or src itself) for t in [t0, t1), width n. */
@@ -146,8 +156,7 @@ void ts__step_embed(ts_llm_state *s, int tid, const int32_t *tokens, int T) {
 }
 
 /* Q/K/V rows [r0, r1) of the stacked q | k | v rows for T tokens, RoPE on the q and k rows among
- * them, the k and v rows into the cache at positions pos..pos+T-1 (in decode only those of KV
- * heads split between threads: ts__att_kv_owner). */
+ * them, the k and v rows into the cache at positions pos..pos+T-1. */
 static void qkv_rows(ts_llm_state *s, int tid, int l, int T, int pos, const float *xf, int64_t ldx, int64_t r0,
                      int64_t r1) {
   const ts_llm_config *c = &s->m->cfg;
@@ -169,17 +178,16 @@ static void qkv_rows(ts_llm_state *s, int tid, int l, int T, int pos, const floa
       float *v = row + u * hd;
       if (u < nh + nkv && i0 < c->n_rot) /* dims [i0, min(i1, n_rot)): whole heads under NEOX */
         s->ops->rope(v + i0, cs + i0, (int)((i1 < c->n_rot ? i1 : c->n_rot) - i0), neox);
-      if (u >= nh) { /* into the cache, unless decode's attention stores this head (ts__att_kv_owner) */
+      if (u >= nh) { /* into the cache */
         const int kh = (int)(u < nh + nkv ? u - nh : u - nh - nkv);
-        if (T > 1 || ts__att_kv_owner(s, kh) < 0)
-          ts__kv_store(s, l, kh, pos + t, u < nh + nkv ? v : NULL, u < nh + nkv ? NULL : v, (int)i0, (int)i1);
+        ts__kv_store(s, l, kh, pos + t, u < nh + nkv ? v : NULL, u < nh + nkv ? NULL : v, (int)i0, (int)i1);
       }
       a = b;
     }
   }
 }
 
-/* Norm, then the thread's units of the stacked q | k | v rows (qkv_rows). */
+/* Batches: norm, then the thread's units of the stacked q | k | v rows (qkv_rows). */
 void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos) {
   const ts_llm_config *c = &s->m->cfg;
   const ts__llm_layer *L = &s->m->layers[l];
@@ -187,13 +195,50 @@ void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos) {
   const float *xf;
   int64_t ldx, a, b;
   begin_units(s, tid, g);
-  if (T == 1) { /* next weights: wo, after attention */
-    int64_t d0, d1;
-    home(s, tid, ts__grid_d(&L->wo), &d0, &d1);
-    queue_head(s, tid, &L->wo, d0, d1);
-  }
   prep(s, tid, s->x, c->d_model, L->attn_norm, c->d_model, 0, T, &xf, &ldx);
   while (next_unit(s, tid, g, &a, &b)) qkv_rows(s, tid, l, T, pos, xf, ldx, a, b);
+}
+
+/* Decode: norm; the k and v rows of the thread's own KV heads (roped, stored, then published on
+ * its flag), its q rows (roped); a wait for the KV head it shares with the thread before it, if
+ * any; its attention heads. One barrier per layer fewer than a q|k|v phase and an attention phase
+ * (with the two vCPUs on two CCDs each barrier costs a few microseconds of stalled streaming, and
+ * the flag's wait is usually over before it starts: the owner computes its k and v rows first). */
+double ts__step_qkv_att(ts_llm_state *s, int tid, int l, int pos) {
+  const ts_llm_config *c = &s->m->cfg;
+  const ts__llm_layer *L = &s->m->layers[l];
+  const int64_t hd = c->head_dim, nh = c->n_head, nkv = c->n_head_kv;
+  const ts__qkv_part p = ts__qkv_part_of(c, tid, s->nrun);
+  int64_t d0, d1; /* next weights: wo, after attention */
+  home(s, tid, ts__grid_d(&L->wo), &d0, &d1);
+  queue_head(s, tid, &L->wo, d0, d1);
+  const float *xf;
+  int64_t ldx;
+  prep(s, tid, s->x, c->d_model, L->attn_norm, c->d_model, 0, 1, &xf, &ldx);
+  const ts__actb *xb = &s->tb[tid].act;
+  float *q = s->qkv, *k = q + nh * hd, *v = k + nkv * hd;
+  const float *cs = s->rope + (size_t)pos * (size_t)(c->n_rot / 2) * 2;
+  const int neox = c->rope == TS_LLM_ROPE_NEOX;
+  const int stamp = (int)((s->kvgen * (unsigned)c->n_layer + (unsigned)l + 1u) & 0x7fffffffu);
+  if (p.k1 > p.k0) {
+    ts__wmat_gemm(&L->wk, p.k0 * hd, p.k1 * hd, xf, ldx, xb, 1, k, s->ldq);
+    ts__wmat_gemm(&L->wv, p.k0 * hd, p.k1 * hd, xf, ldx, xb, 1, v, s->ldq);
+    for (int kh = p.k0; kh < p.k1; kh++) {
+      s->ops->rope(k + kh * hd, cs, c->n_rot, neox);
+      ts__kv_store(s, l, kh, pos, k + kh * hd, v + kh * hd, 0, (int)hd);
+    }
+    if (s->nrun > 1) ts__flag_set(&s->kvf[tid], stamp);
+  }
+  ts__wmat_gemm(&L->wq, p.h0 * hd, p.h1 * hd, xf, ldx, xb, 1, q, s->ldq);
+  for (int h = p.h0; h < p.h1; h++) s->ops->rope(q + h * hd, cs, c->n_rot, neox);
+  const double t0 = tid == 0 ? ts_now() : 0;
+  if (p.n0 < p.k0) { /* KV head n0: the thread whose heads hold its first query head computed it */
+    int o = tid - 1;
+    while (o > 0 && ts__qkv_part_of(c, o, s->nrun).h0 > p.n0 * (int)(nh / nkv)) o--;
+    ts__flag_wait(&s->kvf[o], stamp, &s->tb[tid].pf);
+  }
+  ts__att_decode(s, l, pos, tid);
+  return tid == 0 ? ts_now() - t0 : 0;
 }
 
 /* x[t][rows] += (W src[t])[rows] for the thread's units of rows: the output projection of attention

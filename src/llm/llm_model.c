@@ -169,19 +169,19 @@ static ts_status bind_all(ts_llm_model *m) {
   return TS_OK;
 }
 
-/* The packed matrices in decode's order (per layer q, k, v, wo, gate, up, down; then the output
+/* The packed matrices in decode's order (per layer k, v, q, wo, gate, up, down; then the output
  * projection) into ws (when given), and each one's boundaries between the home rows of a team of
- * nt (ts__grid_*; when cuts is given): cuts[i stride + 0..nt]. Returns how many there are. */
+ * nt (ts__qkv_part's heads, ts__grid_*; when cuts is given): cuts[i stride + 0..nt]. Returns how
+ * many there are. */
 static int decode_order(ts_llm_model *m, int nt, ts__wmat **ws, int64_t *cuts, size_t stride) {
   const ts_llm_config *c = &m->cfg;
-  const int64_t nq = (int64_t)c->n_head * c->head_dim, nk = (int64_t)c->n_head_kv * c->head_dim;
   int n = 0;
   for (int l = 0; l <= c->n_layer; l++) {
     ts__llm_layer *L = l < c->n_layer ? &m->layers[l] : NULL;
     ts__wmat *lw[7] = {NULL};
     int k = 0;
     if (L) {
-      lw[k++] = &L->wq, lw[k++] = &L->wk, lw[k++] = &L->wv, lw[k++] = &L->wo;
+      lw[k++] = &L->wk, lw[k++] = &L->wv, lw[k++] = &L->wq, lw[k++] = &L->wo;
       lw[k++] = &L->gate, lw[k++] = &L->up, lw[k++] = &L->down;
     } else {
       lw[k++] = &m->output;
@@ -197,14 +197,19 @@ static int decode_order(ts_llm_model *m, int nt, ts__wmat **ws, int64_t *cuts, s
       ts__grid g;
       int64_t off = 0; /* the matrix's first row in the grid's rows */
       if (!L) g = ts__grid_vocab(m);
-      else if (w == &L->wq || w == &L->wk || w == &L->wv) g = ts__grid_qkv(m), off = w == &L->wq ? 0 : w == &L->wk ? nq : nq + nk;
       else if (w == &L->gate || w == &L->up) g = ts__grid_ff(m), off = w == &L->gate ? 0 : c->n_ff;
       else g = ts__grid_d(w);
+      const bool qkv = L && (w == &L->wq || w == &L->wk || w == &L->wv);
       int64_t *cut = cuts + (size_t)n * stride;
       for (int t = 0; t < nt; t++) {
         int64_t lo, hi;
-        ts__split(g.n, t, nt, g.unit, &lo, &hi);
-        lo -= off;
+        if (qkv) { /* decode's heads (ts__step_qkv_att) */
+          const ts__qkv_part p = ts__qkv_part_of(c, t, nt);
+          lo = (int64_t)(w == &L->wq ? p.h0 : p.k0) * c->head_dim;
+        } else {
+          ts__split(g.n, t, nt, g.unit, &lo, &hi);
+          lo -= off;
+        }
         cut[t] = lo < 0 ? 0 : lo > w->rows ? w->rows : lo;
       }
       cut[0] = 0;

@@ -76,6 +76,21 @@ void ts__barrier_wait(ts__barrier *b, ts__pfq *pf) {
   wait_change(&b->phase, ph, &b->sleepers, SPIN_SECONDS, pf);
 }
 
+void ts__flag_init(ts__flag *f) {
+  atomic_init(&f->seq, 0);
+  atomic_init(&f->sleepers, 0);
+}
+
+void ts__flag_set(ts__flag *f, int v) {
+  atomic_store_explicit(&f->seq, v, memory_order_seq_cst);
+  if (atomic_load_explicit(&f->sleepers, memory_order_seq_cst)) futex_wake_all(&f->seq);
+}
+
+void ts__flag_wait(ts__flag *f, int v, ts__pfq *pf) {
+  int cur = atomic_load_explicit(&f->seq, memory_order_acquire);
+  while (cur != v) cur = wait_change(&f->seq, cur, &f->sleepers, SPIN_SECONDS, pf);
+}
+
 void ts__split(int64_t n, int t, int nt, int64_t align, int64_t *lo, int64_t *hi) {
   if (align < 1) align = 1;
   int64_t units = (n + align - 1) / align;
