@@ -64,9 +64,10 @@ static double err_ratio(const float *a, const double *ref, size_t n, double abs_
 static double max_diff_f(const float *a, const float *b, size_t n) { return tst_max_abs_diff(a, b, n); }
 
 /* The packed layout (ts__llm_layout) for a team of nt: every packed matrix cut in nt pieces at its
- * decode home boundaries (ascending, 0 .. rows), each row unpacking to the file's bytes, and each
- * thread's pieces back to back in decode's order (k, v, q, wo, gate, up, down of every layer, then
- * the output projection), the threads' regions one after another. */
+ * decode home boundaries (ascending, 0 .. rows; q|k|v at decode's heads, gate|up at its neurons),
+ * each row unpacking to the file's bytes, and each thread's pieces back to back in decode's order
+ * (k, v, q, wo, gate, up, down of every layer, then the output projection), the threads' regions
+ * one after another. */
 static void check_layout(const ts_llm_model *m, int nt) {
   const int nl = m->cfg.n_layer;
   const ts__wmat *ws[64];
@@ -82,6 +83,12 @@ static void check_layout(const ts_llm_model *m, int nt) {
       CHECK(L->wq.cut[t] == p.h0 * hd && L->wk.cut[t] == p.k0 * hd && L->wv.cut[t] == p.k0 * hd,
             "layer %d thread %d: q|k|v cut at %lld, %lld, %lld, expected heads %d and KV heads %d", l, t,
             (long long)L->wq.cut[t], (long long)L->wk.cut[t], (long long)L->wv.cut[t], p.h0, p.k0);
+    }
+    for (int t = 0; t < nt && L->gate.npiece == nt && L->up.npiece == nt; t++) { /* gate, up: at its neurons */
+      int64_t f0, f1;
+      ts__ff_part(&m->cfg, t, nt, &f0, &f1);
+      CHECK(L->gate.cut[t] == f0 && L->up.cut[t] == f0, "layer %d thread %d: gate|up cut at %lld, %lld, expected %lld", l,
+            t, (long long)L->gate.cut[t], (long long)L->up.cut[t], (long long)f0);
     }
   }
   if (m->output.npiece) ws[n++] = &m->output;

@@ -75,7 +75,7 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
   s->wmax = d > ff ? d : ff;
   if (nq > s->wmax) s->wmax = nq;
   s->ldq = (int64_t)(c->n_head + 2 * c->n_head_kv) * hd;
-  s->mem = calloc((size_t)(16 + 8 * s->nt), sizeof *s->mem);
+  s->mem = calloc((size_t)(24 + 8 * s->nt), sizeof *s->mem);
   s->tb = ts_calloc((size_t)s->nt, sizeof *s->tb); /* 64-byte aligned: no line shared across threads */
   bool ok = s->mem && s->tb;
   s->kcap = ((int64_t)n_ctx + 15) & ~(int64_t)15;
@@ -95,6 +95,13 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
     s->waits = alloc(s, (size_t)s->nt, sizeof(double), &ok);
     s->kvf = alloc(s, (size_t)s->nt, sizeof(ts__flag), &ok);
     for (int t = 0; t < s->nt && ok; t++) ts__flag_init(&s->kvf[t]);
+    const size_t fb = (size_t)ff / TS_QK + 1;
+    s->hact.n = ff;
+    s->hact.q = alloc(s, (size_t)ff, 1, &ok);
+    s->hact.d = alloc(s, fb, sizeof(float), &ok);
+    s->hact.s = alloc(s, fb, sizeof(float), &ok);
+    s->hact.sum = alloc(s, fb, sizeof(int32_t), &ok);
+    s->hact.gsum = alloc(s, fb * 8, sizeof(int32_t), &ok);
     s->rope = alloc(s, (size_t)n_ctx * (size_t)(c->n_rot / 2) * 2, sizeof(float), &ok);
     for (int t = 0; t < s->nt && ok; t++) {
       ts__tbuf *b = &s->tb[t];

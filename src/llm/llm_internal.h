@@ -132,10 +132,12 @@ void ts__team_update(ts__team_ctl *c, int nt, int used, double seconds, double w
 /* [lo, hi) of n items for thread t of nt, in multiples of `align` (the last part takes the rest). */
 void ts__split(int64_t n, int t, int nt, int64_t align, int64_t *lo, int64_t *hi);
 
-/* Decode's phases over weight rows (llm_layer.c): n rows (the stacked q | k | v rows, a d-row
- * matrix, gate's then up's n_ff rows stacked, the vocabulary) in units of work of `unit` rows; thread
- * t of nt has the home rows ts__split(n, t, nt, unit) (work sharing then evens out the phase's end).
- * The packed layout (ts__llm_layout) cuts every matrix at these same boundaries. */
+/* The phases over weight rows (llm_layer.c): n rows (the stacked q | k | v rows, a d-row matrix,
+ * the vocabulary; batches also gate's then up's n_ff rows stacked) in units of work of `unit` rows;
+ * thread t of nt has the home rows ts__split(n, t, nt, unit) (work sharing then evens out the
+ * phase's end). The packed layout (ts__llm_layout) cuts wo, down and the output projection at these
+ * boundaries; decode computes q|k|v and gate|up without units, by heads (ts__qkv_part) and neurons
+ * (ts__ff_part), and the layout cuts them there. */
 typedef struct ts__grid {
   int64_t n, unit;
 } ts__grid;
@@ -149,12 +151,15 @@ typedef struct ts__qkv_part {
   int h0, h1, k0, k1, n0, n1;
 } ts__qkv_part;
 ts__qkv_part ts__qkv_part_of(const ts_llm_config *c, int t, int nt);
+/* Decode's MLP neurons [f0, f1) of thread t of nt (multiples of TS_QK): its rows of gate and of up,
+ * so that it forms and quantizes its own part of h = silu(gate) up (ts__step_gate_up). */
+void ts__ff_part(const ts_llm_config *c, int t, int nt, int64_t *f0, int64_t *f1);
 ts__grid ts__grid_d(const ts__wmat *w);
-ts__grid ts__grid_ff(const ts_llm_model *m);
 ts__grid ts__grid_vocab(const ts_llm_model *m);
 /* (Re)lays the packed weights out for a decode team of nt threads (llm_model.c): each thread's
  * pieces back to back in decode's order (per layer k, v, q, wo, gate, up, down; then the output
- * projection; q, k and v cut by ts__qkv_part), the threads' regions one after another. Results do not depend on it, only the
+ * projection; q, k and v cut by ts__qkv_part, gate and up by ts__ff_part), the threads' regions one
+ * after another. Results do not depend on it, only the
  * order of the bytes in memory does. Only while no state uses the model. */
 ts_status ts__llm_layout(ts_llm_model *m, int nt);
 
@@ -293,6 +298,7 @@ struct ts_llm_state {
   double *waits;    /* [nt] each thread's barrier time in the last eval */
   ts__share *share; /* [nt] */
   ts__flag *kvf;    /* [nt] thread t's KV heads of the current layer stored (decode) */
+  ts__actb hact;    /* decode: h quantized for down, each thread's neurons written by it (pf unset) */
   unsigned kvgen;   /* decode steps so far: kvf's values (ts__step_qkv_att) */
   const ts__llm_ops *ops;
   ts_llm_timing tm;

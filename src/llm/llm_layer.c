@@ -68,11 +68,10 @@ static int64_t grid_units(ts__grid g) { return (g.n + g.unit - 1) / g.unit; }
 static void home(const ts_llm_state *s, int tid, ts__grid g, int64_t *r0, int64_t *r1) {
   ts__split(g.n, tid, s->nrun, g.unit, r0, r1);
 }
-/* the d-row matrices (wo, down), gate | up, the vocabulary */
+/* the d-row matrices (wo, down), the vocabulary */
 ts__grid ts__grid_d(const ts__wmat *w) { return grid_of(w->rows, 16, w->row_bytes); }
-/* gate's n_ff rows, then up's, stacked: a thread's home is one stretch of them, and its run of
- * units one stream (thread 0 of 2 computes all of gate, thread 1 all of up) */
-ts__grid ts__grid_ff(const ts_llm_model *m) {
+/* batches: gate's n_ff rows, then up's, stacked (decode splits by neurons: ts__ff_part) */
+static ts__grid grid_ff(const ts_llm_model *m) {
   const ts__llm_layer *L = &m->layers[0];
   return grid_of(2 * m->cfg.n_ff, 16, L->gate.row_bytes > L->up.row_bytes ? L->gate.row_bytes : L->up.row_bytes);
 }
@@ -95,6 +94,10 @@ ts__qkv_part ts__qkv_part_of(const ts_llm_config *c, int t, int nt) {
   p.n0 = p.h0 / G;
   p.n1 = p.h1 > p.h0 ? (p.h1 - 1) / G + 1 : p.n0;
   return p;
+}
+
+void ts__ff_part(const ts_llm_config *c, int t, int nt, int64_t *f0, int64_t *f1) {
+  ts__split(c->n_ff, t, nt, TS_QK, f0, f1);
 }
 
 /* The phase's units this thread takes, a run [a, b) at a time: ts__share_begin once, then while
@@ -242,16 +245,18 @@ double ts__step_qkv_att(ts_llm_state *s, int tid, int l, int pos) {
 }
 
 /* x[t][rows] += (W src[t])[rows] for the thread's units of rows: the output projection of attention
- * or the MLP's down projection (src width n, unnormalized). */
-static void proj_residual(ts_llm_state *s, int tid, const ts__wmat *w, const float *src, int64_t lds, int T) {
+ * or the MLP's down projection (src width n, unnormalized; quantized here, or already in *pre). */
+static void proj_residual(ts_llm_state *s, int tid, const ts__wmat *w, const float *src, int64_t lds, int T,
+                          const ts__actb *pre) {
   const int64_t d = s->m->cfg.d_model;
   const ts__grid g = ts__grid_d(w);
-  const float *xf;
-  int64_t ldx, r0, r1;
+  const float *xf = src;
+  int64_t ldx = lds, r0, r1;
   begin_units(s, tid, g);
-  prep(s, tid, src, lds, NULL, w->cols, 0, T, &xf, &ldx);
+  if (!pre) prep(s, tid, src, lds, NULL, w->cols, 0, T, &xf, &ldx);
+  const ts__actb *xb = pre ? pre : &s->tb[tid].act;
   while (next_unit(s, tid, g, &r0, &r1)) {
-    ts__wmat_gemm(w, r0, r1, xf, ldx, &s->tb[tid].act, T, s->tmp, d);
+    ts__wmat_gemm(w, r0, r1, xf, ldx, xb, T, s->tmp, d);
     for (int t = 0; t < T; t++) {
       float *x = s->x + (size_t)t * (size_t)d, *y = s->tmp + (size_t)t * (size_t)d;
       for (int64_t r = r0; r < r1; r++) x[r] += y[r];
@@ -261,29 +266,31 @@ static void proj_residual(ts_llm_state *s, int tid, const ts__wmat *w, const flo
 
 void ts__step_wo(ts_llm_state *s, int tid, int l, int T) {
   const ts_llm_config *c = &s->m->cfg;
-  if (T == 1) { /* next: gate and up */
-    int64_t n0, n1;
-    home(s, tid, ts__grid_ff(s->m), &n0, &n1);
-    const int64_t ff = s->m->cfg.n_ff;
-    if (n0 < ff) queue_head(s, tid, &s->m->layers[l].gate, n0, n1 < ff ? n1 : ff);
-    else queue_head(s, tid, &s->m->layers[l].up, n0 - ff, n1 - ff);
+  if (T == 1) { /* next: gate's rows of the thread's neurons */
+    int64_t f0, f1;
+    ts__ff_part(c, tid, s->nrun, &f0, &f1);
+    queue_head(s, tid, &s->m->layers[l].gate, f0, f1);
   }
-  proj_residual(s, tid, &s->m->layers[l].wo, s->att, (int64_t)c->n_head * c->head_dim, T);
+  proj_residual(s, tid, &s->m->layers[l].wo, s->att, (int64_t)c->n_head * c->head_dim, T, NULL);
 }
 
-/* Norm, then the thread's units of the stacked gate | up rows into ffg / ffu (SwiGLU follows:
- * ts__step_swiglu in batches, in down's input preparation in decode). In decode the next layer's
- * KV cache for this thread's attention heads is queued here: the gate, up and down matmuls
- * prefetch it on the side (it was last read a whole token ago, so it is in memory, and attention
- * would otherwise wait on each line). */
+/* Batches: norm, then the thread's units of the stacked gate | up rows into ffg / ffu (SwiGLU
+ * follows: ts__step_swiglu). Decode: norm, then gate's and up's rows of the thread's neurons
+ * (ts__ff_part: one ascending stream in the layout), h = silu(gate) up for them into ffg, and h
+ * quantized into the shared s->hact, so that after the barrier down reads the other threads' parts
+ * of h as int8 blocks (~1.1 bytes per neuron) rather than their gate or up values (8 bytes per
+ * neuron across the threads' caches, and each thread's own quantization of all of h). Elementwise
+ * and per block: the same bits as forming h whole. In decode the next layer's KV cache for this
+ * thread's attention heads is queued here: the gate, up and down matmuls prefetch it on the side
+ * (it was last read a whole token ago, so it is in memory, and attention would otherwise wait on
+ * each line). */
 void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
   const ts_llm_config *c = &s->m->cfg;
   const ts__llm_layer *L = &s->m->layers[l];
   const int64_t ff = c->n_ff;
-  const ts__grid g = ts__grid_ff(s->m);
+  const ts__grid g = grid_ff(s->m);
   const float *xf;
   int64_t ldx, a, b;
-  begin_units(s, tid, g);
   if (T == 1) { /* next: down; behind it the next layer's KV cache (what is left queued is stale) */
     int64_t r0, r1;
     ts__pfq_reset(&s->tb[tid].pf);
@@ -292,6 +299,24 @@ void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
     queue_head(s, tid, &L->down, r0, r1);
   }
   prep(s, tid, s->x, c->d_model, L->ffn_norm, c->d_model, 0, T, &xf, &ldx);
+  if (T == 1) {
+    int64_t f0, f1;
+    ts__ff_part(c, tid, s->nrun, &f0, &f1);
+    if (f1 <= f0) return;
+    ts__wmat_gemm(&L->gate, f0, f1, xf, ldx, &s->tb[tid].act, 1, s->ffg, ff);
+    ts__wmat_gemm(&L->up, f0, f1, xf, ldx, &s->tb[tid].act, 1, s->ffu, ff);
+    s->ops->swiglu(f1 - f0, s->ffg + f0, s->ffu + f0);
+    if (ff % TS_QK == 0) {
+      const ts__quant_table *qt = ts__quant();
+      const ts__actb *h = &s->hact;
+      const int64_t b0 = f0 / TS_QK;
+      qt->act_quantize(f1 - f0, s->ffg + f0, h->q + f0, h->d + b0, h->sum + b0, h->s + b0);
+      if (qt->prep_packed) qt->prep_packed(f1 - f0, 1, h->q + f0, h->gsum + 8 * b0);
+    }
+    return;
+  }
+  begin_units(s, tid, g); /* (only where the units are taken: a slot left full would be stolen from
+                           * in the next phase) */
   while (next_unit(s, tid, g, &a, &b)) {
     if (a < ff) ts__wmat_gemm(&L->gate, a, b < ff ? b : ff, xf, ldx, &s->tb[tid].act, T, s->ffg, ff);
     if (b > ff) ts__wmat_gemm(&L->up, (a > ff ? a : ff) - ff, b - ff, xf, ldx, &s->tb[tid].act, T, s->ffu, ff);
@@ -317,15 +342,13 @@ void ts__step_down(ts_llm_state *s, int tid, int l, int T) {
     }
   }
   const int64_t ff = s->m->cfg.n_ff;
-  if (T == 1) { /* decode: every thread forms all of h itself (no barrier for it; elementwise, so
-                 * the same bits on every thread) in its own buffer */
-    float *h = s->tb[tid].xn;
-    memcpy(h, s->ffg, (size_t)ff * sizeof *h);
-    s->ops->swiglu(ff, h, s->ffu);
-    proj_residual(s, tid, &s->m->layers[l].down, h, ff, T);
+  if (T == 1) { /* decode: h in ffg and, quantized, in hact (ts__step_gate_up) */
+    ts__actb h = s->hact;
+    h.pf = &s->tb[tid].pf;
+    proj_residual(s, tid, &s->m->layers[l].down, s->ffg, ff, T, ff % TS_QK == 0 ? &h : NULL);
     return;
   }
-  proj_residual(s, tid, &s->m->layers[l].down, s->ffg, ff, T);
+  proj_residual(s, tid, &s->m->layers[l].down, s->ffg, ff, T, NULL);
 }
 
 /* logits[t - from][vocab rows of this thread's units] for tokens [from, T). */

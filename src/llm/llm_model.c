@@ -194,11 +194,8 @@ static int decode_order(ts_llm_model *m, int nt, ts__wmat **ws, int64_t *cuts, s
         n++;
         continue;
       }
-      ts__grid g;
-      int64_t off = 0; /* the matrix's first row in the grid's rows */
-      if (!L) g = ts__grid_vocab(m);
-      else if (w == &L->gate || w == &L->up) g = ts__grid_ff(m), off = w == &L->gate ? 0 : c->n_ff;
-      else g = ts__grid_d(w);
+      const ts__grid g = L ? ts__grid_d(w) : ts__grid_vocab(m);
+      const bool ff = L && (w == &L->gate || w == &L->up);
       const bool qkv = L && (w == &L->wq || w == &L->wk || w == &L->wv);
       int64_t *cut = cuts + (size_t)n * stride;
       for (int t = 0; t < nt; t++) {
@@ -206,9 +203,10 @@ static int decode_order(ts_llm_model *m, int nt, ts__wmat **ws, int64_t *cuts, s
         if (qkv) { /* decode's heads (ts__step_qkv_att) */
           const ts__qkv_part p = ts__qkv_part_of(c, t, nt);
           lo = (int64_t)(w == &L->wq ? p.h0 : p.k0) * c->head_dim;
+        } else if (ff) { /* decode's neurons (ts__step_gate_up) */
+          ts__ff_part(c, t, nt, &lo, &hi);
         } else {
           ts__split(g.n, t, nt, g.unit, &lo, &hi);
-          lo -= off;
         }
         cut[t] = lo < 0 ? 0 : lo > w->rows ? w->rows : lo;
       }
