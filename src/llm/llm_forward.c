@@ -75,7 +75,7 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
   s->wmax = d > ff ? d : ff;
   if (nq > s->wmax) s->wmax = nq;
   s->ldq = (int64_t)(c->n_head + 2 * c->n_head_kv) * hd;
-  s->mem = calloc((size_t)(24 + 8 * s->nt), sizeof *s->mem);
+  s->mem = calloc((size_t)(32 + 8 * s->nt), sizeof *s->mem);
   s->tb = ts_calloc((size_t)s->nt, sizeof *s->tb); /* 64-byte aligned: no line shared across threads */
   bool ok = s->mem && s->tb;
   s->kcap = ((int64_t)n_ctx + 15) & ~(int64_t)15;
@@ -102,6 +102,13 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
     s->hact.s = alloc(s, fb, sizeof(float), &ok);
     s->hact.sum = alloc(s, fb, sizeof(int32_t), &ok);
     s->hact.gsum = alloc(s, fb * 8, sizeof(int32_t), &ok);
+    const size_t ab = (size_t)nq / TS_QK + 1;
+    s->aact.n = nq;
+    s->aact.q = alloc(s, (size_t)nq, 1, &ok);
+    s->aact.d = alloc(s, ab, sizeof(float), &ok);
+    s->aact.s = alloc(s, ab, sizeof(float), &ok);
+    s->aact.sum = alloc(s, ab, sizeof(int32_t), &ok);
+    s->aact.gsum = alloc(s, ab * 8, sizeof(int32_t), &ok);
     s->rope = alloc(s, (size_t)n_ctx * (size_t)(c->n_rot / 2) * 2, sizeof(float), &ok);
     for (int t = 0; t < s->nt && ok; t++) {
       ts__tbuf *b = &s->tb[t];

@@ -299,6 +299,7 @@ struct ts_llm_state {
   ts__share *share; /* [nt] */
   ts__flag *kvf;    /* [nt] thread t's KV heads of the current layer stored (decode) */
   ts__actb hact;    /* decode: h quantized for down, each thread's neurons written by it (pf unset) */
+  ts__actb aact;    /* decode: attention's output quantized for wo, each thread's heads by it */
   unsigned kvgen;   /* decode steps so far: kvf's values (ts__step_qkv_att) */
   const ts__llm_ops *ops;
   ts_llm_timing tm;

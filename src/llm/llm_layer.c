@@ -100,6 +100,17 @@ void ts__ff_part(const ts_llm_config *c, int t, int nt, int64_t *f0, int64_t *f1
   ts__split(c->n_ff, t, nt, TS_QK, f0, f1);
 }
 
+/* Decode: elements [e0, e1) of x (multiples of TS_QK) quantized into the shared a, the thread's
+ * part of a vector that the next phase reads whole (the same bits as quantizing it whole: blocks
+ * are independent). */
+static void quant_part(ts__actb *a, const float *x, int64_t e0, int64_t e1) {
+  if (e1 <= e0) return;
+  const ts__quant_table *qt = ts__quant();
+  const int64_t b0 = e0 / TS_QK;
+  qt->act_quantize(e1 - e0, x + e0, a->q + e0, a->d + b0, a->sum + b0, a->s + b0);
+  if (qt->prep_packed) qt->prep_packed(e1 - e0, 1, a->q + e0, a->gsum + 8 * b0);
+}
+
 /* The phase's units this thread takes, a run [a, b) at a time: ts__share_begin once, then while
  * (next_unit(..)) work on [*a, *b). */
 static bool next_unit(ts_llm_state *s, int tid, ts__grid g, int64_t *a, int64_t *b) {
@@ -204,7 +215,7 @@ void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos) {
 
 /* Decode: norm; the k and v rows of the thread's own KV heads (roped, stored, then published on
  * its flag), its q rows (roped); a wait for the KV head it shares with the thread before it, if
- * any; its attention heads. One barrier per layer fewer than a q|k|v phase and an attention phase
+ * any; its attention heads, their output quantized into s->aact for wo. One barrier per layer fewer than a q|k|v phase and an attention phase
  * (with the two vCPUs on two CCDs each barrier costs a few microseconds of stalled streaming, and
  * the flag's wait is usually over before it starts: the owner computes its k and v rows first). */
 double ts__step_qkv_att(ts_llm_state *s, int tid, int l, int pos) {
@@ -241,6 +252,7 @@ double ts__step_qkv_att(ts_llm_state *s, int tid, int l, int pos) {
     ts__flag_wait(&s->kvf[o], stamp, &s->tb[tid].pf);
   }
   ts__att_decode(s, l, pos, tid);
+  if (hd % TS_QK == 0) quant_part(&s->aact, s->att, p.h0 * hd, p.h1 * hd); /* wo's input (ts__step_wo) */
   return tid == 0 ? ts_now() - t0 : 0;
 }
 
@@ -271,7 +283,10 @@ void ts__step_wo(ts_llm_state *s, int tid, int l, int T) {
     ts__ff_part(c, tid, s->nrun, &f0, &f1);
     queue_head(s, tid, &s->m->layers[l].gate, f0, f1);
   }
-  proj_residual(s, tid, &s->m->layers[l].wo, s->att, (int64_t)c->n_head * c->head_dim, T, NULL);
+  ts__actb a = s->aact; /* decode: attention's output quantized by head (ts__step_qkv_att) */
+  a.pf = &s->tb[tid].pf;
+  proj_residual(s, tid, &s->m->layers[l].wo, s->att, (int64_t)c->n_head * c->head_dim, T,
+                T == 1 && c->head_dim % TS_QK == 0 ? &a : NULL);
 }
 
 /* Batches: norm, then the thread's units of the stacked gate | up rows into ffg / ffu (SwiGLU
@@ -306,13 +321,7 @@ void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
     ts__wmat_gemm(&L->gate, f0, f1, xf, ldx, &s->tb[tid].act, 1, s->ffg, ff);
     ts__wmat_gemm(&L->up, f0, f1, xf, ldx, &s->tb[tid].act, 1, s->ffu, ff);
     s->ops->swiglu(f1 - f0, s->ffg + f0, s->ffu + f0);
-    if (ff % TS_QK == 0) {
-      const ts__quant_table *qt = ts__quant();
-      const ts__actb *h = &s->hact;
-      const int64_t b0 = f0 / TS_QK;
-      qt->act_quantize(f1 - f0, s->ffg + f0, h->q + f0, h->d + b0, h->sum + b0, h->s + b0);
-      if (qt->prep_packed) qt->prep_packed(f1 - f0, 1, h->q + f0, h->gsum + 8 * b0);
-    }
+    if (ff % TS_QK == 0) quant_part(&s->hact, s->ffg, f0, f1);
     return;
   }
   begin_units(s, tid, g); /* (only where the units are taken: a slot left full would be stolen from
