@@ -343,7 +343,7 @@ static void check_attention(void) {
         }
 }
 
-/* RoPE, SwiGLU, RMSNorm and the vector exp of the active level vs their references, bit for bit; exp also
+/* RoPE, SwiGLU, RMSNorm, fp16 conversion and the vector exp of the active level vs their references, bit for bit; exp also
  * at its edges (underflow to 0 below -103.97, inf above 88.38, NaN through). */
 static void check_ops(void) {
   const ts__llm_ops *op = ts__llm_ops_active();
@@ -369,6 +369,30 @@ static void check_ops(void) {
     ts__rmsnorm_ref(n, x, w, 1e-5f, y0);
     op->rmsnorm(n, x, w, 1e-5f, y1);
     CHECK(!memcmp(y0, y1, (size_t)n * sizeof(float)), "rmsnorm n=%d differs from the reference", n);
+  }
+  { /* fp16 stores of the KV cache: normal, tie-rounding, subnormal, overflow, inf, NaN, signed-zero inputs */
+    enum { N = 1000 };
+    float x[N];
+    uint16_t h0[N], h1[N];
+    const uint32_t edge[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x33000000u, 0x33000001u, 0x33800000u,
+                             0x38800000u, 0x387fe000u, 0x387ff000u, 0x38801000u, 0x38803000u, 0x477fe000u,
+                             0x477ff000u, 0x477fefffu, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc12345u,
+                             0x7f800001u, 0x3f801000u, 0x3f803000u, 0xc7800000u};
+    const int ne = (int)(sizeof edge / sizeof edge[0]);
+    for (int i = 0; i < N; i++) {
+      uint32_t u = i < ne ? edge[i] : (uint32_t)ts_rng_next(&r);
+      if (i >= ne && i % 3 == 0) u = (u & 0x81FFFFFFu) | 0x38000000u; /* around fp16's range */
+      memcpy(&x[i], &u, 4);
+    }
+    for (int n = 1; n <= N; n += n < 40 ? 1 : 211) {
+      ts__f16_ref(n, x, h0);
+      memset(h1, 0xAB, sizeof h1);
+      op->f16(n, x, h1);
+      int bad = 0;
+      for (int i = 0; i < n; i++) bad += h0[i] != h1[i];
+      CHECK(bad == 0 && (n == N || h1[n] == 0xABAB), "f16 n=%d: %d values differ from ts_f32_to_f16 (or it wrote past n)",
+            n, bad);
+    }
   }
   CHECK(ts__vexpf(-110.0f) == 0.0f && isinf(ts__vexpf(100.0f)) && isnan(ts__vexpf(NAN)), "vexpf edge values");
   double worst = 0;

@@ -112,12 +112,13 @@ void ts__att_heads(const ts_llm_state *s, int tid, int *h0, int *h1) {
 void ts__kv_store(ts_llm_state *s, int l, int kh, int pos, const float *k, const float *v, int i0, int i1) {
   const int hd = s->m->cfg.head_dim, nkv = s->m->cfg.n_head_kv;
   if (k) { /* K: dim i of position p in p's block of 16 keys */
+    uint16_t h[1024]; /* hd <= 1024 (llm_model.c checks key_length) */
+    s->ops->f16(i1 - i0, k + i0, h);
     uint16_t *kb = s->kc + ts__kbase(s, l, kh, nkv, hd);
-    for (int i = i0; i < i1; i++) kb[ts__kidx(hd, i, pos)] = ts_f32_to_f16(k[i]);
+    for (int i = i0; i < i1; i++) kb[ts__kidx(hd, i, pos)] = h[i - i0];
   }
   if (v) /* V: position p's values contiguous */
-    ts_f32_to_f16_array(v + i0, s->vc + ts__vbase(s, l, kh, nkv, hd) + (size_t)pos * (size_t)hd + (size_t)i0,
-                        (size_t)(i1 - i0));
+    s->ops->f16(i1 - i0, v + i0, s->vc + ts__vbase(s, l, kh, nkv, hd) + (size_t)pos * (size_t)hd + (size_t)i0);
 }
 
 void ts__att_queue_kv(ts_llm_state *s, int tid, int l, int pos) {

@@ -263,6 +263,11 @@ typedef void (*ts__rmsnorm_fn)(int64_t n, const float *x, const float *w, float 
 void ts__rmsnorm_ref(int64_t n, const float *x, const float *w, float eps, float *y);
 void ts__rmsnorm_avx512(int64_t n, const float *x, const float *w, float eps, float *y);
 
+/* y[i] = fp16(x[i]) for i < n, round to nearest even (ts_f32_to_f16's bits): the KV cache's stores. */
+typedef void (*ts__f16_fn)(int64_t n, const float *x, uint16_t *y);
+void ts__f16_ref(int64_t n, const float *x, uint16_t *y);
+void ts__f16_avx512(int64_t n, const float *x, uint16_t *y);
+
 /* The forward pass's kernels besides the matmuls, one set per ISA level (the references under
  * TESSERA_REF=1 or below AVX-512). */
 typedef struct ts__llm_ops {
@@ -270,6 +275,7 @@ typedef struct ts__llm_ops {
   ts__rope_fn rope;
   ts__swiglu_fn swiglu;
   ts__rmsnorm_fn rmsnorm;
+  ts__f16_fn f16;
 } ts__llm_ops;
 const ts__llm_ops *ts__llm_ops_active(void);
 

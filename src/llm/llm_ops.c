@@ -36,8 +36,11 @@ void ts__rmsnorm_ref(int64_t n, const float *x, const float *w, float eps, float
   }
 }
 
-static const ts__llm_ops g_ref = {ts__att_item_ref, ts__rope_ref, ts__swiglu_ref, ts__rmsnorm_ref};
-static const ts__llm_ops g_avx512 = {ts__att_item_avx512, ts__rope_avx512, ts__swiglu_avx512, ts__rmsnorm_avx512};
+void ts__f16_ref(int64_t n, const float *x, uint16_t *y) { ts_f32_to_f16_array(x, y, (size_t)n); }
+
+static const ts__llm_ops g_ref = {ts__att_item_ref, ts__rope_ref, ts__swiglu_ref, ts__rmsnorm_ref, ts__f16_ref};
+static const ts__llm_ops g_avx512 = {ts__att_item_avx512, ts__rope_avx512, ts__swiglu_avx512, ts__rmsnorm_avx512,
+                                     ts__f16_avx512};
 
 const ts__llm_ops *ts__llm_ops_active(void) {
   return ts__quant()->isa >= TS_ISA_AVX512 ? &g_avx512 : &g_ref;

@@ -1,4 +1,4 @@
-/* AVX-512 RoPE, SwiGLU and RMSNorm in llama.cpp's order (llm_ops.c has the references; tests/test_llm.c
+/* AVX-512 RoPE, SwiGLU, RMSNorm and fp16 conversion in llama.cpp's order (llm_ops.c has the references; tests/test_llm.c
  * checks equality bit for bit), and the 16-lane vector exp both they and attention use. */
 #include <immintrin.h>
 #include <math.h>
@@ -32,6 +32,16 @@ void ts__swiglu_avx512(int64_t n, float *g, const float *u) {
     _mm512_storeu_ps(g + i, _mm512_mul_ps(_mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), _mm512_loadu_ps(u + i)));
   }
   if (nv < n) ts__swiglu_ref(n - nv, g + nv, u + nv); /* the tail: expf, as llama.cpp */
+}
+
+/* F16C's conversion rounds to nearest even, keeps a NaN's sign and top payload bits with the quiet
+ * bit set, and flushes nothing (MXCSR's DAZ is off): ts_f32_to_f16's bits for every input. */
+void ts__f16_avx512(int64_t n, const float *x, uint16_t *y) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+    _mm256_mask_storeu_epi16(y + i, m,
+                             _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
 }
 
 /* double lanes 0-7 and 8-15 of the squares, element j in lane j % 16 (the reference's order) */
