@@ -18,10 +18,21 @@ static void *alloc(ts_llm_state *s, size_t count, size_t size, bool *ok) {
     *ok = false;
     return NULL;
   }
-  void *p = ts_calloc(bytes ? bytes : 1, 1);
+  void *p = s->nmem < s->memcap ? ts_calloc(bytes ? bytes : 1, 1) : NULL; /* memcap: a miscount fails, not overflows */
   if (!p) *ok = false;
   else s->mem[s->nmem++] = p;
   return p;
+}
+
+/* Quantized activations of n values (the ts__actb arrays; pf unset). */
+static void alloc_actb(ts_llm_state *s, ts__actb *a, size_t n, bool *ok) {
+  const size_t nb = n / TS_QK + 1;
+  a->n = (int64_t)n;
+  a->q = alloc(s, n, 1, ok);
+  a->d = alloc(s, nb, sizeof(float), ok);
+  a->s = alloc(s, nb, sizeof(float), ok);
+  a->sum = alloc(s, nb, sizeof(int32_t), ok);
+  a->gsum = alloc(s, nb * 8, sizeof(int32_t), ok);
 }
 
 void ts_llm_state_destroy(ts_llm_state *s) {
@@ -75,7 +86,8 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
   s->wmax = d > ff ? d : ff;
   if (nq > s->wmax) s->wmax = nq;
   s->ldq = (int64_t)(c->n_head + 2 * c->n_head_kv) * hd;
-  s->mem = calloc((size_t)(32 + 8 * s->nt), sizeof *s->mem);
+  s->memcap = 32 + 8 * s->nt;
+  s->mem = calloc((size_t)s->memcap, sizeof *s->mem);
   s->tb = ts_calloc((size_t)s->nt, sizeof *s->tb); /* 64-byte aligned: no line shared across threads */
   bool ok = s->mem && s->tb;
   s->kcap = ((int64_t)n_ctx + 15) & ~(int64_t)15;
@@ -95,30 +107,14 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
     s->waits = alloc(s, (size_t)s->nt, sizeof(double), &ok);
     s->kvf = alloc(s, (size_t)s->nt, sizeof(ts__flag), &ok);
     for (int t = 0; t < s->nt && ok; t++) ts__flag_init(&s->kvf[t]);
-    const size_t fb = (size_t)ff / TS_QK + 1;
-    s->hact.n = ff;
-    s->hact.q = alloc(s, (size_t)ff, 1, &ok);
-    s->hact.d = alloc(s, fb, sizeof(float), &ok);
-    s->hact.s = alloc(s, fb, sizeof(float), &ok);
-    s->hact.sum = alloc(s, fb, sizeof(int32_t), &ok);
-    s->hact.gsum = alloc(s, fb * 8, sizeof(int32_t), &ok);
-    const size_t ab = (size_t)nq / TS_QK + 1;
-    s->aact.n = nq;
-    s->aact.q = alloc(s, (size_t)nq, 1, &ok);
-    s->aact.d = alloc(s, ab, sizeof(float), &ok);
-    s->aact.s = alloc(s, ab, sizeof(float), &ok);
-    s->aact.sum = alloc(s, ab, sizeof(int32_t), &ok);
-    s->aact.gsum = alloc(s, ab * 8, sizeof(int32_t), &ok);
+    alloc_actb(s, &s->hact, (size_t)ff, &ok);
+    alloc_actb(s, &s->aact, (size_t)nq, &ok);
     s->rope = alloc(s, (size_t)n_ctx * (size_t)(c->n_rot / 2) * 2, sizeof(float), &ok);
     for (int t = 0; t < s->nt && ok; t++) {
       ts__tbuf *b = &s->tb[t];
-      const size_t nv = B * (size_t)s->wmax, nb = nv / TS_QK + 1;
+      const size_t nv = B * (size_t)s->wmax;
       b->xn = alloc(s, nv, sizeof(float), &ok);
-      b->act.q = alloc(s, nv, 1, &ok);
-      b->act.d = alloc(s, nb, sizeof(float), &ok);
-      b->act.s = alloc(s, nb, sizeof(float), &ok);
-      b->act.sum = alloc(s, nb, sizeof(int32_t), &ok);
-      b->act.gsum = alloc(s, nb * 8, sizeof(int32_t), &ok);
+      alloc_actb(s, &b->act, nv, &ok);
       b->act.pf = &b->pf;
     }
   }

@@ -298,7 +298,7 @@ struct ts_llm_state {
   float *rope;   /* [n_ctx][n_rot / 2][2] cos, sin */
   ts__tbuf *tb;  /* [nt] */
   void **mem;    /* every allocation, for destroy */
-  int nmem;
+  int nmem, memcap;
   ts__barrier bar;
   ts__pool *pool;   /* threads 1..nt-1 (NULL when nt = 1) */
   double *waits;    /* [nt] each thread's barrier time in the last eval */
