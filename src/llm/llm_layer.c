@@ -215,9 +215,9 @@ void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos) {
 
 /* Decode: norm; the k and v rows of the thread's own KV heads (roped, stored, then published on
  * its flag), its q rows (roped); a wait for the KV head it shares with the thread before it, if
- * any; its attention heads, their output quantized into s->aact for wo. One barrier per layer fewer than a q|k|v phase and an attention phase
- * (with the two vCPUs on two CCDs each barrier costs a few microseconds of stalled streaming, and
- * the flag's wait is usually over before it starts: the owner computes its k and v rows first). */
+ * any; its attention heads, their output quantized into s->aact for wo. One barrier per layer
+ * fewer than a q|k|v phase and an attention phase (the flag's wait is usually over before it
+ * starts: the owner computes its k and v rows first). */
 double ts__step_qkv_att(ts_llm_state *s, int tid, int l, int pos) {
   const ts_llm_config *c = &s->m->cfg;
   const ts__llm_layer *L = &s->m->layers[l];
