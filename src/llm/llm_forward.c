@@ -18,7 +18,8 @@ static void *alloc(ts_llm_state *s, size_t count, size_t size, bool *ok) {
     *ok = false;
     return NULL;
   }
-  void *p = s->nmem < s->memcap ? ts_calloc(bytes ? bytes : 1, 1) : NULL; /* memcap: a miscount fails, not overflows */
+  /* past memcap slots (a miscount of the allocations below) it fails rather than overflow s->mem */
+  void *p = s->nmem < s->memcap ? ts_calloc(bytes ? bytes : 1, 1) : NULL;
   if (!p) *ok = false;
   else s->mem[s->nmem++] = p;
   return p;

@@ -171,7 +171,7 @@ static ts_status bind_all(ts_llm_model *m) {
 
 /* The packed matrices in decode's order (per layer k, v, q, wo, gate, up, down; then the output
  * projection) into ws (when given), and each one's boundaries between the home rows of a team of
- * nt (ts__qkv_part's heads, ts__grid_*; when cuts is given): cuts[i stride + 0..nt]. Returns how
+ * nt (ts__qkv_part's heads, ts__ff_part's neurons, ts__grid_*; when cuts is given): cuts[i stride + 0..nt]. Returns how
  * many there are. */
 static int decode_order(ts_llm_model *m, int nt, ts__wmat **ws, int64_t *cuts, size_t stride) {
   const ts_llm_config *c = &m->cfg;
