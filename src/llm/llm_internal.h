@@ -159,8 +159,8 @@ ts__grid ts__grid_vocab(const ts_llm_model *m);
 /* (Re)lays the packed weights out for a decode team of nt threads (llm_model.c): each thread's
  * pieces back to back in decode's order (per layer k, v, q, wo, gate, up, down; then the output
  * projection; q, k and v cut by ts__qkv_part, gate and up by ts__ff_part), the threads' regions one
- * after another. Results do not depend on it, only the
- * order of the bytes in memory does. Only while no state uses the model. */
+ * after another. Results do not depend on it, only the order of the bytes in memory does. Only
+ * while no state uses the model. */
 ts_status ts__llm_layout(ts_llm_model *m, int nt);
 
 /* Work sharing inside a phase: its items cut into units (ts__split's), thread t owns the units of
@@ -200,8 +200,7 @@ typedef struct ts__actb {
  * d- or n_ff-wide pass per token, ~1/500 of its matmul share), so no barrier is needed between
  * preparing an activation and using it. */
 typedef struct ts__tbuf {
-  _Alignas(64) float *xn; /* [n_batch][wmax] normalized input (read by float weight types); in
-                           * decode also the thread's own h = silu(gate) * up (ts__step_down) */
+  _Alignas(64) float *xn; /* [n_batch][wmax] normalized input (read by float weight types) */
   ts__actb act;
   ts__pfq pf; /* written while the thread runs: the struct's 64-byte size and alignment keep it
                * off the other threads' lines */

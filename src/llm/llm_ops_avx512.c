@@ -1,5 +1,6 @@
-/* AVX-512 RoPE, SwiGLU, RMSNorm and fp16 conversion in llama.cpp's order (llm_ops.c has the references; tests/test_llm.c
- * checks equality bit for bit), and the 16-lane vector exp both they and attention use. */
+/* AVX-512 RoPE, SwiGLU, RMSNorm and fp16 conversion in llama.cpp's order (llm_ops.c has the
+ * references; tests/test_llm.c checks equality bit for bit), and the 16-lane vector exp both they
+ * and attention use. */
 #include <immintrin.h>
 #include <math.h>
 

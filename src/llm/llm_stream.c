@@ -29,9 +29,8 @@ ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, 
   if (passes < 1 || passes > 1000) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_model_stream_gbs: passes = %d (1..1000)", passes);
   *gbs = 0;
   const ts_llm_config *c = &m->cfg;
-  const int nl = c->n_layer;
-  int nm = 7 * nl + 1;
-  const ts__wmat **w = malloc((size_t)(nm + 1) * sizeof *w);
+  const int nl = c->n_layer, nm = 7 * nl + 1;
+  const ts__wmat **w = malloc((size_t)nm * sizeof *w);
   int *wi = malloc((size_t)nm * sizeof *wi);
   double *t = malloc((size_t)passes * sizeof *t);
   width_act wa[MAX_WIDTHS];
@@ -44,11 +43,10 @@ ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, 
     int k = 0;
     for (int l = 0; l < nl; l++) { /* decode's order (the packed layout's) */
       const ts__llm_layer *L = &m->layers[l];
-      const ts__wmat *lw[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down};
+      const ts__wmat *lw[] = {&L->wk, &L->wv, &L->wq, &L->wo, &L->gate, &L->up, &L->down};
       for (int i = 0; i < 7; i++) w[k++] = lw[i];
     }
-    w[k++] = &m->output;
-    nm = k;
+    w[k] = &m->output;
   }
   const ts__quant_table *qt = ts__quant();
   for (int i = 0; i < nm && st == TS_OK; i++) { /* one quantized activation per distinct width */
