@@ -326,6 +326,10 @@ static void check_attention(void) {
           for (int i = 0; i < hd * kcap; i++) KT[i] = ts_f32_to_f16(ts_rng_normal(&r) * 0.3f);
           for (int i = 0; i < ldk * hd; i++) V[i] = ts_f32_to_f16(ts_rng_normal(&r));
           for (int i = 0; i < m * ldq; i++) q[i] = ts_rng_normal(&r) * 2.0f;
+          if (pi % 2) { /* zeros of both signs among the keys and the query (zero products) */
+            for (int i = 0; i < hd * kcap; i += 3) KT[i] = i % 2 ? 0x8000 : 0;
+            for (int i = 0; i < m * ldq; i += 4) q[i] = i % 8 ? -0.0f : 0.0f;
+          }
           tst_poison(o0, (size_t)m * ldo);
           tst_poison(o1, (size_t)m * ldo);
           ts__att_item it = {m, hd, p0, dp, one, 0.125f, q, ldq, KT, V, S, lds, o0, ldo};
@@ -431,7 +435,9 @@ static void check_gemm(void) {
           for (int64_t i = 0; i < T * n; i++) x[i] = ts_rng_normal(&r) * (i % 5 == 0 ? 3.0f : 1.0f);
           for (int64_t i = 0; i < rows; i++) ts_quant_quantize_row(type, w + i * n, W + (size_t)i * rb, n);
           for (int t = 0; t < T; t++) ref->act_quantize(n, x + t * n, q + t * n, d + t * nb, sm + t * nb, sx + t * nb);
-          ts__pgemm_fn pg = ts__quant_pgemm_fn(act, type);
+          ts__pgemm_fn pgs[4];
+          const int npg = ts__quant_pgemm_variants(type, pgs, 4);
+          ts__pgemm_fn pg = npg ? pgs[0] : NULL;
           if (pg) {
             act->prep_packed(n, T, q, gs);
             ts__pack_rows(type, W, P, rows, n);
@@ -452,15 +458,19 @@ static void check_gemm(void) {
           tst_poison(y0, (size_t)(T * rows));
           tst_poison(y1, (size_t)(T * rows));
           ts__quant_gemm_with(ref, type, W, rb, rows, n, NULL, 0, &qb, T, y0, rows);
-          if (pg) pg(P, rb, rows, &qb, y1, rows);
-          else ts__quant_gemm_with(act, type, W, rb, rows, n, NULL, 0, &qb, T, y1, rows);
-          int bad = 0;
-          double worst = 0;
-          for (int64_t i = 0; i < T * rows; i++)
-            if (memcmp(&y0[i], &y1[i], sizeof(float))) bad++, worst = fmax(worst, fabs((double)y0[i] - y1[i]));
-          CHECK(bad == 0, "gemm %s n=%lld rows=%lld T=%d (%s): %d of %lld outputs differ from the reference (max %.3g)",
-                ts_qtype_name(type), (long long)n, (long long)rows, T, ts_isa_name(act->isa), bad, (long long)(T * rows), worst);
-          CHECK(tst_guard_ok(y1, (size_t)(T * rows)), "gemm wrote past y");
+          for (int v = 0; v < (npg ? npg : 1); v++) { /* every packed kernel this CPU runs (GFNI and not) */
+            tst_poison(y1, (size_t)(T * rows));
+            if (npg) pgs[v](P, rb, rows, &qb, y1, rows);
+            else ts__quant_gemm_with(act, type, W, rb, rows, n, NULL, 0, &qb, T, y1, rows);
+            int bad = 0;
+            double worst = 0;
+            for (int64_t i = 0; i < T * rows; i++)
+              if (memcmp(&y0[i], &y1[i], sizeof(float))) bad++, worst = fmax(worst, fabs((double)y0[i] - y1[i]));
+            CHECK(bad == 0, "gemm %s n=%lld rows=%lld T=%d (%s, packed variant %d): %d of %lld outputs differ from the reference (max %.3g)",
+                  ts_qtype_name(type), (long long)n, (long long)rows, T, ts_isa_name(act->isa), v, bad, (long long)(T * rows),
+                  worst);
+            CHECK(tst_guard_ok(y1, (size_t)(T * rows)), "gemm wrote past y");
+          }
           free(w), free(x), free(W), free(P), free(q), free(d), free(sx), free(sm), free(gs);
           ts_free(y0), ts_free(y1);
         }

@@ -66,6 +66,19 @@ AI void sc_lane(int R, int many, const int hd, const float (*q)[HD_MAX], const u
     for (int r = 0; r < R; r++) __asm__ volatile("" : "+v"(a[r])::"memory");
     return;
   }
+  if (hd == 64) { /* one product per chain: p0 and p1 are exact (fp16 x fp16 in fp32), so p0 + p2
+                  * rounds once like fma(q0, K0, p2); p2 (p3) from fma onto +0 as the chain makes it */
+    const __m512 z = _mm512_setzero_ps();
+    const __m512 k0 = ld16h(B + 16 * l, mk), k1 = ld16h(B + 16 * (16 + l), mk), k2 = ld16h(B + 16 * (32 + l), mk),
+                 k3 = ld16h(B + 16 * (48 + l), mk);
+    for (int r = 0; r < R; r++) {
+      const __m512 s02 = _mm512_fmadd_ps(_mm512_set1_ps(q[r][l]), k0, _mm512_fmadd_ps(_mm512_set1_ps(q[r][32 + l]), k2, z));
+      const __m512 s13 = _mm512_fmadd_ps(_mm512_set1_ps(q[r][16 + l]), k1, _mm512_fmadd_ps(_mm512_set1_ps(q[r][48 + l]), k3, z));
+      a[r] = _mm512_add_ps(s02, s13);
+      __asm__ volatile("" : "+v"(a[r])::"memory");
+    }
+    return;
+  }
   __m512 p[RMAX][4];
   for (int r = 0; r < R; r++)
     for (int c = 0; c < 4; c++) p[r][c] = _mm512_setzero_ps();

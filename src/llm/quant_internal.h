@@ -135,6 +135,9 @@ void ts__pack_rows(uint32_t type, const void *src, void *dst, int64_t rows, int6
 void ts__unpack_row(uint32_t type, const void *P, int64_t r, void *dst, int64_t cols);
 /* The packed GEMM of a type in table t, NULL when there is none. */
 ts__pgemm_fn ts__quant_pgemm_fn(const ts__quant_table *t, uint32_t type);
+/* Every packed GEMM of a type that this CPU runs (the active table's first, then e.g. the plain
+ * AVX-512 kernel where the active one uses GFNI), for the tests; returns how many went into fns. */
+int ts__quant_pgemm_variants(uint32_t type, ts__pgemm_fn *fns, int max);
 
 #define TS__QUANT_DECLARE(sfx)                                                                  \
   void ts__act_quantize_##sfx(int64_t n, const float *x, int8_t *q, float *d, int32_t *sum, float *s); \
@@ -172,6 +175,9 @@ void ts__prep_packed_avx512(int64_t n, int T, const int8_t *q, int32_t *gsum);
 void ts__pgemm_q8_0_avx512(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);
 void ts__pgemm_q4_0_avx512(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);
 void ts__pgemm_q4_1_avx512(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);
+/* the same Q4 kernels with GFNI for the high nibbles (quant_pgemm_gfni_avx512.c; CPUs with GFNI) */
+void ts__pgemm_q4_0_avx512_gfni(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);
+void ts__pgemm_q4_1_avx512_gfni(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);
 
 /* Reference dequantize / quantize of n elements (n a multiple of the block size). */
 void ts__dequant_ref(uint32_t type, const void *src, float *dst, int64_t n);

@@ -105,7 +105,7 @@ AI size_t bsz(int kind) { return kind == K_Q8_0 ? 34 : kind == K_Q4_0 ? 18 : 20;
  * chains and share the token's broadcasts (decode); several tokens share each block's loaded and
  * unpacked quants and converted scales (prefill). */
 AI void blocks4(int kind, int nbj, int ng, int TT, const uint8_t *g, int i0, int64_t n, int64_t nb, int64_t j,
-                const int8_t *q, const float *dx, const float *sx, const int32_t *gs, __m512 *a) {
+                const int8_t *q, const float *dx, const float *sx, const int32_t *gs, __m512 *a, __m256 *m8) {
   const uint8_t *sb = g + (size_t)j * 32 * bsz(kind);
   const size_t SC = (size_t)(kind == K_Q4_1 ? 32 : 16) * (size_t)nbj;
   const int64_t b0 = 4 * j;
@@ -144,13 +144,28 @@ AI void blocks4(int kind, int nbj, int ng, int TT, const uint8_t *g, int i0, int
     return;
   }
   const __m512i lom = _mm512_set1_epi8(0x0F);
-  if (kind == K_Q4_1)
+#ifdef TS_PGEMM_GFNI
+  /* the high nibble of every byte as one affine map over GF(2): output bit i = input bit i + 4 */
+  const __m512i hin = _mm512_set1_epi64(0x1020408000000000LL);
+#endif
+  if (kind == K_Q4_1) {
 #pragma GCC unroll 2
     for (int i = 0; i < ng; i++) {
       const __m512 W = ld_scales(sb + 16 * nbj + 8 * nbj * (i0 + i), nbj);
 #pragma GCC unroll 4
       for (int u = 0; u < TT; u++) M[i * TT + u] = _mm512_mul_ps(W, bcast4(sx + u * nb + b0, nbj));
     }
+    if (m8) /* decode (both halves, one token): block h's m_w s_x of the 8 rows in one vector, lane r =
+             * row r (half r / 4's lane 4 (r % 4) + h), added to the rows' running sums block after
+             * block: 4 two-source permutes and 4 8-lane adds per step instead of 6 permutes and 8
+             * 16-lane adds */
+#pragma GCC unroll 4
+      for (int h = 0; h < 4; h++) {
+        if (h >= nbj) break;
+        const __m512i ix = _mm512_setr_epi32(h, 4 + h, 8 + h, 12 + h, 16 + h, 20 + h, 24 + h, 28 + h, 0, 0, 0, 0, 0, 0, 0, 0);
+        *m8 = _mm256_add_ps(*m8, _mm512_castps512_ps256(_mm512_permutex2var_ps(M[0], ix, M[1])));
+      }
+  }
 #pragma GCC unroll 4
   for (int h = 0; h < 4; h++) {
     if (h >= nbj) break;
@@ -158,7 +173,11 @@ AI void blocks4(int kind, int nbj, int ng, int TT, const uint8_t *g, int i0, int
 #pragma GCC unroll 2
     for (int i = 0; i < ng; i++) {
       const __m512i v = _mm512_loadu_si512(sb + SC + 128 * h + 64 * (i0 + i));
+#ifdef TS_PGEMM_GFNI
+      const __m512i lo = _mm512_and_si512(v, lom), hi = _mm512_gf2p8affine_epi64_epi8(v, hin, 0);
+#else
       const __m512i lo = _mm512_and_si512(v, lom), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), lom);
+#endif
 #pragma GCC unroll 4
       for (int u = 0; u < TT; u++) {
         const int x = i * TT + u;
@@ -172,7 +191,7 @@ AI void blocks4(int kind, int nbj, int ng, int TT, const uint8_t *g, int i0, int
         const __m512 sc = lane_h(S[x], h);
         a[3 * x] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(pl), a[3 * x]);
         a[3 * x + 1] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(ph), a[3 * x + 1]);
-        if (kind == K_Q4_1) a[3 * x + 2] = _mm512_add_ps(a[3 * x + 2], h == 0 ? M[x] : lane_h(M[x], h));
+        if (kind == K_Q4_1 && !m8) a[3 * x + 2] = _mm512_add_ps(a[3 * x + 2], h == 0 ? M[x] : lane_h(M[x], h));
       }
     }
   }
@@ -213,17 +232,23 @@ AI void tile(int kind, const uint8_t *w, size_t gb, int nr, int64_t nb, const in
   __m512 a[6];
 #pragma GCC unroll 6
   for (int i = 0; i < 6; i++) a[i] = _mm512_setzero_ps();
+  __m256 m8 = _mm256_setzero_ps(), *m8p = kind == K_Q4_1 ? &m8 : NULL; /* Q4_1: the rows' sums of m_w s_x */
   int64_t j = 0;
   for (; 4 * j + 4 <= nb; j++) {
     if (pf && per < lines)
       for (int64_t o = j * per; o < (j + 1) * per && o < lines; o++) _mm_prefetch(pw + 64 * o, PF_HINT);
-    blocks4(kind, 4, 2, 1, w, 0, 0, nb, j, q, dx, sx, gs, a);
+    blocks4(kind, 4, 2, 1, w, 0, 0, nb, j, q, dx, sx, gs, a, m8p);
   }
   switch (nb - 4 * j) { /* the last 1..3 blocks (constant counts: unrolled like the rest) */
-    case 1: blocks4(kind, 1, 2, 1, w, 0, 0, nb, j, q, dx, sx, gs, a); break;
-    case 2: blocks4(kind, 2, 2, 1, w, 0, 0, nb, j, q, dx, sx, gs, a); break;
-    case 3: blocks4(kind, 3, 2, 1, w, 0, 0, nb, j, q, dx, sx, gs, a); break;
+    case 1: blocks4(kind, 1, 2, 1, w, 0, 0, nb, j, q, dx, sx, gs, a, m8p); break;
+    case 2: blocks4(kind, 2, 2, 1, w, 0, 0, nb, j, q, dx, sx, gs, a, m8p); break;
+    case 3: blocks4(kind, 3, 2, 1, w, 0, 0, nb, j, q, dx, sx, gs, a, m8p); break;
     default: break;
+  }
+  if (kind == K_Q4_1) { /* row k of half i to lane 4k of that half's a2, as finish adds it */
+    const __m512 m = _mm512_castps256_ps512(m8);
+    a[2] = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0), m);
+    a[5] = _mm512_permutexvar_ps(_mm512_setr_epi32(4, 0, 0, 0, 5, 0, 0, 0, 6, 0, 0, 0, 7, 0, 0, 0), m);
   }
   finish(kind, a, nr < 4 ? nr : 4, y);
   if (nr > 4) finish(kind, a + 3, nr - 4, y + 4);
@@ -237,11 +262,11 @@ AI void tile_tok(int kind, int TT, const uint8_t *w, int i0, int nr, int64_t n, 
 #pragma GCC unroll 12
   for (int i = 0; i < 3 * TT; i++) a[i] = _mm512_setzero_ps();
   int64_t j = 0;
-  for (; 4 * j + 4 <= nb; j++) blocks4(kind, 4, 1, TT, w, i0, n, nb, j, q, dx, sx, gs, a);
+  for (; 4 * j + 4 <= nb; j++) blocks4(kind, 4, 1, TT, w, i0, n, nb, j, q, dx, sx, gs, a, NULL);
   switch (nb - 4 * j) {
-    case 1: blocks4(kind, 1, 1, TT, w, i0, n, nb, j, q, dx, sx, gs, a); break;
-    case 2: blocks4(kind, 2, 1, TT, w, i0, n, nb, j, q, dx, sx, gs, a); break;
-    case 3: blocks4(kind, 3, 1, TT, w, i0, n, nb, j, q, dx, sx, gs, a); break;
+    case 1: blocks4(kind, 1, 1, TT, w, i0, n, nb, j, q, dx, sx, gs, a, NULL); break;
+    case 2: blocks4(kind, 2, 1, TT, w, i0, n, nb, j, q, dx, sx, gs, a, NULL); break;
+    case 3: blocks4(kind, 3, 1, TT, w, i0, n, nb, j, q, dx, sx, gs, a, NULL); break;
     default: break;
   }
 #pragma GCC unroll 4
@@ -294,6 +319,14 @@ AI void pgemm(int kind, const void *P, size_t rb, int64_t rows, const ts__qbatch
   }
 }
 
+#ifdef TS_PGEMM_GFNI /* quant_pgemm_gfni_avx512.c: the Q4 kernels again, high nibbles by GFNI */
+void ts__pgemm_q4_0_avx512_gfni(const void *P, size_t rb, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy) {
+  pgemm(K_Q4_0, P, rb, rows, x, y, ldy);
+}
+void ts__pgemm_q4_1_avx512_gfni(const void *P, size_t rb, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy) {
+  pgemm(K_Q4_1, P, rb, rows, x, y, ldy);
+}
+#else
 void ts__pgemm_q8_0_avx512(const void *P, size_t rb, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy) {
   pgemm(K_Q8_0, P, rb, rows, x, y, ldy);
 }
@@ -319,3 +352,4 @@ void ts__prep_packed_avx512(int64_t n, int T, const int8_t *q, int32_t *gsum) {
     }
   }
 }
+#endif
