@@ -112,7 +112,13 @@ static void quant_part(ts__actb *a, const float *x, int64_t e0, int64_t e1) {
 }
 
 /* The phase's units this thread takes, a run [a, b) at a time: ts__share_begin once, then while
- * (next_unit(..)) work on [*a, *b). */
+ * (next_unit(..)) work on [*a, *b). Batches only. Decode takes its home rows of wo, down and the
+ * output projection in one run (static_rows), as its other phases do: with the two threads on two
+ * CCDs every claim of a unit found the slot's cache line on the other CCD (~170 ns; thread 0 spent
+ * 1.4 us per wo call and 1.75 per down call claiming, ~8 claims each, against 0.4 on one CCD), more
+ * than the balance the stealing bought. Alternated, claiming all units at once decoded 3.2% faster
+ * on two CCDs and 1.2% on one (docs/BENCHMARKS.md, issue 7). A partner descheduled for long is the
+ * adaptive team's business (llm_team.c). */
 static bool next_unit(ts_llm_state *s, int tid, ts__grid g, int64_t *a, int64_t *b) {
   int64_t count = 1;
   const int64_t u = ts__share_next(s->share, tid, s->nrun, &count);
@@ -264,10 +270,13 @@ static void proj_residual(ts_llm_state *s, int tid, const ts__wmat *w, const flo
   const ts__grid g = ts__grid_d(w);
   const float *xf = src;
   int64_t ldx = lds, r0, r1;
-  begin_units(s, tid, g);
+  if (T > 1) begin_units(s, tid, g);
   if (!pre) prep(s, tid, src, lds, NULL, w->cols, 0, T, &xf, &ldx);
   const ts__actb *xb = pre ? pre : &s->tb[tid].act;
-  while (next_unit(s, tid, g, &r0, &r1)) {
+  bool more = T == 1; /* decode: the home rows in one run (see static_rows) */
+  if (more) home(s, tid, g, &r0, &r1);
+  while (T == 1 ? more : next_unit(s, tid, g, &r0, &r1)) {
+    more = false;
     ts__wmat_gemm(w, r0, r1, xf, ldx, xb, T, s->tmp, d);
     for (int t = 0; t < T; t++) {
       float *x = s->x + (size_t)t * (size_t)d, *y = s->tmp + (size_t)t * (size_t)d;
@@ -366,9 +375,14 @@ void ts__step_output(ts_llm_state *s, int tid, int T, int from, float *logits) {
   const ts__grid g = ts__grid_vocab(s->m);
   const float *xf;
   int64_t ldx, r0, r1;
-  begin_units(s, tid, g);
+  if (T > 1) begin_units(s, tid, g);
   prep(s, tid, s->x, c->d_model, s->m->output_norm, c->d_model, from, T, &xf, &ldx);
   const ts__actb sub = actb_from(&s->tb[tid].act, c->d_model, from);
+  if (T == 1) { /* decode: the home rows in one run (see static_rows) */
+    home(s, tid, g, &r0, &r1);
+    ts__wmat_gemm(&s->m->output, r0, r1, xf + (size_t)from * (size_t)ldx, ldx, &sub, T - from, logits, c->n_vocab);
+    return;
+  }
   while (next_unit(s, tid, g, &r0, &r1))
     ts__wmat_gemm(&s->m->output, r0, r1, xf + (size_t)from * (size_t)ldx, ldx, &sub, T - from, logits, c->n_vocab);
 }
