@@ -9,6 +9,7 @@
  *              (ts__share_next: own units in runs, then stealing the other's)
  *   xchg       barriers + wo's and down's int8 inputs quantized half by each thread into shared
  *              buffers before the barrier and read whole after it (decode's s->aact / s->hact)
+ *   xchg+pf    the same, every line of the shared input prefetched (T0) right after the barrier
  *   gap        barriers + --gap us per layer on both threads where decode attends, in compute that
  *              moves no memory
  *   gap+pf     the same wait spent prefetching the thread's wo piece into L2 (T1)
@@ -29,8 +30,8 @@
 #include "llm/llm_internal.h"
 #include "tessera/hwinfo.h"
 
-enum { M_STREAM, M_BARRIERS, M_CLAIMS, M_XCHG, M_GAP, M_GAPPF, NMODE };
-static const char *const mode_name[NMODE] = {"stream", "barriers", "claims", "xchg", "gap", "gap+pf"};
+enum { M_STREAM, M_BARRIERS, M_CLAIMS, M_XCHG, M_XCHGPF, M_GAP, M_GAPPF, NMODE };
+static const char *const mode_name[NMODE] = {"stream", "barriers", "claims", "xchg", "xchg+pf", "gap", "gap+pf"};
 
 typedef struct act {
   int64_t n;
@@ -152,7 +153,16 @@ int main(int argc, char **argv) {
           for (int i = 0; i < nm; i++) {
             const int p = i % 7, last = i == nm - 1; /* p: k v q wo gate up down */
             const act *a = w[i]->cols == c->d_model ? &in[0] : &in[1];
-            if ((md == M_XCHG || md == M_CLAIMS) && (p == 3 || p == 6)) a = &ex[p == 3 ? 0 : 1];
+            if ((md == M_XCHG || md == M_XCHGPF || md == M_CLAIMS) && (p == 3 || p == 6)) a = &ex[p == 3 ? 0 : 1];
+            if (md == M_XCHGPF && (p == 3 || p == 6)) {
+              const int64_t nb = a->n / TS_QK;
+              for (int64_t o = 0; o < a->n; o += 64) _mm_prefetch((const char *)a->a.q + o, _MM_HINT_T0);
+              for (int64_t o = 0; o < nb; o += 16) {
+                _mm_prefetch((const char *)(a->a.d + o), _MM_HINT_T0);
+                _mm_prefetch((const char *)(a->a.s + o), _MM_HINT_T0);
+                _mm_prefetch((const char *)(a->a.sum + o), _MM_HINT_T0);
+              }
+            }
             if (md == M_CLAIMS && (p == 3 || p == 6)) { /* decode's units: ts__grid_d, claimed */
               const ts__grid g = ts__grid_d(w[i]);
               ts__share_begin(share, tid, 2, (g.n + g.unit - 1) / g.unit);
@@ -168,7 +178,7 @@ int main(int argc, char **argv) {
               const ts__wmat *wo = w[i + 1];
               busy_us(gap, (const char *)wo->at[tid], md == M_GAPPF ? (size_t)(wo->cut[tid + 1] - wo->cut[tid]) * wo->row_bytes : 0);
             }
-            if ((md == M_XCHG || md == M_CLAIMS) && (p == 2 || p == 5)) { /* this thread's half of wo's / down's input */
+            if ((md == M_XCHG || md == M_XCHGPF || md == M_CLAIMS) && (p == 2 || p == 5)) { /* this thread's half of wo's / down's input */
               act *e = &ex[p == 2 ? 0 : 1];
               int64_t e0, e1;
               ts__split(e->n, tid, 2, TS_QK, &e0, &e1);
