@@ -112,13 +112,7 @@ static void quant_part(ts__actb *a, const float *x, int64_t e0, int64_t e1) {
 }
 
 /* The phase's units this thread takes, a run [a, b) at a time: ts__share_begin once, then while
- * (next_unit(..)) work on [*a, *b). Batches only. Decode takes its home rows of wo, down and the
- * output projection in one run (static_rows), as its other phases do: with the two threads on two
- * CCDs every claim of a unit found the slot's cache line on the other CCD (~170 ns; thread 0 spent
- * 1.4 us per wo call and 1.75 per down call claiming, ~8 claims each, against 0.4 on one CCD), more
- * than the balance the stealing bought. Alternated, claiming all units at once decoded 3.2% faster
- * on two CCDs and 1.2% on one (docs/BENCHMARKS.md, issue 7). A partner descheduled for long is the
- * adaptive team's business (llm_team.c). */
+ * (next_unit(..)) work on [*a, *b). */
 static bool next_unit(ts_llm_state *s, int tid, ts__grid g, int64_t *a, int64_t *b) {
   int64_t count = 1;
   const int64_t u = ts__share_next(s->share, tid, s->nrun, &count);
@@ -128,6 +122,30 @@ static bool next_unit(ts_llm_state *s, int tid, ts__grid g, int64_t *a, int64_t 
   return true;
 }
 static void begin_units(ts_llm_state *s, int tid, ts__grid g) { ts__share_begin(s->share, tid, s->nrun, grid_units(g)); }
+
+/* The rows of wo, down or the output projection a thread takes for T tokens, a run [a, b) at a
+ * time: begin_rows once, then while (next_rows(..)). Batches take work-shared units; decode takes
+ * its home rows in one run, as its other phases do: with the two threads on two CCDs every claim of
+ * a unit found the slot's cache line on the other CCD (~170 ns; thread 0 spent 1.4 us per wo call
+ * and 1.75 per down call claiming, ~8 claims each, against 0.4 on one CCD), more than the balance
+ * the stealing bought: without claims two-CCD decode ran 4.5% faster, one CCD the same
+ * (docs/BENCHMARKS.md, issue 7). A partner descheduled for long is the adaptive team's business
+ * (llm_team.c). */
+typedef struct rows_it {
+  int T;
+  bool done;
+} rows_it;
+static rows_it begin_rows(ts_llm_state *s, int tid, ts__grid g, int T) {
+  if (T > 1) begin_units(s, tid, g);
+  return (rows_it){T, false};
+}
+static bool next_rows(ts_llm_state *s, int tid, ts__grid g, rows_it *it, int64_t *a, int64_t *b) {
+  if (it->T > 1) return next_unit(s, tid, g, a, b);
+  if (it->done) return false;
+  it->done = true;
+  home(s, tid, g, a, b);
+  return *b > *a;
+}
 
 /* the head of the thread's q|k|v rows of layer l in decode (its first matrix piece: k, or q when
  * it owns no KV head) */
@@ -270,13 +288,10 @@ static void proj_residual(ts_llm_state *s, int tid, const ts__wmat *w, const flo
   const ts__grid g = ts__grid_d(w);
   const float *xf = src;
   int64_t ldx = lds, r0, r1;
-  if (T > 1) begin_units(s, tid, g);
+  rows_it it = begin_rows(s, tid, g, T);
   if (!pre) prep(s, tid, src, lds, NULL, w->cols, 0, T, &xf, &ldx);
   const ts__actb *xb = pre ? pre : &s->tb[tid].act;
-  bool more = T == 1; /* decode: the home rows in one run (see static_rows) */
-  if (more) home(s, tid, g, &r0, &r1);
-  while (T == 1 ? more : next_unit(s, tid, g, &r0, &r1)) {
-    more = false;
+  while (next_rows(s, tid, g, &it, &r0, &r1)) {
     ts__wmat_gemm(w, r0, r1, xf, ldx, xb, T, s->tmp, d);
     for (int t = 0; t < T; t++) {
       float *x = s->x + (size_t)t * (size_t)d, *y = s->tmp + (size_t)t * (size_t)d;
@@ -375,14 +390,9 @@ void ts__step_output(ts_llm_state *s, int tid, int T, int from, float *logits) {
   const ts__grid g = ts__grid_vocab(s->m);
   const float *xf;
   int64_t ldx, r0, r1;
-  if (T > 1) begin_units(s, tid, g);
+  rows_it it = begin_rows(s, tid, g, T);
   prep(s, tid, s->x, c->d_model, s->m->output_norm, c->d_model, from, T, &xf, &ldx);
   const ts__actb sub = actb_from(&s->tb[tid].act, c->d_model, from);
-  if (T == 1) { /* decode: the home rows in one run (see static_rows) */
-    home(s, tid, g, &r0, &r1);
-    ts__wmat_gemm(&s->m->output, r0, r1, xf + (size_t)from * (size_t)ldx, ldx, &sub, T - from, logits, c->n_vocab);
-    return;
-  }
-  while (next_unit(s, tid, g, &r0, &r1))
+  while (next_rows(s, tid, g, &it, &r0, &r1))
     ts__wmat_gemm(&s->m->output, r0, r1, xf + (size_t)from * (size_t)ldx, ldx, &sub, T - from, logits, c->n_vocab);
 }
