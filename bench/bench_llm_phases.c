@@ -55,14 +55,6 @@ static bool act_init(act *a, int64_t n, uint64_t seed) {
   return true;
 }
 
-/* elements [e0, e1) of a's vector quantized into its blocks (a thread's part of a shared input) */
-static void quant_part(act *a, int64_t e0, int64_t e1) {
-  const ts__quant_table *qt = ts__quant();
-  const int64_t b0 = e0 / TS_QK;
-  qt->act_quantize(e1 - e0, a->x + e0, a->a.q + e0, a->a.d + b0, a->a.sum + b0, a->a.s + b0);
-  if (qt->prep_packed) qt->prep_packed(e1 - e0, 1, a->a.q + e0, a->a.gsum + 8 * b0);
-}
-
 static void busy_us(double us, const char *pf, size_t pf_bytes) {
   const double t0 = ts_now();
   size_t o = 0;
@@ -182,7 +174,7 @@ int main(int argc, char **argv) {
               act *e = &ex[p == 2 ? 0 : 1];
               int64_t e0, e1;
               ts__split(e->n, tid, 2, TS_QK, &e0, &e1);
-              quant_part(e, e0, e1);
+              ts__actb_quant_part(&e->a, e->x, e0, e1);
             }
             if (p == 2 || p == 3 || p == 5 || p == 6) ts__barrier_wait(&bar, NULL);
           }

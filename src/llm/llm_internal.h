@@ -195,6 +195,10 @@ typedef struct ts__actb {
   int32_t *sum, *gsum;
   ts__pfq *pf; /* the thread's side-prefetch queue (single-token batches only) */
 } ts__actb;
+/* Elements [e0, e1) of x (multiples of TS_QK) quantized into a's blocks: in decode a thread's part
+ * of a team-shared vector that the next phase reads whole (s->aact, s->hact; the same bits as
+ * quantizing it whole: blocks are independent). */
+void ts__actb_quant_part(ts__actb *a, const float *x, int64_t e0, int64_t e1);
 
 /* Per-thread buffers: every thread normalizes and quantizes the whole batch's input itself (a
  * d- or n_ff-wide pass per token, ~1/500 of its matmul share), so no barrier is needed between

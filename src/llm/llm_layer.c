@@ -100,10 +100,7 @@ void ts__ff_part(const ts_llm_config *c, int t, int nt, int64_t *f0, int64_t *f1
   ts__split(c->n_ff, t, nt, TS_QK, f0, f1);
 }
 
-/* Decode: elements [e0, e1) of x (multiples of TS_QK) quantized into the shared a, the thread's
- * part of a vector that the next phase reads whole (the same bits as quantizing it whole: blocks
- * are independent). */
-static void quant_part(ts__actb *a, const float *x, int64_t e0, int64_t e1) {
+void ts__actb_quant_part(ts__actb *a, const float *x, int64_t e0, int64_t e1) {
   if (e1 <= e0) return;
   const ts__quant_table *qt = ts__quant();
   const int64_t b0 = e0 / TS_QK;
@@ -276,7 +273,7 @@ double ts__step_qkv_att(ts_llm_state *s, int tid, int l, int pos) {
     ts__flag_wait(&s->kvf[o], stamp, &s->tb[tid].pf);
   }
   ts__att_decode(s, l, pos, tid);
-  if (hd % TS_QK == 0) quant_part(&s->aact, s->att, p.h0 * hd, p.h1 * hd); /* wo's input (ts__step_wo) */
+  if (hd % TS_QK == 0) ts__actb_quant_part(&s->aact, s->att, p.h0 * hd, p.h1 * hd); /* wo's input (ts__step_wo) */
   return tid == 0 ? ts_now() - t0 : 0;
 }
 
@@ -345,7 +342,7 @@ void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
     ts__wmat_gemm(&L->gate, f0, f1, xf, ldx, &s->tb[tid].act, 1, s->ffg, ff);
     ts__wmat_gemm(&L->up, f0, f1, xf, ldx, &s->tb[tid].act, 1, s->ffu, ff);
     s->ops->swiglu(f1 - f0, s->ffg + f0, s->ffu + f0);
-    if (ff % TS_QK == 0) quant_part(&s->hact, s->ffg, f0, f1);
+    if (ff % TS_QK == 0) ts__actb_quant_part(&s->hact, s->ffg, f0, f1);
     return;
   }
   begin_units(s, tid, g); /* (only where the units are taken: a slot left full would be stolen from
