@@ -56,6 +56,15 @@ import peerenv
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 VENV = os.path.join(HERE, ".venv-llama")
+# llama.cpp is built for the machine (-march=native) but without its AMX matmul: on a Xeon with AMX
+# (this project's machine on 2026-12-05) llama-cpp-python 0.3.36's ggml_backend_amx_mul_mat
+# segfaults on every multi-token batch (ggml-org/llama.cpp#20824 reports the same crash, open), and
+# its AMX Q4_0/Q4_1 path was reported to give wrong results (ggml-org/llama.cpp#16315). The peer is
+# then llama.cpp's AVX-512 VNNI CPU path, the one it runs on every other x86 machine with AVX-512.
+# gcc honours explicit -mno-* flags before -march=native. --no-cache-dir: pip's wheel cache would
+# otherwise hand back a wheel built with other flags.
+LLAMA_BUILD_ENV = {"CFLAGS": "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
+                   "CXXFLAGS": "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"}
 REQS = os.path.join(HERE, "requirements-llama.txt")
 
 TOKENIZER_CASES = [
@@ -338,7 +347,8 @@ def main():
         os.environ.pop("OMP_WAIT_POLICY", None)
     else:
         os.environ["OMP_WAIT_POLICY"] = a.llama_omp_wait
-    peerenv.ensure("llm_llamacpp", ["llama_cpp", "numpy"], VENV, REQS, " (compiles llama.cpp: several minutes)")
+    peerenv.ensure("llm_llamacpp", ["llama_cpp", "numpy"], VENV, REQS, " (compiles llama.cpp: several minutes)",
+                   pip_env=LLAMA_BUILD_ENV, pip_args=["--no-cache-dir"])
     import llama_cpp
     report = {"model": a.model, "threads": a.threads, "llama_cpp_python": llama_cpp.__version__,
               "llama_omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(unset)"),

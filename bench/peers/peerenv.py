@@ -7,9 +7,11 @@ import subprocess
 import sys
 
 
-def ensure(tag, modules, venv, reqs, note=""):
+def ensure(tag, modules, venv, reqs, note="", pip_env=None, pip_args=()):
     """Returns when every module in `modules` imports; otherwise re-executes sys.argv[0] in `venv`
-    (created and filled from `reqs` if needed). `tag` prefixes messages; `note` is shown before pip."""
+    (created and filled from `reqs` if needed). `tag` prefixes messages; `note` is shown before pip;
+    `pip_env` is added to pip's environment (build flags of packages compiled from source) and
+    `pip_args` to its command line."""
     try:
         for m in modules:
             importlib.import_module(m)
@@ -25,6 +27,7 @@ def ensure(tag, modules, venv, reqs, note=""):
     check = subprocess.run([py, "-c", "import " + ", ".join(modules)], capture_output=True)
     if check.returncode != 0:
         print("%s: pip install -r %s%s" % (tag, reqs, note), file=sys.stderr)
-        subprocess.check_call([py, "-m", "pip", "install", "-q", "-r", reqs])
+        env = dict(os.environ, **(pip_env or {}))
+        subprocess.check_call([py, "-m", "pip", "install", "-q"] + list(pip_args) + ["-r", reqs], env=env)
     script = os.path.abspath(sys.argv[0])
     os.execv(py, [py, script] + sys.argv[1:])
