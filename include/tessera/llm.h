@@ -83,6 +83,26 @@ uint64_t ts_llm_model_kv_bytes_per_pos(const ts_llm_model *m);
  * process (`tessera llm bench`: stream_gbs, pct_stream). */
 ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, int passes, double *gbs);
 
+/* Decode's software prefetch of the weights: the packed kernels prefetch (into L2) the weights this
+ * many bytes ahead of what they read. Whether that helps depends on the machine (on a Zen 4 host it
+ * cost a plain read a quarter of its rate; on a Xeon VM whose L3 holds the model it nearly doubled
+ * decode), so by default it is measured: the first state created for a team size streams the
+ * weights (as ts_llm_model_stream_gbs) at each candidate distance, rounds interleaved, and keeps
+ * the largest distance within 2% of the best median rate, none unless some distance beats none by
+ * 3% (models under 8 MiB of weights keep none: their passes are too short to time). Results do not
+ * depend on it. ts_llm_model_set_weight_prefetch(m, bytes) fixes it (0 none, up to 1 MiB) or, with
+ * -1, asks for the measurement again at the next state's creation. */
+#define TS_LLM_WPF_CANDIDATES 5
+typedef struct ts_llm_wpf_report {
+  int bytes;    /* the distance in use (0: none) */
+  int measured; /* 1: chosen by the measurement below; 0: set, or the model too small to time */
+  int team;     /* threads the measurement ran with */
+  int candidates[TS_LLM_WPF_CANDIDATES];
+  double gbs[TS_LLM_WPF_CANDIDATES]; /* median stream GB/s at each candidate distance */
+} ts_llm_wpf_report;
+ts_status ts_llm_model_set_weight_prefetch(ts_llm_model *m, int bytes);
+void ts_llm_model_weight_prefetch(const ts_llm_model *m, ts_llm_wpf_report *out);
+
 /* ---- evaluation state -------------------------------------------------------------------- */
 
 typedef struct ts_llm_state ts_llm_state;

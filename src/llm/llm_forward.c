@@ -134,6 +134,9 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
     ts_llm_model *mm = (ts_llm_model *)m;
     pthread_mutex_lock(&mm->lock);
     if (mm->nstates == 0 && ts__llm_layout(mm, s->nt) != TS_OK) ts_error_clear(); /* the old layout serves */
+    /* decode's weight prefetch distance, measured for this team (unless set) */
+    if (mm->nstates == 0 && (mm->wpf < 0 || (mm->wpf_rep.measured && mm->wpf_rep.team != s->nt)))
+      ts__llm_tune_wpf(mm, s->nt, TS__WPF_MIN_BYTES);
     mm->nstates++;
     s->counted = true;
     pthread_mutex_unlock(&mm->lock);
@@ -182,7 +185,11 @@ static void eval_team(void *arg, int tid, int nrun) {
   }
   /* decode: the thread's side-prefetch queue (next phases' first weights, next layer's KV) */
   ts__pfq *pf = T == 1 ? &s->tb[tid].pf : NULL;
-  if (pf) ts__pfq_reset(pf);
+  if (pf) {
+    ts__pfq_reset(pf);
+    const int wpf = __atomic_load_n(&s->m->wpf, __ATOMIC_RELAXED); /* the model's setting (-1: none yet) */
+    pf->wpf = wpf > 0 ? wpf : 0;
+  }
   double waited = 0;
 #define BAR()                            \
   do {                                   \

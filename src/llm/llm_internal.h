@@ -63,7 +63,17 @@ struct ts_llm_model {
   int nstates;               /* live states (ts_llm_state_create .. destroy) */
   ts_llm_vocab *vocab;
   uint64_t weight_bytes;
+  /* decode's weight prefetch distance (bytes; -1: measure at the next state's creation, under
+   * lock) and how it was chosen (ts_llm_model_set_weight_prefetch, ts__llm_tune_wpf) */
+  int wpf;
+  ts_llm_wpf_report wpf_rep;
 };
+
+/* Measures and sets m->wpf for a team of nt threads (llm_stream.c); called under m->lock by the
+ * first state of a team. Models under min_bytes of weights (TS__WPF_MIN_BYTES: passes too short
+ * to time) and models without packed copies get none, as does any failure (performance only). */
+#define TS__WPF_MIN_BYTES ((uint64_t)8 << 20)
+void ts__llm_tune_wpf(ts_llm_model *m, int nt, uint64_t min_bytes);
 
 /* ---- thread team: one run of the state's worker pool per eval call, phases separated by a spin
  * barrier ------------------------------------------------------------------------------------ */

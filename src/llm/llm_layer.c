@@ -38,8 +38,8 @@ static ts__actb actb_from(const ts__actb *b, int64_t n, int from) {
 }
 
 /* Decode: the first bytes of this thread's share of a later weight phase go in front of its side
- * prefetch queue, so that the phase does not start at memory latency (the tiles' own prefetch runs
- * PF_BYTES ahead of what they read, from the second tile on). */
+ * prefetch queue, so that the phase does not start at memory latency (where the tiles prefetch
+ * their own weights, wpf bytes ahead, the end of one phase runs into the next one's too). */
 #ifndef HEAD_BYTES
 #define HEAD_BYTES 16384
 #endif

@@ -334,6 +334,7 @@ ts_status ts_llm_model_from_gguf(ts_gguf *g, const char *name, ts_llm_model **ou
     return ts_error(TS_ERR_OOM, "%s: out of memory", name);
   }
   m->g = g;
+  m->wpf = -1; /* measured by the first state (ts__llm_tune_wpf) */
   pthread_mutex_init(&m->lock, NULL);
   m->name = strdup(name);
   ts_status s = m->name ? TS_OK : ts_error(TS_ERR_OOM, "out of memory");
@@ -376,6 +377,27 @@ const ts_llm_config *ts_llm_model_config(const ts_llm_model *m) { return &m->cfg
 const ts_llm_vocab *ts_llm_model_vocab(const ts_llm_model *m) { return m->vocab; }
 const ts_gguf *ts_llm_model_gguf(const ts_llm_model *m) { return m->g; }
 uint64_t ts_llm_model_weight_bytes(const ts_llm_model *m) { return m->weight_bytes; }
+
+ts_status ts_llm_model_set_weight_prefetch(ts_llm_model *m, int bytes) {
+  if (!m) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_model_set_weight_prefetch: NULL model");
+  if (bytes < -1 || bytes > (1 << 20))
+    return ts_error(TS_ERR_INVALID_ARG, "weight prefetch distance %d bytes outside 0..1048576 (-1: measure)", bytes);
+  pthread_mutex_lock(&m->lock);
+  m->wpf = bytes;
+  memset(&m->wpf_rep, 0, sizeof m->wpf_rep);
+  m->wpf_rep.bytes = bytes > 0 ? bytes : 0;
+  pthread_mutex_unlock(&m->lock);
+  return TS_OK;
+}
+
+void ts_llm_model_weight_prefetch(const ts_llm_model *m, ts_llm_wpf_report *out) {
+  if (!m || !out) return;
+  ts_llm_model *mm = (ts_llm_model *)m;
+  pthread_mutex_lock(&mm->lock);
+  *out = m->wpf_rep;
+  out->bytes = m->wpf > 0 ? m->wpf : 0;
+  pthread_mutex_unlock(&mm->lock);
+}
 uint64_t ts_llm_model_kv_bytes_per_pos(const ts_llm_model *m) {
   return 2ull * (uint64_t)m->cfg.n_layer * (uint64_t)m->cfg.n_head_kv * (uint64_t)m->cfg.head_dim * sizeof(uint16_t);
 }

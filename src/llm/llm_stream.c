@@ -24,15 +24,15 @@ static int cmp_dbl(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, int passes, double *gbs) {
-  if (!m || !gbs) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_model_stream_gbs: NULL argument");
-  if (passes < 1 || passes > 1000) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_model_stream_gbs: passes = %d (1..1000)", passes);
-  *gbs = 0;
+/* gbs[c] = median GB/s of `passes` passes with the kernels prefetching wpf[c] bytes ahead, c <
+ * nc, the candidates' passes interleaved (one warm-up pass first) */
+static ts_status stream_at(const ts_llm_model *m, int nt, const int *wpf, int nc, int passes, double *gbs) {
+  for (int k = 0; k < nc; k++) gbs[k] = 0;
   const ts_llm_config *c = &m->cfg;
   const int nl = c->n_layer, nm = 7 * nl + 1;
   const ts__wmat **w = malloc((size_t)nm * sizeof *w);
   int *wi = malloc((size_t)nm * sizeof *wi);
-  double *t = malloc((size_t)passes * sizeof *t);
+  double *t = malloc((size_t)passes * (size_t)nc * sizeof *t);
   width_act wa[MAX_WIDTHS];
   memset(wa, 0, sizeof wa);
   int nw = 0;
@@ -81,26 +81,33 @@ ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, 
   }
   float *y = st == TS_OK ? ts_malloc((size_t)rmax * sizeof *y) : NULL;
   if (st == TS_OK && !y) st = ts_error(TS_ERR_OOM, "ts_llm_model_stream_gbs: out of memory");
-  const int nt = ctx ? ts_context_threads(ctx) : ts_default_threads();
-  for (int p = -1; p < passes && st == TS_OK; p++) { /* pass -1: warm-up */
-    const double t0 = ts_now();
+  for (int p = -1; p < passes && st == TS_OK; p++) /* pass -1: warm-up */
+    for (int k = 0; k < nc; k++) {
+      if (p < 0 && k > 0) break;
+      const double t0 = ts_now();
 #pragma omp parallel num_threads(nt)
-    {
-      const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-      for (int i = 0; i < nm; i++) { /* the thread's piece of each (its stream), or an even share */
-        int64_t r0, r1;
-        if (w[i]->npiece == nth) r0 = w[i]->cut[tid], r1 = w[i]->cut[tid + 1];
-        else ts__split(w[i]->rows, tid, nth, TS__PACK_ROWS, &r0, &r1);
-        const width_act *a = &wa[wi[i]];
-        ts__wmat_gemm(w[i], r0, r1, a->x, a->n, &a->a, 1, y, w[i]->rows);
+      {
+        const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+        ts__pfq q; /* no side prefetches; the kernels' own at wpf[k] */
+        memset(&q, 0, sizeof q);
+        q.wpf = wpf[k];
+        for (int i = 0; i < nm; i++) { /* the thread's piece of each (its stream), or an even share */
+          int64_t r0, r1;
+          if (w[i]->npiece == nth) r0 = w[i]->cut[tid], r1 = w[i]->cut[tid + 1];
+          else ts__split(w[i]->rows, tid, nth, TS__PACK_ROWS, &r0, &r1);
+          const width_act *a = &wa[wi[i]];
+          ts__actb ab = a->a;
+          ab.pf = &q;
+          ts__wmat_gemm(w[i], r0, r1, a->x, a->n, &ab, 1, y, w[i]->rows);
+        }
       }
+      if (p >= 0) t[(size_t)k * (size_t)passes + (size_t)p] = ts_now() - t0;
     }
-    if (p >= 0) t[p] = ts_now() - t0;
-  }
-  if (st == TS_OK) {
-    qsort(t, (size_t)passes, sizeof *t, cmp_dbl);
-    const double med = passes % 2 ? t[passes / 2] : 0.5 * (t[passes / 2 - 1] + t[passes / 2]);
-    *gbs = med > 0 ? bytes / med * 1e-9 : 0;
+  for (int k = 0; k < nc && st == TS_OK; k++) {
+    double *tk = t + (size_t)k * (size_t)passes;
+    qsort(tk, (size_t)passes, sizeof *tk, cmp_dbl);
+    const double med = passes % 2 ? tk[passes / 2] : 0.5 * (tk[passes / 2 - 1] + tk[passes / 2]);
+    gbs[k] = med > 0 ? bytes / med * 1e-9 : 0;
   }
   for (int j = 0; j < nw; j++) {
     ts_free(wa[j].x), ts_free(wa[j].a.q), ts_free(wa[j].a.d), ts_free(wa[j].a.s), ts_free(wa[j].a.sum), ts_free(wa[j].a.gsum);
@@ -108,4 +115,43 @@ ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, 
   ts_free(y);
   free(w), free(wi), free(t);
   return st;
+}
+
+ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, int passes, double *gbs) {
+  if (!m || !gbs) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_model_stream_gbs: NULL argument");
+  if (passes < 1 || passes > 1000) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_model_stream_gbs: passes = %d (1..1000)", passes);
+  const int nt = ctx ? ts_context_threads(ctx) : ts_default_threads();
+  const int wpf = __atomic_load_n(&m->wpf, __ATOMIC_RELAXED) > 0 ? m->wpf : 0; /* decode's setting */
+  return stream_at(m, nt, &wpf, 1, passes, gbs);
+}
+
+/* Candidate distances, and the rule: the largest within 2% of the best median (a decode step pauses
+ * between phases, at barriers and in attention, and what a longer distance has in flight then
+ * carries into the next phase: on the Xeon VM 4 KB and 16 KB streamed alike, 30.2 and 29.6 GB/s,
+ * while decode ran 384 and 413 tok/s), none unless the best beats none by 3% (on Zen 4 none was
+ * right; docs/BENCHMARKS.md, issue 7). */
+static const int k_wpf[TS_LLM_WPF_CANDIDATES] = {0, 2048, 4096, 16384, 32768};
+#define WPF_ROUNDS 5
+
+void ts__llm_tune_wpf(ts_llm_model *m, int nt, uint64_t min_bytes) {
+  ts_llm_wpf_report r;
+  memset(&r, 0, sizeof r);
+  r.team = nt;
+  for (int c = 0; c < TS_LLM_WPF_CANDIDATES; c++) r.candidates[c] = k_wpf[c];
+  int choice = 0;
+  if (m->weight_bytes >= min_bytes && m->layout_nt > 0) { /* packed kernels only: they prefetch */
+    if (stream_at(m, nt, k_wpf, TS_LLM_WPF_CANDIDATES, WPF_ROUNDS, r.gbs) == TS_OK) {
+      r.measured = 1;
+      double best = 0;
+      for (int c = 0; c < TS_LLM_WPF_CANDIDATES; c++) best = r.gbs[c] > best ? r.gbs[c] : best;
+      if (best > 1.03 * r.gbs[0])
+        for (int c = 0; c < TS_LLM_WPF_CANDIDATES; c++)
+          if (r.gbs[c] >= 0.98 * best) choice = k_wpf[c];
+    } else {
+      ts_error_clear();
+    }
+  }
+  r.bytes = choice;
+  m->wpf_rep = r;
+  __atomic_store_n(&m->wpf, choice, __ATOMIC_RELAXED);
 }

@@ -39,6 +39,10 @@ typedef struct ts__pfq {
   } r[TS__PFQ_MAX];
   int n, i, row;
   int64_t off;
+  /* decode's own weight prefetch: the packed kernels prefetch (T1) the weights this many bytes
+   * ahead of the tile they read, 0 none; the model's measured setting (ts_llm_model's wpf, copied
+   * in at every eval; ts__pfq_reset keeps it) */
+  int wpf;
 } ts__pfq;
 
 static inline void ts__pfq_reset(ts__pfq *q) {

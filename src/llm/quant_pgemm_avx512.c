@@ -23,11 +23,11 @@
  * Compared with the first layout (each row contiguous, 4 rows transposed in registers, scales
  * transposed per 16 blocks) this is ~1.5x the rate per core (docs/BENCHMARKS.md, issue 7).
  * Decode (T = 1) streams all groups, every byte in address order: one linear stream per thread,
- * which the hardware prefetchers follow at the memory's rate (see PF_BYTES); prefill walks ~32 KiB
- * chunks of groups with every token inside, so a chunk is read from memory once and from L1/L2 by
- * the other tokens, in tiles of one half (4 rows) x up to 4 tokens (tile_tok): a block's quants are
- * loaded and unpacked once for the 4 tokens (prefill 1.06-1.16x over 1-token tiles,
- * docs/BENCHMARKS.md). */
+ * which the hardware prefetchers follow (with software prefetches where they were measured to
+ * help: see wpf below); prefill walks ~32 KiB chunks of groups with every token inside, so a
+ * chunk is read from memory once and from L1/L2 by the other tokens, in tiles of one half (4 rows)
+ * x up to 4 tokens (tile_tok): a block's quants are loaded and unpacked once for the 4 tokens
+ * (prefill 1.06-1.16x over 1-token tiles, docs/BENCHMARKS.md). */
 #include <immintrin.h>
 
 #include "llm/quant_internal.h"
@@ -36,25 +36,25 @@
 
 enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q4_1 = 2 };
 
-/* Software prefetch distance (bytes of weights ahead of the tile being read; 0: none) in decode.
- * None: a tile reads its group front to back and the groups follow each other, so a thread's share
- * of a matrix is one ascending stream, which the hardware prefetchers alone read at the memory's
- * rate. Measured on a Zen 4 host, 1 thread, 256 MB (docs/BENCHMARKS.md, issue 7): a plain
- * ascending read loop 29-31 GB/s; the same loop with T1 prefetches 16 KB ahead 22-25 GB/s
- * (software prefetches far ahead take the miss buffers the hardware prefetchers would use), 4 KB
- * ahead 28-31. Groups of 4 rows read in pairs (two streams interleaved line by line, the layout
- * before) left the hardware prefetchers at 9-13 GB/s, hence the 16 KB software prefetches then.
- * In full decode, the kernels with 512 B or 1 KB ahead were no faster than with none. */
-#ifndef PF_BYTES
-#define PF_BYTES 0
-#endif
+/* Software prefetch of the weights in decode: a run-time distance (bytes ahead of the tile being
+ * read; 0 none), the side queue's wpf, which the LLM runtime measures per machine, team and model
+ * (ts__llm_tune_wpf, llm_stream.c) because the right answer differs by machine:
+ *  - Zen 4 (32 MB L3 per CCD; the model streams from memory): none. A tile reads its group front
+ *    to back and a thread's share of every matrix is one ascending stream, which the hardware
+ *    prefetchers alone read at the memory's rate; a plain read loop lost a quarter of its rate with
+ *    T1 prefetches 16 KB ahead (they take the miss buffers the hardware prefetchers use), and decode
+ *    with 512 B or 1 KB ahead was no faster (docs/BENCHMARKS.md, issue 7).
+ *  - a Xeon VM with a large shared L3 (the 97 MB model mostly L3-resident): the hardware prefetchers
+ *    fall behind once the kernels' arithmetic is interleaved with the loads, and one core's L3
+ *    rate is bounded by its outstanding misses; T1 prefetches 16 KB ahead took two-thread decode
+ *    from ~225 to ~410 tok/s (docs/BENCHMARKS.md, issue 7, seventeenth session).
+ * A thread's pieces of all matrices lie back to back in decode's order (ts__llm_layout), so the
+ * prefetches at the end of one phase run into the next phase's first weights. */
 /* Prefill: each chunk's first pass prefetches the group 16 KB ahead into L2 (T1: a T0 prefetch
  * holds one of the L1's few miss buffers until its line arrives; the kernel is compute-bound
  * there and the other tokens' passes read the chunk from L1/L2). */
 #define PF_PREFILL 16384
-#ifndef PF_HINT
 #define PF_HINT _MM_HINT_T1
-#endif
 /* Side lines prefetched per tile from the qbatch's queue (while the tile's weights stream in) */
 #ifndef PF_SIDE_LINES
 #define PF_SIDE_LINES 8
@@ -216,16 +216,16 @@ AI void finish(int kind, const __m512 *a, int nr, float *y) {
   _mm_mask_storeu_ps(y, (__mmask8)((1u << nr) - 1u), r);
 }
 
-/* y[k] (k < nr) = row k of the group of 8 rows at w (gb bytes) . token */
+/* y[k] (k < nr) = row k of the group of 8 rows at w (gb bytes) . token; the weights pf bytes
+ * ahead prefetched (0: none) */
 AI void tile(int kind, const uint8_t *w, size_t gb, int nr, int64_t nb, const int8_t *q, const float *dx,
              const float *sx, const int32_t *gs, float *y, int pf, ts__pfq *side) {
-  /* With PF_BYTES > 0: the group PF_BYTES ahead, its lines spread over the steps of 4 blocks (per
-   * lines each; all at once when there is no whole step): one burst of ~20-45 prefetches stalls
-   * when the core's miss buffers are full. */
+  /* the group pf bytes ahead, its lines spread over the steps of 4 blocks (per lines each; all at
+   * once when there is no whole step): one burst of ~20-45 prefetches stalls when the core's miss
+   * buffers are full */
   const int64_t steps = nb / 4, lines = (int64_t)((gb + 63) / 64);
   const int64_t per = steps > 0 ? (lines + steps - 1) / steps : lines;
-  const char *pw = (const char *)w + PF_BYTES;
-  if (PF_BYTES == 0) pf = 0;
+  const char *pw = (const char *)w + pf;
   if (pf && per == lines)
     for (int64_t o = 0; o < lines; o++) _mm_prefetch(pw + 64 * o, PF_HINT);
   if (side) ts__pfq_pump(side, PF_SIDE_LINES);
@@ -308,13 +308,14 @@ AI void pgemm(int kind, const void *P, size_t rb, int64_t rows, const ts__qbatch
       }
       continue;
     }
+    const int pfd = x->pf && x->pf->wpf > 0 ? x->pf->wpf : 0;
     for (int t = 0; t < x->T; t++) { /* decode: T = 1 */
       const int8_t *q = x->q + (size_t)t * (size_t)n;
       const float *dx = x->d + (size_t)t * (size_t)nb, *sx = x->s + (size_t)t * (size_t)nb;
       const int32_t *gs = x->gsum + (size_t)t * (size_t)nb * 8;
       for (int64_t r = c0; r < c1; r += 8)
         tile(kind, base + (size_t)r * rb, gb, c1 - r < 8 ? (int)(c1 - r) : 8, nb, q, dx, sx, gs,
-             y + (size_t)t * (size_t)ldy + r, t == 0, t == 0 ? x->pf : NULL);
+             y + (size_t)t * (size_t)ldy + r, t == 0 ? pfd : 0, t == 0 ? x->pf : NULL);
     }
   }
 }

@@ -19,25 +19,26 @@
 
 enum { O_MODEL = 1, O_PROMPT = 2, O_N = 4, O_TEMP = 8, O_SEED = 16, O_TEXT = 32, O_CTX = 64, O_FULL = 128,
        O_CHUNKS = 256, O_CHAT = 512, O_SPECIAL = 1024, O_OUT = 2048, O_PLEN = 4096, O_GEN = 8192,
-       O_REPEATS = 16384, O_TOPK = 32768, O_FILE = 65536, O_BATCH = 131072, O_BWS = 262144, O_ADAPT = 524288 };
+       O_REPEATS = 16384, O_TOPK = 32768, O_FILE = 65536, O_BATCH = 131072, O_BWS = 262144, O_ADAPT = 524288,
+       O_WPF = 1048576 };
 
 typedef struct opts {
   cli_common_opts c;
   const char *model, *prompt, *text, *out, *file;
-  long n, seed, ctx, chunks, plen, gen, repeats, topk, batch;
+  long n, seed, ctx, chunks, plen, gen, repeats, topk, batch, wpf; /* wpf -1: measure (auto) */
   double temp, bw_seconds;
   bool full, chat, special, ctx_set, adapt;
 } opts;
 
 static const struct { const char *name; unsigned allowed; const char *usage; } kSubs[] = {
-    {"generate", O_MODEL | O_PROMPT | O_N | O_TEMP | O_SEED | O_CTX | O_CHAT | O_TOPK | O_BATCH | O_SPECIAL | O_ADAPT,
+    {"generate", O_MODEL | O_PROMPT | O_N | O_TEMP | O_SEED | O_CTX | O_CHAT | O_TOPK | O_BATCH | O_SPECIAL | O_ADAPT | O_WPF,
      "generate --model FILE --prompt TEXT [-n 64] [--temp 0] [--top-k 40] [--seed 1] [--chat] [--special] [--ctx N]\n"
-     "                       [--adaptive-threads on|off] [--json]"},
-    {"perplexity", O_MODEL | O_TEXT | O_CTX | O_FULL | O_CHUNKS | O_BATCH,
-     "perplexity --model FILE --text FILE [--ctx 512] [--full] [--chunks N] [--json]"},
-    {"bench", O_MODEL | O_PLEN | O_GEN | O_REPEATS | O_CTX | O_BWS | O_ADAPT,
+     "                       [--adaptive-threads on|off] [--weight-prefetch auto|BYTES] [--json]"},
+    {"perplexity", O_MODEL | O_TEXT | O_CTX | O_FULL | O_CHUNKS | O_BATCH | O_WPF,
+     "perplexity --model FILE --text FILE [--ctx 512] [--full] [--chunks N] [--weight-prefetch auto|BYTES] [--json]"},
+    {"bench", O_MODEL | O_PLEN | O_GEN | O_REPEATS | O_CTX | O_BWS | O_ADAPT | O_WPF,
      "bench --model FILE [--prompt-len 128] [--gen 64] [--repeats 5] [--bw-seconds 0.5] [--adaptive-threads on|off]\n"
-     "                       [--json]"},
+     "                       [--weight-prefetch auto|BYTES] [--json]"},
     {"tokenize", O_MODEL | O_PROMPT | O_FILE | O_SPECIAL, "tokenize --model FILE (--prompt TEXT | --file FILE) [--special] [--json]"},
     {"logits", O_MODEL | O_PROMPT | O_OUT | O_SPECIAL | O_BATCH, "logits --model FILE --prompt TEXT --out FILE.npy [--special] [--json]"},
     {"info", O_MODEL, "info --model FILE [--json]"},
@@ -59,12 +60,15 @@ static void print_help(void) {
          "no attention, norms or barriers between phases). --adaptive-threads (on by default)\n"
          "lets decode steps leave all but one thread out while the threads mostly wait for a partner the OS\n"
          "has descheduled (another busy process), probing the whole team again every 32 steps; the text\n"
-         "does not depend on it (bench reports the share of steps run on one thread).\n");
+         "does not depend on it (bench reports the share of steps run on one thread). --weight-prefetch sets\n"
+         "how far ahead (bytes, 0 none) decode's kernels prefetch the weights; auto (default) measures it\n"
+         "once per model and thread count from the kernels' stream rate at 0, 2, 4, 16 and 32 KiB (bench\n"
+         "prints the rates). The text does not depend on it either.\n");
 }
 
 static int parse(int argc, char **argv, int *sub, opts *o) {
   *o = (opts){.n = 64, .seed = 1, .ctx = 0, .plen = 128, .gen = 64, .repeats = 5, .topk = 40, .batch = 512, .bw_seconds = 0.5,
-              .adapt = true};
+              .adapt = true, .wpf = -1};
   *sub = -1;
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     o->c.help = true;
@@ -99,12 +103,13 @@ static int parse(int argc, char **argv, int *sub, opts *o) {
     else if (!strcmp(a, "--temp")) bit = O_TEMP;
     else if (!strcmp(a, "--bw-seconds")) bit = O_BWS;
     else if (!strcmp(a, "--adaptive-threads")) bit = O_ADAPT;
+    else if (!strcmp(a, "--weight-prefetch")) bit = O_WPF;
     else if (!strcmp(a, "--full")) bit = O_FULL, o->full = true;
     else if (!strcmp(a, "--chat")) bit = O_CHAT, o->chat = true;
     else if (!strcmp(a, "--special")) bit = O_SPECIAL, o->special = true;
     else return cli_usage_error(CMD, "%s: unknown option '%s'", kSubs[*sub].name, a);
     if (!(allowed & bit)) return cli_usage_error(CMD, "%s does not take %s", kSubs[*sub].name, a);
-    if (str || num || bit == O_TEMP || bit == O_BWS || bit == O_ADAPT) {
+    if (str || num || bit == O_TEMP || bit == O_BWS || bit == O_ADAPT || bit == O_WPF) {
       const char *v = cli_value(CMD, argc, argv, &i);
       if (!v) return CLI_USAGE;
       if (str) *str = v;
@@ -115,6 +120,9 @@ static int parse(int argc, char **argv, int *sub, opts *o) {
         if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
           return cli_usage_error(CMD, "--adaptive-threads expects on or off, got '%s'", v);
         o->adapt = !strcmp(v, "on");
+      } else if (bit == O_WPF) {
+        if (!strcmp(v, "auto")) o->wpf = -1;
+        else if (!cli_parse_int(CMD, a, v, 0, 1 << 20, &o->wpf)) return CLI_USAGE;
       }
     }
   }
@@ -137,6 +145,7 @@ static ts_status open_run(const opts *o, run *r) {
   TS_TRY(ts_context_create(&r->ctx, o->c.threads));
   ts_status s = ts_llm_model_load(o->model, &r->m);
   if (s != TS_OK) return s;
+  if (o->wpf >= 0) TS_TRY(ts_llm_model_set_weight_prefetch(r->m, (int)o->wpf));
   r->v = ts_llm_model_vocab(r->m);
   r->cfg = ts_llm_model_config(r->m);
   return TS_OK;
@@ -485,6 +494,17 @@ static int do_bench(const opts *o, run *r) {
     ts_error_clear();
   }
   const double pct_run = bw_run > 0 ? 100.0 * gbs / bw_run : 0;
+  /* the same read test over a buffer the size of a decode step's bytes: where the model fits in a
+   * cache that a 2 GiB buffer does not (a large shared L3), the step's own working set reads faster
+   * than the profile's figure, and that is the bound that applies to it */
+  double bw_ws = 0;
+  if (o->bw_seconds > 0 && ts_hwinfo_read_gbs(ts_context_threads(r->ctx), (size_t)bpt, o->bw_seconds, 3, &bw_ws) != TS_OK) {
+    bw_ws = 0;
+    ts_error_clear();
+  }
+  const double pct_ws = bw_ws > 0 ? 100.0 * gbs / bw_ws : 0;
+  ts_llm_wpf_report wr;
+  ts_llm_model_weight_prefetch(r->m, &wr);
   /* the kernels' own streaming rate over the weights, in this process and minute (with the read test) */
   double stream = 0;
   if (o->bw_seconds > 0 && ts_llm_model_stream_gbs(r->m, r->ctx, 21, &stream) != TS_OK) {
@@ -519,10 +539,29 @@ static int do_bench(const opts *o, run *r) {
       cJSON_AddNumberToObject(j, "bandwidth_gbs_run", bw_run);
       cJSON_AddNumberToObject(j, "pct_bandwidth_run", pct_run);
     }
+    if (bw_ws > 0) {
+      cJSON_AddNumberToObject(j, "bandwidth_gbs_ws", bw_ws);
+      cJSON_AddNumberToObject(j, "pct_bandwidth_ws", pct_ws);
+    }
     if (stream > 0) {
       cJSON_AddNumberToObject(j, "stream_gbs", stream);
       cJSON_AddNumberToObject(j, "pct_stream", pct_stream);
     }
+    cJSON *wp = cJSON_CreateObject();
+    cJSON_AddNumberToObject(wp, "bytes", wr.bytes);
+    cJSON_AddBoolToObject(wp, "measured", wr.measured != 0);
+    if (wr.measured) {
+      cJSON_AddNumberToObject(wp, "team", wr.team);
+      cJSON *cands = cJSON_CreateArray();
+      for (int i = 0; i < TS_LLM_WPF_CANDIDATES; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "bytes", wr.candidates[i]);
+        cJSON_AddNumberToObject(e, "stream_gbs", wr.gbs[i]);
+        cJSON_AddItemToArray(cands, e);
+      }
+      cJSON_AddItemToObject(wp, "candidates", cands);
+    }
+    cJSON_AddItemToObject(j, "weight_prefetch", wp);
     cJSON *b = cJSON_CreateObject();
     cJSON_AddNumberToObject(b, "qkv", tm.qkv / tot);
     cJSON_AddNumberToObject(b, "attention", tm.attn / tot);
@@ -550,8 +589,18 @@ static int do_bench(const opts *o, run *r) {
                                                        : "");
     if (bw_run > 0)
       printf("            %.1f%% of %.2f GB/s read in this run (bound %.1f tok/s)\n", pct_run, bw_run, bw_run * 1e9 / bpt);
+    if (bw_ws > 0)
+      printf("            %.1f%% of %.2f GB/s read from a buffer of the step's %.0f MB in this run (bound %.1f tok/s)\n", pct_ws,
+             bw_ws, bpt / 1e6, bw_ws * 1e9 / bpt);
     if (stream > 0)
       printf("            %.1f%% of the %.2f GB/s the matvec kernels stream the weight matrices alone\n", pct_stream, stream);
+    if (wr.measured) {
+      printf("prefetch    decode's kernels prefetch the weights %s%d B ahead (measured for %d threads, stream GB/s:", wr.bytes ? "" : "none: ",
+             wr.bytes, wr.team);
+      for (int i = 0; i < TS_LLM_WPF_CANDIDATES; i++) printf(" %dK %.1f%s", wr.candidates[i] / 1024, wr.gbs[i], i + 1 < TS_LLM_WPF_CANDIDATES ? "," : ")\n");
+    } else {
+      printf("prefetch    decode's kernels prefetch the weights %d B ahead (set, not measured)\n", wr.bytes);
+    }
     printf("decode time qkv %.1f%%, attention %.1f%%, wo %.1f%%, mlp %.1f%%, output %.1f%%, rest %.1f%% (barrier waits %.1f%%)\n",
            100 * tm.qkv / tot, 100 * tm.attn / tot, 100 * tm.wo / tot, 100 * tm.mlp / tot, 100 * tm.output / tot,
            100 * (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot, 100 * tm.wait / tot);
