@@ -18,7 +18,10 @@
  * measuring where the two threads sit (ts_hwinfo_xfer_ns); the summary gives each mode's median
  * GB/s of weights per placement (one CCD / two CCDs on an EPYC VM, see bench_llm_placement.c).
  *
- *   bench_llm_phases --model FILE [--rounds 60] [--gap 6] [--sleep-ms 500]
+ * The kernels prefetch their own weights as decode's do (--weight-prefetch auto: the distance the
+ * runtime measures for the model and 2 threads, ts__llm_tune_wpf; or BYTES, 0 none).
+ *
+ *   bench_llm_phases --model FILE [--rounds 60] [--gap 6] [--sleep-ms 500] [--weight-prefetch auto|BYTES]
  */
 #include <immintrin.h>
 #include <omp.h>
@@ -71,20 +74,25 @@ static int cmp_dbl(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   const char *model = NULL;
-  int rounds = 60, sleep_ms = 500;
+  int rounds = 60, sleep_ms = 500, wpf = -1;
   double gap = 6;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
     else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--gap") && i + 1 < argc) gap = atof(argv[++i]);
     else if (!strcmp(argv[i], "--sleep-ms") && i + 1 < argc) sleep_ms = atoi(argv[++i]);
-    else {
-      fprintf(stderr, "usage: bench_llm_phases --model FILE [--rounds 60] [--gap 6] [--sleep-ms 500]\n");
+    else if (!strcmp(argv[i], "--weight-prefetch") && i + 1 < argc) {
+      i++;
+      wpf = !strcmp(argv[i], "auto") ? -1 : atoi(argv[i]);
+      if (wpf < -1 || wpf > (1 << 20)) wpf = -2;
+    } else {
+      fprintf(stderr, "usage: bench_llm_phases --model FILE [--rounds 60] [--gap 6] [--sleep-ms 500] [--weight-prefetch auto|BYTES]\n");
       return 2;
     }
   }
-  if (!model || rounds < 1 || rounds > 100000 || gap < 0 || gap > 1000 || sleep_ms < 0 || sleep_ms > 60000) {
-    fprintf(stderr, "bench_llm_phases: --model is required; --rounds 1..100000, --gap 0..1000, --sleep-ms 0..60000\n");
+  if (!model || rounds < 1 || rounds > 100000 || gap < 0 || gap > 1000 || sleep_ms < 0 || sleep_ms > 60000 || wpf < -1) {
+    fprintf(stderr, "bench_llm_phases: --model is required; --rounds 1..100000, --gap 0..1000, --sleep-ms 0..60000, "
+                    "--weight-prefetch auto or 0..1048576\n");
     return 2;
   }
   ts_llm_model *m = NULL;
@@ -101,6 +109,9 @@ int main(int argc, char **argv) {
     ts_llm_model_free(m);
     return 1;
   }
+  if (wpf < 0) ts__llm_tune_wpf(m, 2, TS__WPF_MIN_BYTES);
+  else ts_llm_model_set_weight_prefetch(m, wpf);
+  wpf = m->wpf > 0 ? m->wpf : 0;
   const ts__wmat **w = malloc((size_t)nm * sizeof *w);
   double *t[NMODE];
   int *two = calloc((size_t)rounds, sizeof *two);
@@ -126,8 +137,8 @@ int main(int argc, char **argv) {
   ts__barrier bar;
   ts__barrier_init(&bar, 2);
   ts__share *share = ts_calloc(2, sizeof *share);
-  printf("%d rounds, 2 threads, %.2f MB of weights per pass, gap %.1f us per layer\n%-6s %-8s", rounds, bytes / 1e6, gap,
-         "round", "xfer ns");
+  printf("%d rounds, 2 threads, %.2f MB of weights per pass, gap %.1f us per layer, weights prefetched %d B ahead\n%-6s %-8s",
+         rounds, bytes / 1e6, gap, wpf, "round", "xfer ns");
   for (int md = 0; md < NMODE; md++) printf(" %9s", mode_name[md]);
   printf("\n");
   for (int r = -1; r < rounds; r++) { /* round -1: warm-up */
@@ -142,10 +153,15 @@ int main(int argc, char **argv) {
 #pragma omp parallel num_threads(2)
         {
           const int tid = omp_get_thread_num();
+          ts__pfq q; /* the kernels' own weight prefetches (no side queue) */
+          memset(&q, 0, sizeof q);
+          q.wpf = wpf;
           for (int i = 0; i < nm; i++) {
             const int p = i % 7, last = i == nm - 1; /* p: k v q wo gate up down */
             const act *a = w[i]->cols == c->d_model ? &in[0] : &in[1];
             if ((md == M_XCHG || md == M_XCHGPF || md == M_CLAIMS) && (p == 3 || p == 6)) a = &ex[p == 3 ? 0 : 1];
+            ts__actb ab = a->a;
+            ab.pf = &q;
             if (md == M_XCHGPF && (p == 3 || p == 6)) {
               const int64_t nb = a->n / TS_QK;
               for (int64_t o = 0; o < a->n; o += 64) _mm_prefetch((const char *)a->a.q + o, _MM_HINT_T0);
@@ -161,10 +177,10 @@ int main(int argc, char **argv) {
               int64_t u, cnt = 1;
               while ((u = ts__share_next(share, tid, 2, &cnt)) >= 0) {
                 const int64_t r0 = u * g.unit, r1 = r0 + cnt * g.unit < g.n ? r0 + cnt * g.unit : g.n;
-                ts__wmat_gemm(w[i], r0, r1, a->x, a->n, &a->a, 1, y, w[i]->rows);
+                ts__wmat_gemm(w[i], r0, r1, a->x, a->n, &ab, 1, y, w[i]->rows);
               }
             } else
-              ts__wmat_gemm(w[i], w[i]->cut[tid], w[i]->cut[tid + 1], a->x, a->n, &a->a, 1, y, w[i]->rows);
+              ts__wmat_gemm(w[i], w[i]->cut[tid], w[i]->cut[tid + 1], a->x, a->n, &ab, 1, y, w[i]->rows);
             if (last || md == M_STREAM) continue;
             if (p == 2 && (md == M_GAP || md == M_GAPPF)) { /* attention's place */
               const ts__wmat *wo = w[i + 1];
