@@ -91,7 +91,8 @@ ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, 
  * the largest distance within 2% of the best median rate, none unless some distance beats none by
  * 3% (models under 8 MiB of weights keep none: their passes are too short to time). Results do not
  * depend on it. ts_llm_model_set_weight_prefetch(m, bytes) fixes it (0 none, up to 1 MiB) or, with
- * -1, asks for the measurement again at the next state's creation. */
+ * -1, asks for the measurement again when the next state is created while no other state uses the
+ * model (until then decode runs without). */
 #define TS_LLM_WPF_CANDIDATES 5
 typedef struct ts_llm_wpf_report {
   int bytes;    /* the distance in use (0: none) */

@@ -383,7 +383,7 @@ ts_status ts_llm_model_set_weight_prefetch(ts_llm_model *m, int bytes) {
   if (bytes < -1 || bytes > (1 << 20))
     return ts_error(TS_ERR_INVALID_ARG, "weight prefetch distance %d bytes outside 0..1048576 (-1: measure)", bytes);
   pthread_mutex_lock(&m->lock);
-  m->wpf = bytes;
+  __atomic_store_n(&m->wpf, bytes, __ATOMIC_RELAXED); /* read by running evals (llm_forward.c) */
   memset(&m->wpf_rep, 0, sizeof m->wpf_rep);
   m->wpf_rep.bytes = bytes > 0 ? bytes : 0;
   pthread_mutex_unlock(&m->lock);
@@ -395,7 +395,8 @@ void ts_llm_model_weight_prefetch(const ts_llm_model *m, ts_llm_wpf_report *out)
   ts_llm_model *mm = (ts_llm_model *)m;
   pthread_mutex_lock(&mm->lock);
   *out = m->wpf_rep;
-  out->bytes = m->wpf > 0 ? m->wpf : 0;
+  const int b = __atomic_load_n(&m->wpf, __ATOMIC_RELAXED);
+  out->bytes = b > 0 ? b : 0;
   pthread_mutex_unlock(&mm->lock);
 }
 uint64_t ts_llm_model_kv_bytes_per_pos(const ts_llm_model *m) {

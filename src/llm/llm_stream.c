@@ -4,7 +4,8 @@
  * none of its attention, norms, activation quantization or phase barriers: each thread takes its
  * row share of every matrix back to back in one parallel region. Decode GB/s divided by this, in
  * the same process and minute, says what the runtime loses around its kernels; hwinfo's read test
- * says what the memory system gives a plain sum. */
+ * says what the memory system gives a plain sum. The same passes, at several distances of the
+ * kernels' own weight prefetch, choose that distance for decode (ts__llm_tune_wpf). */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,7 +122,7 @@ ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, 
   if (!m || !gbs) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_model_stream_gbs: NULL argument");
   if (passes < 1 || passes > 1000) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_model_stream_gbs: passes = %d (1..1000)", passes);
   const int nt = ctx ? ts_context_threads(ctx) : ts_default_threads();
-  const int wpf = __atomic_load_n(&m->wpf, __ATOMIC_RELAXED) > 0 ? m->wpf : 0; /* decode's setting */
+  const int cur = __atomic_load_n(&m->wpf, __ATOMIC_RELAXED), wpf = cur > 0 ? cur : 0; /* decode's setting */
   return stream_at(m, nt, &wpf, 1, passes, gbs);
 }
 
