@@ -5,7 +5,7 @@
  * stays in L2/L3, as when one layer is hammered); "cold": caches flushed before each call (what a
  * decode step sees for a model larger than L3). The activation quantization (block types) is
  * inside the timed call, as in ts_quant_matvec. Block types also run "packed": the AVX-512 GEMM on
- * rows packed as the LLM runtime packs them at load (quant_pgemm_avx512.c; activation quantize and
+ * rows packed as the LLM runtime packs them at load (quant_pgemm_vnni_avx512.c; activation quantize and
  * prepare inside the timed call, rows split over the threads in one OpenMP region), the kernel a
  * decode step runs on AVX-512. "stream": one timed call runs the kernel on copies of the matrix one
  * after another, 256 MB in all (huge pages where allowed, like the runtime's packed weights), so

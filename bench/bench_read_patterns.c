@@ -1,6 +1,6 @@
 /* How one core's read rate depends on the access pattern and on software prefetches: the facts
  * behind the packed LLM weight layout (src/llm/quant_internal.h) and its decode without weight
- * prefetches (quant_pgemm_avx512.c, PF_BYTES). One thread reads a 256 MB buffer (transparent huge
+ * prefetches (quant_pgemm_vnni_avx512.c, its run-time weight prefetch). One thread reads a 256 MB buffer (transparent huge
  * pages where allowed, as the runtime's packed weights) once per pass; best and median of the
  * passes in GB/s, and % of the machine profile's one-thread read bandwidth.
  *

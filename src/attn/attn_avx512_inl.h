@@ -50,8 +50,12 @@ static inline __attribute__((always_inline)) void softmax_impl(float *st, int64_
                                                                float *alpha, uint32_t *pp) {
   const int nv = (br + 15) / 16;
   const __m512 vc = _mm512_set1_ps(c), ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
+#ifdef __AVX512BF16__ /* the bf16 pairs only where built with BF16 (attn_kern_bf16_avx512.c; CMakeLists.txt) */
   const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
                                          21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+#else
+  (void)pp; /* NULL in files built without BF16 */
+#endif
   for (int v = 0; v < nv; v++) {
     const __mmask16 lm = lanes(br - 16 * v);
     const uint16_t *mk = mask ? mask + v : NULL;
@@ -78,10 +82,13 @@ static inline __attribute__((always_inline)) void softmax_impl(float *st, int64_
         p1 = exp2_ps(_mm512_fmsub_ps(_mm512_loadu_ps(s + (j + 1) * lds), vc, mn));
         if (mk) p1 = _mm512_maskz_mov_ps(mk[(j + 1) * nv], p1);
       }
+#ifdef __AVX512BF16__
       if (pp) {
         __m512i b = (__m512i)_mm512_cvtne2ps_pbh(p1, p0); /* [p0 x16 | p1 x16] as bf16 */
         _mm512_storeu_si512(pp + (j / 2) * lds + 16 * v, _mm512_permutexvar_epi16(inter, b));
-      } else {
+      } else
+#endif
+      {
         _mm512_storeu_ps(s + j * lds, p0);
         if (j + 1 < bc) _mm512_storeu_ps(s + (j + 1) * lds, p1);
       }

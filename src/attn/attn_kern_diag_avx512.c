@@ -21,7 +21,9 @@
  *          V row of a run is loaded once for the (up to 4) rows it serves; 4-row runs without an
  *          allowed cell are skipped.
  * bf16 inputs are widened on load (a shift), fp32 accumulation; on the bf16 dot path (CPUs with
- * AVX-512 BF16) the interior Q K^T blocks take bf16 pairs by vdpbf16ps instead (qk_block_run_dot).
+ * AVX-512 BF16) the interior Q K^T blocks take bf16 pairs by vdpbf16ps instead (qk_block_run_dot,
+ * compiled only into ts__attn_avx512_qk_diag_dot by attn_kern_diag_bf16_avx512.c, which includes this
+ * file with TS_DIAG_BF16 and the BF16 flag; this file itself is built without it, CMakeLists.txt).
  * Contracts: attn_internal.h. */
 #include "attn/attn_avx512_inl.h"
 
@@ -83,6 +85,7 @@ static inline __attribute__((always_inline)) void qk_block_run(const void *q, co
   store_lanes4(st, lds, s, T);
 }
 
+#ifdef TS_DIAG_BF16 /* attn_kern_diag_bf16_avx512.c: this file again, built with AVX-512 BF16 */
 /* The same block from bf16 rows with vdpbf16ps (the bf16 dot path, CPUs with AVX-512 BF16): 32
  * elements of the head dimension per vector as 16 pairs, so a block takes half the multiply-adds and
  * no widening (a widened bf16 load is a load, a zero extension and a shift). Lane p of an
@@ -107,6 +110,8 @@ static inline __attribute__((always_inline)) void qk_block_run_dot(const uint16_
   store_lanes4(st, lds, s, T);
 }
 
+#endif
+
 /* Offsets in runs of consecutive values (a window's dx), each cut into chunks of 4; for a chunk all
  * row blocks of the sub-tile in turn, so its K rows (16 + 6) stay in L1 from block to block.
  * dot (bf16 only): interior blocks by vdpbf16ps (qk_block_run_dot); edge blocks widen as always. */
@@ -114,6 +119,7 @@ static inline __attribute__((always_inline)) void qk_diag_impl(const void *q, co
                                                                int64_t n, int64_t row0, const int32_t *offs, int nd,
                                                                int br, const uint16_t *mask, float *st, int64_t lds) {
   const int nv = (br + 15) / 16;
+  (void)dot;
   for (int ta = 0, tb; ta < nd; ta = tb) {
     tb = ts__attn_run_end(offs, nd, ta);
     for (int t0 = ta; t0 < tb; t0 += 4) {
@@ -123,8 +129,11 @@ static inline __attribute__((always_inline)) void qk_diag_impl(const void *q, co
         float *s = st + (int64_t)t0 * lds + i;
         if (!block_any(mask, nv, i, t0, t0 + T)) continue; /* nothing allowed: the softmax masks it all */
         if (i + 4 <= br && k0 >= 0 && k0 + 6 < n) {
+#ifdef TS_DIAG_BF16
           if (dot) qk_block_run_dot(q, k, d, qrow, k0, T, s, lds);
-          else qk_block_run(q, k, bf, d, qrow, k0, T, s, lds);
+          else
+#endif
+            qk_block_run(q, k, bf, d, qrow, k0, T, s, lds);
           continue;
         }
         int64_t qr[4], kr[16]; /* rows past br: scratch lanes; keys outside [0, n): masked cells, read clamped */
@@ -136,6 +145,7 @@ static inline __attribute__((always_inline)) void qk_diag_impl(const void *q, co
   }
 }
 
+#ifndef TS_DIAG_BF16
 void ts__attn_avx512_qk_diag(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
                              int64_t n, int64_t row0, const int32_t *offs, int nd, int br,
                              const uint16_t *mask, float *st, int64_t lds) {
@@ -145,6 +155,7 @@ void ts__attn_avx512_qk_diag(const float *q32, const uint16_t *q16, const float 
   else qk_diag_impl(q16, k16, true, false, d, n, row0, offs, nd, br, mask, st, lds);
 }
 
+#else
 void ts__attn_avx512_qk_diag_dot(const float *q32, const uint16_t *q16, const float *k32, const uint16_t *k16, int64_t d,
                                  int64_t n, int64_t row0, const int32_t *offs, int nd, int br, const uint16_t *mask,
                                  float *st, int64_t lds) {
@@ -152,6 +163,9 @@ void ts__attn_avx512_qk_diag_dot(const float *q32, const uint16_t *q16, const fl
   if (d == 64) qk_diag_impl(q16, k16, true, true, 64, n, row0, offs, nd, br, mask, st, lds);
   else qk_diag_impl(q16, k16, true, true, d, n, row0, offs, nd, br, mask, st, lds);
 }
+#endif
+
+#ifndef TS_DIAG_BF16 /* P V: in the base file only */
 
 /* An item's offsets as runs of consecutive values, found once for all its row blocks: run x is
  * offsets [t0[x], t0[x + 1]); any[x][w] = the rows of 16-row group w with an allowed cell in it. */
@@ -311,3 +325,4 @@ void ts__attn_avx512_pv_diag(const float *pt, int64_t lds, const float *v32, con
   else if (d == 64) pv_diag_impl(pt, lds, v16, true, 64, n, row0, offs, nd, br, mask, o, ldo, alpha);
   else pv_diag_impl(pt, lds, v16, true, d, n, row0, offs, nd, br, mask, o, ldo, alpha);
 }
+#endif /* !TS_DIAG_BF16 */

@@ -9,7 +9,7 @@
 
 /* llama.cpp's order has one 8-lane accumulator per row (cpu_order.h): a row dot is 256 bits wide by
  * definition, so the AVX-512 level runs the AVX2 kernels for single rows; the LLM runtime's
- * multi-row kernels (quant_pgemm_avx512.c) fill 512 bits with several rows instead. */
+ * multi-row kernels (quant_pgemm_vnni_avx512.c) fill 512 bits with several rows instead. */
 float ts__dot_q8_0_avx512(int64_t n, const void *row, const float *x, const ts_quant_act *xq) {
   return ts__dot_q8_0_avx2(n, row, x, xq);
 }

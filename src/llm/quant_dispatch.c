@@ -12,7 +12,7 @@
   }
 
 /* The scalar and AVX2 levels batch through the loop over their dots (ts__quant_gemm_with) on the
- * file's rows; AVX-512 has packed-row GEMM kernels (quant_pgemm_avx512.c). */
+ * file's rows; AVX-512 has packed-row GEMM kernels (quant_pgemm_vnni_avx512.c). */
 static const ts__quant_table g_tables[4] = {
     TS__QTABLE(ref, TS_ISA_SCALAR, NULL, NULL, NULL, NULL),
     TS__QTABLE(avx2, TS_ISA_AVX2, NULL, NULL, NULL, NULL),

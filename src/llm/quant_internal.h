@@ -101,7 +101,7 @@ typedef struct ts__qbatch {
 
 /* Packed block-type rows (ts__pack_rows): the file's blocks regrouped in groups of 8 rows (the
  * last group padded with zero rows), each group 8 x row_bytes, in two halves of 4 rows, so that one
- * 64-byte load holds one block of a half's 4 rows (quant_pgemm_avx512.c). nb = cols / 32; blocks
+ * 64-byte load holds one block of a half's 4 rows (quant_pgemm_vnni_avx512.c). nb = cols / 32; blocks
  * go in steps of 4 (j = b / 4, nbj = min(4, nb - 4 j) blocks in step j), and step j, at byte 32 j x
  * the block size of the group, holds
  *   Q4_0: d [2 halves][4 rows][nbj], qs [nbj][2 halves][4 rows][16]

@@ -13,7 +13,7 @@ ts_status ts__csr_check_header(const ts_csr *m, const char *who);
  * parallel generators give the same result whatever the thread count. */
 uint64_t ts__mix64(uint64_t seed, uint64_t stream);
 
-/* AVX-512 VPOPCNTDQ popcount of n words (format_bitmap_avx512.c). */
+/* AVX-512 VPOPCNTDQ popcount of n words (format_bitmap_popcnt_avx512.c). */
 int64_t ts__popcount_words_avx512(const uint64_t *w, int64_t n);
 
 #endif
