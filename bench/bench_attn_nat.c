@@ -18,7 +18,8 @@
  * --head-dim 64 --threads N --out FILE`), executed interleaved with the prototype (its own token
  * order; random Q, K, V either way): the ratio per round, median. Correctness: the prototype's O
  * against ts_attn_reference on heads 0-1 (max abs error printed). */
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma")
+/* built with the base AVX-512 flags (CMakeLists.txt): it calls the AVX-512 attention kernels' inline
+ * pieces directly */
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
