@@ -595,11 +595,13 @@ static int do_bench(const opts *o, run *r) {
     if (stream > 0)
       printf("            %.1f%% of the %.2f GB/s the matvec kernels stream the weight matrices alone\n", pct_stream, stream);
     if (wr.measured) {
-      printf("prefetch    decode's kernels prefetch the weights %s%d B ahead (measured for %d threads, stream GB/s:", wr.bytes ? "" : "none: ",
-             wr.bytes, wr.team);
+      if (wr.bytes) printf("prefetch    decode's kernels prefetch the weights %d B ahead", wr.bytes);
+      else printf("prefetch    decode's kernels do not prefetch the weights");
+      printf(" (measured for %d threads, stream GB/s:", wr.team);
       for (int i = 0; i < TS_LLM_WPF_CANDIDATES; i++) printf(" %dK %.1f%s", wr.candidates[i] / 1024, wr.gbs[i], i + 1 < TS_LLM_WPF_CANDIDATES ? "," : ")\n");
     } else {
-      printf("prefetch    decode's kernels prefetch the weights %d B ahead (set, not measured)\n", wr.bytes);
+      if (wr.bytes) printf("prefetch    decode's kernels prefetch the weights %d B ahead (set, not measured)\n", wr.bytes);
+      else printf("prefetch    decode's kernels do not prefetch the weights (set, or the model too small to measure)\n");
     }
     printf("decode time qkv %.1f%%, attention %.1f%%, wo %.1f%%, mlp %.1f%%, output %.1f%%, rest %.1f%% (barrier waits %.1f%%)\n",
            100 * tm.qkv / tot, 100 * tm.attn / tot, 100 * tm.wo / tot, 100 * tm.mlp / tot, 100 * tm.output / tot,
