@@ -154,8 +154,7 @@ int main(int argc, char **argv) {
         {
           const int tid = omp_get_thread_num();
           ts__pfq q; /* the kernels' own weight prefetches (no side queue) */
-          memset(&q, 0, sizeof q);
-          q.wpf = wpf;
+          ts__pfq_init(&q, wpf);
           for (int i = 0; i < nm; i++) {
             const int p = i % 7, last = i == nm - 1; /* p: k v q wo gate up down */
             const act *a = w[i]->cols == c->d_model ? &in[0] : &in[1];

@@ -472,8 +472,7 @@ static void check_gemm(void) {
             CHECK(tst_guard_ok(y1, (size_t)(T * rows)), "gemm wrote past y");
             if (npg && T == 1) { /* decode with its own weight prefetches (past the end too): the same bits */
               ts__pfq pq;
-              memset(&pq, 0, sizeof pq);
-              pq.wpf = 64 << (2 * (ri % 4) + v); /* 64 B .. 8 KB ahead */
+              ts__pfq_init(&pq, 64 << (2 * (ri % 4) + v)); /* 64 B .. 8 KB ahead */
               ts__qbatch qp = qb;
               qp.pf = &pq;
               tst_poison(y1, (size_t)rows);

@@ -90,8 +90,7 @@ static ts_status stream_at(const ts_llm_model *m, int nt, const int *wpf, int nc
       {
         const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
         ts__pfq q; /* no side prefetches; the kernels' own at wpf[k] */
-        memset(&q, 0, sizeof q);
-        q.wpf = wpf[k];
+        ts__pfq_init(&q, wpf[k]);
         for (int i = 0; i < nm; i++) { /* the thread's piece of each (its stream), or an even share */
           int64_t r0, r1;
           if (w[i]->npiece == nth) r0 = w[i]->cut[tid], r1 = w[i]->cut[tid + 1];

@@ -7,6 +7,7 @@
 #define TS_LLM_QUANT_INTERNAL_H
 
 #include <stdint.h>
+#include <string.h>
 #include <xmmintrin.h>
 
 #include "tessera/quant.h"
@@ -44,6 +45,12 @@ typedef struct ts__pfq {
    * in at every eval; ts__pfq_reset keeps it) */
   int wpf;
 } ts__pfq;
+
+/* An empty queue whose kernels prefetch their own weights wpf bytes ahead (0: none). */
+static inline void ts__pfq_init(ts__pfq *q, int wpf) {
+  memset(q, 0, sizeof *q);
+  q->wpf = wpf;
+}
 
 static inline void ts__pfq_reset(ts__pfq *q) {
   q->n = q->i = q->row = 0;
