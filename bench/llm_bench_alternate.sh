@@ -9,7 +9,8 @@
 # e.g. decode's weight prefetch (docs/BENCHMARKS.md, issue 7, seventeenth session):
 #   bench/llm_bench_alternate.sh 6 $M -- none:--weight-prefetch=0 4k:--weight-prefetch=4096 auto:
 # (options with a value as --opt=value; each run: --threads 2 --prompt-len 128 --gen 128 --repeats 3
-# unless the set overrides them)
+# unless the set overrides them). BIN=path in a set runs that binary instead (two builds side by side:
+#   bench/llm_bench_alternate.sh 8 $M -- before:BIN=/tmp/tessera_before after:)
 set -u
 [ $# -ge 4 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
 ROUNDS=$1
@@ -28,10 +29,13 @@ for r in $(seq "$ROUNDS"); do
     name=${v%%:*}
     envs=()
     opts=()
+    bin=$BIN
     for w in ${v#*:}; do
-      if [[ $w == --* ]]; then opts+=("${w%%=*}"); [[ $w == *=* ]] && opts+=("${w#*=}"); else envs+=("$w"); fi
+      if [[ $w == --* ]]; then opts+=("${w%%=*}"); [[ $w == *=* ]] && opts+=("${w#*=}");
+      elif [[ $w == BIN=* ]]; then bin=${w#BIN=}; else envs+=("$w"); fi
     done
-    env "${envs[@]}" "$BIN" llm bench --model "$M" --threads 2 --prompt-len 128 --gen 128 --repeats 3 "${opts[@]}" --json 2>/dev/null |
+    [ -x "$bin" ] || { echo "no binary $bin" >&2; exit 1; }
+    env "${envs[@]}" "$bin" llm bench --model "$M" --threads 2 --prompt-len 128 --gen 128 --repeats 3 "${opts[@]}" --json 2>/dev/null |
       python3 -c "
 import json, sys
 j = json.load(sys.stdin)

@@ -506,6 +506,26 @@ static void check_sample(void) {
   bool same = true;
   for (int i = 0; i < 50; i++) same &= ts_llm_sample(lg, 6, 0.7f, 0, &a) == ts_llm_sample(lg, 6, 0.7f, 0, &b);
   CHECK(same, "sampling with the same seed differs");
+  /* greedy against the plain loop (the first strict maximum; NaN never wins, NaN at 0 keeps 0), on
+   * lengths around the vectorized lanes and a vocabulary's, with ties, +-0, -inf and NaN */
+  ts_rng_seed(&r, 11);
+  static float big[49157];
+  int bad = 0, runs = 0;
+  for (int t = 0; t < 4000; t++) {
+    const int n = t < 3990 ? 1 + (int)ts_rng_below(&r, 200) : 49152 + (t % 6);
+    const int kinds = t % 3 == 0 ? 4 : 10; /* some arrays all ties, zeros, -inf and NaN */
+    for (int i = 0; i < n; i++) {
+      const int k = (int)ts_rng_below(&r, (uint64_t)kinds);
+      big[i] = k == 0 ? NAN : k == 1 ? -INFINITY : k == 2 ? 0.0f : k == 3 ? -0.0f : (float)ts_rng_below(&r, 7) - 3.0f;
+    }
+    if (t >= 3990) big[(t * 7919) % n] = 100.0f; /* a single winner somewhere in a long row */
+    int32_t ref = 0;
+    for (int32_t i = 1; i < n; i++)
+      if (big[i] > big[ref]) ref = i;
+    bad += ts_llm_sample(big, n, 0, 0, NULL) != ref;
+    runs++;
+  }
+  CHECK(bad == 0, "greedy sampling differs from the first strict maximum in %d of %d rows", bad, runs);
 }
 
 /* ts_llm_perplexity against the NLL computed here from full logits, both scorings. */

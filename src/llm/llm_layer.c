@@ -38,13 +38,16 @@ static ts__actb actb_from(const ts__actb *b, int64_t n, int from) {
 }
 
 /* Decode: the first bytes of this thread's share of a later weight phase go in front of its side
- * prefetch queue, so that the phase does not start at memory latency (where the tiles prefetch
- * their own weights, wpf bytes ahead, the end of one phase runs into the next one's too). */
+ * prefetch queue, so that the phase does not start at memory latency. Only where the tiles do not
+ * prefetch their own weights (wpf 0): otherwise the end of one phase's prefetches already runs wpf
+ * bytes into the next phase's piece (a thread's pieces lie back to back in decode's order), and the
+ * head only repeats those lines in front of the next layer's KV cache: decode without heads ran
+ * 3-4% faster on the Xeon VM with 32 KiB (docs/BENCHMARKS.md, issue 7, eighteenth session). */
 #ifndef HEAD_BYTES
 #define HEAD_BYTES 16384
 #endif
 static void queue_head(ts_llm_state *s, int tid, const ts__wmat *w, int64_t r0, int64_t r1) {
-  if (!w->npiece || r1 <= r0) return;
+  if (!w->npiece || r1 <= r0 || s->tb[tid].pf.wpf > 0) return;
   const int p = ts__wmat_piece(w, r0);
   const int64_t e = w->cut[p + 1] < r1 ? w->cut[p + 1] : r1;
   const int64_t bytes = (e - r0) * (int64_t)w->row_bytes;
