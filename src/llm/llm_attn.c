@@ -152,7 +152,7 @@ void ts__att_decode(ts_llm_state *s, int l, int pos, int tid) {
     it.V = s->vc + ts__vbase(s, l, kh, nkv, hd);
     it.out = s->att + (size_t)h * (size_t)hd;
     s->ops->att(&it);
-    ts__pfq_pump(&s->tb[tid].pf, 32); /* wo's first lines meanwhile */
+    ts__pfq_pump(&s->tb[tid].pf, 32); /* what is queued (the next layer's KV, where queued) meanwhile */
     h = he;
   }
 }

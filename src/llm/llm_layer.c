@@ -320,9 +320,12 @@ void ts__step_wo(ts_llm_state *s, int tid, int l, int T) {
  * of h as int8 blocks (~1.1 bytes per neuron) rather than their gate or up values (8 bytes per
  * neuron across the threads' caches, and each thread's own quantization of all of h). Elementwise
  * and per block: the same bits as forming h whole. In decode the next layer's KV cache for this
- * thread's attention heads is queued here: the gate, up and down matmuls prefetch it on the side
- * (it was last read a whole token ago, so it is in memory, and attention would otherwise wait on
- * each line). */
+ * thread's attention heads is queued here, where the kernels do not prefetch their own weights
+ * (wpf 0): the gate, up and down matmuls prefetch it on the side (it was last read a whole token
+ * ago, so it is in memory, and attention would otherwise wait on each line). Where they do, the
+ * side prefetches compete with the kernels' own for the core's miss buffers: without them decode
+ * on the Xeon VM ran 0-5% faster (no slower at 1024 and 2000 positions, where attention's own
+ * prefetches fetch the cache; docs/BENCHMARKS.md, issue 7, eighteenth session). */
 void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
   const ts_llm_config *c = &s->m->cfg;
   const ts__llm_layer *L = &s->m->layers[l];
@@ -333,7 +336,7 @@ void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
   if (T == 1) { /* next: down; behind it the next layer's KV cache (what is left queued is stale) */
     int64_t r0, r1;
     ts__pfq_reset(&s->tb[tid].pf);
-    if (l + 1 < c->n_layer) ts__att_queue_kv(s, tid, l + 1, pos);
+    if (l + 1 < c->n_layer && s->tb[tid].pf.wpf == 0) ts__att_queue_kv(s, tid, l + 1, pos);
     home(s, tid, ts__grid_d(&L->down), &r0, &r1);
     queue_head(s, tid, &L->down, r0, r1);
   }
