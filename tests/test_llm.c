@@ -587,7 +587,7 @@ static void test_stream_gbs(void) {
 }
 
 /* Decode's weight prefetch distance: set, read back, measured on request, refused out of range;
- * decode's logits do not depend on it. */
+ * decode's logits depend neither on it nor on the side prefetches (ts_llm_model's side). */
 static void test_weight_prefetch(void) {
   tiny_cfg c = tiny_default(TS_QT_Q4_1);
   ts_llm_model *m = load_tiny(&c, "llm_wpf.gguf");
@@ -596,22 +596,26 @@ static void test_weight_prefetch(void) {
   CHECK_OK(ts_context_create(&ctx, 2));
   const int32_t toks[5] = {1, 7, 3, 12, 5};
   const int nv = ts_llm_model_config(m)->n_vocab;
-  float *lg[2];
-  for (int k = 0; k < 2; k++) {
-    CHECK_OK(ts_llm_model_set_weight_prefetch(m, k ? 4096 : 0));
+  float *lg[4];
+  for (int k = 0; k < 4; k++) { /* distance 0 / 4096, side prefetches off / on */
+    const int b = k & 1 ? 4096 : 0;
+    CHECK_OK(ts_llm_model_set_weight_prefetch(m, b));
+    m->side = k >> 1;
     ts_llm_wpf_report r;
     ts_llm_model_weight_prefetch(m, &r);
-    CHECK(r.bytes == (k ? 4096 : 0) && !r.measured, "weight prefetch set %d: report %d (measured %d)", k ? 4096 : 0, r.bytes,
-          r.measured);
+    CHECK(r.bytes == b && !r.measured, "weight prefetch set %d: report %d (measured %d)", b, r.bytes, r.measured);
     lg[k] = malloc((size_t)nv * sizeof(float));
     ts_llm_state *s = NULL;
     CHECK_OK(ts_llm_state_create(m, ctx, 16, 4, &s));
-    CHECK_OK(ts_llm_eval(s, toks, 4, 0, TS_LLM_LOGITS_LAST, lg[k]));
-    for (int p = 4; p < 5; p++) CHECK_OK(ts_llm_eval(s, toks + p, 1, p, TS_LLM_LOGITS_LAST, lg[k])); /* decode */
+    CHECK_OK(ts_llm_eval(s, toks, 3, 0, TS_LLM_LOGITS_LAST, lg[k]));
+    for (int p = 3; p < 5; p++) CHECK_OK(ts_llm_eval(s, toks + p, 1, p, TS_LLM_LOGITS_LAST, lg[k])); /* decode */
     ts_llm_state_destroy(s);
   }
-  CHECK(!memcmp(lg[0], lg[1], (size_t)nv * sizeof(float)), "decode logits depend on the weight prefetch distance");
-  free(lg[0]), free(lg[1]);
+  for (int k = 1; k < 4; k++)
+    CHECK(!memcmp(lg[0], lg[k], (size_t)nv * sizeof(float)), "decode logits depend on the weight prefetch (%d B, side %s)",
+          k & 1 ? 4096 : 0, k >> 1 ? "on" : "off");
+  m->side = 0;
+  for (int k = 0; k < 4; k++) free(lg[k]);
   /* auto: a tiny model keeps none without timing; forced past the size floor it is timed */
   CHECK_OK(ts_llm_model_set_weight_prefetch(m, -1));
   ts_llm_state *s = NULL;

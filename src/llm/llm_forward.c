@@ -189,6 +189,7 @@ static void eval_team(void *arg, int tid, int nrun) {
     ts__pfq_reset(pf);
     const int wpf = __atomic_load_n(&s->m->wpf, __ATOMIC_RELAXED); /* the model's setting (-1: none yet) */
     pf->wpf = wpf > 0 ? wpf : 0;
+    pf->side = __atomic_load_n(&s->m->side, __ATOMIC_RELAXED) != 0; /* side prefetches (default off) */
   }
   double waited = 0;
 #define BAR()                            \

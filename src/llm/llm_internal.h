@@ -67,6 +67,14 @@ struct ts_llm_model {
    * lock) and how it was chosen (ts_llm_model_set_weight_prefetch, ts__llm_tune_wpf) */
   int wpf;
   ts_llm_wpf_report wpf_rep;
+  /* decode's side prefetches (each next phase's first weights, the next layer's KV cache, walked
+   * into L2 by the matmul tiles and by threads waiting at a barrier; ts__pfq): 0 off (default),
+   * 1 on. Off since the eighteenth session: in-process comparisons on the Xeon VM had them cost
+   * decode 3-9% whether or not the kernels prefetch their own weights (they compete for the
+   * core's miss buffers), and on the Zen 4 VM leaving out their KV part or their pumping had
+   * measured 2% faster, within that session's noise (docs/BENCHMARKS.md, issue 7). Not public:
+   * bench/bench_llm_ab.c sets it to compare both in one process on another machine. */
+  int side;
 };
 
 /* Measures and sets m->wpf for a team of nt threads (llm_stream.c); called under m->lock by the

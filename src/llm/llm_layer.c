@@ -37,17 +37,16 @@ static ts__actb actb_from(const ts__actb *b, int64_t n, int from) {
   return a;
 }
 
-/* Decode: the first bytes of this thread's share of a later weight phase go in front of its side
- * prefetch queue, so that the phase does not start at memory latency. Only where the tiles do not
- * prefetch their own weights (wpf 0): otherwise the end of one phase's prefetches already runs wpf
- * bytes into the next phase's piece (a thread's pieces lie back to back in decode's order), and the
- * head only repeats those lines in front of the next layer's KV cache: decode without heads ran
- * 3-4% faster on the Xeon VM with 32 KiB (docs/BENCHMARKS.md, issue 7, eighteenth session). */
+/* Decode with side prefetches on (ts_llm_model's side; off by default): the first bytes of this
+ * thread's share of a later weight phase go in front of its side prefetch queue, so that the phase
+ * does not start at memory latency. Where the tiles prefetch their own weights (wpf > 0) the end of
+ * one phase's prefetches already runs into the next one's piece (a thread's pieces lie back to back
+ * in decode's order). */
 #ifndef HEAD_BYTES
 #define HEAD_BYTES 16384
 #endif
 static void queue_head(ts_llm_state *s, int tid, const ts__wmat *w, int64_t r0, int64_t r1) {
-  if (!w->npiece || r1 <= r0 || s->tb[tid].pf.wpf > 0) return;
+  if (!w->npiece || r1 <= r0 || !s->tb[tid].pf.side) return;
   const int p = ts__wmat_piece(w, r0);
   const int64_t e = w->cut[p + 1] < r1 ? w->cut[p + 1] : r1;
   const int64_t bytes = (e - r0) * (int64_t)w->row_bytes;
@@ -319,13 +318,10 @@ void ts__step_wo(ts_llm_state *s, int tid, int l, int T) {
  * quantized into the shared s->hact, so that after the barrier down reads the other threads' parts
  * of h as int8 blocks (~1.1 bytes per neuron) rather than their gate or up values (8 bytes per
  * neuron across the threads' caches, and each thread's own quantization of all of h). Elementwise
- * and per block: the same bits as forming h whole. In decode the next layer's KV cache for this
- * thread's attention heads is queued here, where the kernels do not prefetch their own weights
- * (wpf 0): the gate, up and down matmuls prefetch it on the side (it was last read a whole token
- * ago, so it is in memory, and attention would otherwise wait on each line). Where they do, the
- * side prefetches compete with the kernels' own for the core's miss buffers: without them decode
- * on the Xeon VM ran 0-5% faster (no slower at 1024 and 2000 positions, where attention's own
- * prefetches fetch the cache; docs/BENCHMARKS.md, issue 7, eighteenth session). */
+ * and per block: the same bits as forming h whole. With side prefetches on (off by default: they
+ * cost decode 3-9% on the Xeon VM, see ts_llm_model's side) the next layer's KV cache for this
+ * thread's attention heads is queued here, for the gate, up and down matmuls to prefetch on the
+ * side; off, attention's own prefetches fetch it (no slower at 1024 and 2000 positions). */
 void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
   const ts_llm_config *c = &s->m->cfg;
   const ts__llm_layer *L = &s->m->layers[l];
@@ -336,7 +332,7 @@ void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
   if (T == 1) { /* next: down; behind it the next layer's KV cache (what is left queued is stale) */
     int64_t r0, r1;
     ts__pfq_reset(&s->tb[tid].pf);
-    if (l + 1 < c->n_layer && s->tb[tid].pf.wpf == 0) ts__att_queue_kv(s, tid, l + 1, pos);
+    if (l + 1 < c->n_layer && s->tb[tid].pf.side) ts__att_queue_kv(s, tid, l + 1, pos);
     home(s, tid, ts__grid_d(&L->down), &r0, &r1);
     queue_head(s, tid, &L->down, r0, r1);
   }

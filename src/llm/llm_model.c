@@ -335,6 +335,7 @@ ts_status ts_llm_model_from_gguf(ts_gguf *g, const char *name, ts_llm_model **ou
   }
   m->g = g;
   m->wpf = -1; /* measured by the first state (ts__llm_tune_wpf) */
+  m->side = 0; /* decode's side prefetches off (ts_llm_model's side) */
   pthread_mutex_init(&m->lock, NULL);
   m->name = strdup(name);
   ts_status s = m->name ? TS_OK : ts_error(TS_ERR_OOM, "out of memory");

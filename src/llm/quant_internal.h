@@ -44,6 +44,9 @@ typedef struct ts__pfq {
    * ahead of the tile they read, 0 none; the model's measured setting (ts_llm_model's wpf, copied
    * in at every eval; ts__pfq_reset keeps it) */
   int wpf;
+  /* whether decode queues side prefetches at all (the model's setting, copied in at every eval;
+   * off by default, see ts_llm_model's side) */
+  int side;
 } ts__pfq;
 
 /* An empty queue whose kernels prefetch their own weights wpf bytes ahead (0: none). */
