@@ -183,7 +183,8 @@ AI void decode_rows(int R, const int hd, const ts__att_item *it, const float (*q
     const char *kn = (const char *)(it->KT + (size_t)(j0 + 16 * PF_KBLK) * (size_t)hd), *vb = (const char *)(it->V + (size_t)j0 * (size_t)hd);
     if (j0 + 16 * PF_KBLK < valid)
       for (int o = 0; o < 32 * hd; o += 64) _mm_prefetch(kn + o, _MM_HINT_T1);
-    for (int o = 0; o < 32 * hd && j0 + o / (2 * hd) < valid; o += 64) _mm_prefetch(vb + o, _MM_HINT_T1);
+    const int vbytes = valid - j0 < 16 ? (valid - j0) * 2 * hd : 32 * hd; /* the block's V rows */
+    for (int o = 0; o < vbytes; o += 64) _mm_prefetch(vb + o, _MM_HINT_T1);
     sc_block(R, 0, hd, qs, it->KT + (size_t)j0 * (size_t)hd, mask16(valid - j0), NULL, it->scale, S + j0, it->lds);
   }
   for (int r = 0; r < R; r++) softmax_row(S + (size_t)r * (size_t)it->lds, valid);
