@@ -330,6 +330,13 @@ static void check_attention(void) {
             for (int i = 0; i < hd * kcap; i += 3) KT[i] = i % 2 ? 0x8000 : 0;
             for (int i = 0; i < m * ldq; i += 4) q[i] = i % 8 ? -0.0f : 0.0f;
           }
+          /* the positions past those the rows see (a cache's unwritten or stale ones: the kernel
+           * reads whole blocks of 16 keys) hold NaN and infinities, which must not reach an output */
+          const int seen = p0 + (dp ? m : 1);
+          for (int j = seen; j < kcap; j++)
+            for (int i = 0; i < hd; i++) KT[ts__kidx(hd, i, j)] = (uint16_t)((i + j) % 3 ? 0x7E00 : (i % 2 ? 0x7C00 : 0xFC00));
+          for (int j = seen; j < ldk; j++)
+            for (int i = 0; i < hd; i++) V[(size_t)j * hd + i] = 0x7E00;
           tst_poison(o0, (size_t)m * ldo);
           tst_poison(o1, (size_t)m * ldo);
           ts__att_item it = {m, hd, p0, dp, one, 0.125f, q, ldq, KT, V, S, lds, o0, ldo};

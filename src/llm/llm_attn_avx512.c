@@ -24,6 +24,12 @@
 #define HD_MAX 256
 
 static inline __m512 ld16h(const uint16_t *p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+/* 16 keys' fp16 values of one dimension (a K^T row piece), unmasked: a block of 16 keys is always
+ * whole in the cache (kcap is a multiple of 16), each lane is one key's own sum, and the keys past
+ * the valid ones are never stored, whatever their lanes hold. A plain load folds into vcvtph2ps's
+ * memory operand (one fewer uop per conversion than a masked load and a register conversion: the
+ * hot decode item 5-7% faster, bench/bench_llm_att.c) */
+static inline __m512 ldK(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 static inline __mmask16 mask16(int n) { return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u); }
 
 static void softmax_row(float *s, int valid) {
@@ -55,12 +61,12 @@ static void softmax_row(float *s, int valid) {
 /* Lane l's a_r = (p0+p2)+(p1+p3) of a 16-key block B ([hd][16]), p_c = the chain over 64-dim
  * chunks cc of q_r[i] B[i] (i = cc + 16c + l). The asm pins a_r here: gcc otherwise moved a whole
  * block's loads and products ahead of the sums and spilled them. */
-AI void sc_lane(int R, int many, const int hd, const float (*q)[HD_MAX], const uint16_t *B, __mmask16 mk, int l,
+AI void sc_lane(int R, int many, const int hd, const float (*q)[HD_MAX], const uint16_t *B, int l,
                 __m512 *a) {
   if (many) { /* dot_f16_many: one chain over dimensions l, l + 16, .. */
     for (int r = 0; r < R; r++) a[r] = _mm512_setzero_ps();
     for (int i = l; i < hd; i += 16) {
-      const __m512 kv = ld16h(B + 16 * i, mk);
+      const __m512 kv = ldK(B + 16 * i);
       for (int r = 0; r < R; r++) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][i]), kv, a[r]);
     }
     for (int r = 0; r < R; r++) __asm__ volatile("" : "+v"(a[r])::"memory");
@@ -69,8 +75,7 @@ AI void sc_lane(int R, int many, const int hd, const float (*q)[HD_MAX], const u
   if (hd == 64) { /* one product per chain: p0 and p1 are exact (fp16 x fp16 in fp32), so p0 + p2
                   * rounds once like fma(q0, K0, p2); p2 (p3) from fma onto +0 as the chain makes it */
     const __m512 z = _mm512_setzero_ps();
-    const __m512 k0 = ld16h(B + 16 * l, mk), k1 = ld16h(B + 16 * (16 + l), mk), k2 = ld16h(B + 16 * (32 + l), mk),
-                 k3 = ld16h(B + 16 * (48 + l), mk);
+    const __m512 k0 = ldK(B + 16 * l), k1 = ldK(B + 16 * (16 + l)), k2 = ldK(B + 16 * (32 + l)), k3 = ldK(B + 16 * (48 + l));
     for (int r = 0; r < R; r++) {
       const __m512 s02 = _mm512_fmadd_ps(_mm512_set1_ps(q[r][l]), k0, _mm512_fmadd_ps(_mm512_set1_ps(q[r][32 + l]), k2, z));
       const __m512 s13 = _mm512_fmadd_ps(_mm512_set1_ps(q[r][16 + l]), k1, _mm512_fmadd_ps(_mm512_set1_ps(q[r][48 + l]), k3, z));
@@ -85,7 +90,7 @@ AI void sc_lane(int R, int many, const int hd, const float (*q)[HD_MAX], const u
   for (int cc = 0; cc < hd; cc += 64)
     for (int c = 0; c < 4; c++) {
       const int i = cc + 16 * c + l;
-      const __m512 kv = ld16h(B + 16 * i, mk);
+      const __m512 kv = ldK(B + 16 * i);
       for (int r = 0; r < R; r++) p[r][c] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][i]), kv, p[r][c]);
     }
   for (int r = 0; r < R; r++) {
@@ -95,26 +100,26 @@ AI void sc_lane(int R, int many, const int hd, const float (*q)[HD_MAX], const u
 }
 
 /* sum16's first two levels for lane g < 4: (a_g + a_(g+8)) + (a_(g+4) + a_(g+12)) */
-AI void sc_quad(int R, int many, const int hd, const float (*q)[HD_MAX], const uint16_t *B, __mmask16 mk, int g,
+AI void sc_quad(int R, int many, const int hd, const float (*q)[HD_MAX], const uint16_t *B, int g,
                 __m512 *u) {
   __m512 a0[RMAX], a1[RMAX], a2[RMAX], a3[RMAX];
-  sc_lane(R, many, hd, q, B, mk, g, a0);
-  sc_lane(R, many, hd, q, B, mk, g + 8, a1);
-  sc_lane(R, many, hd, q, B, mk, g + 4, a2);
-  sc_lane(R, many, hd, q, B, mk, g + 12, a3);
+  sc_lane(R, many, hd, q, B, g, a0);
+  sc_lane(R, many, hd, q, B, g + 8, a1);
+  sc_lane(R, many, hd, q, B, g + 4, a2);
+  sc_lane(R, many, hd, q, B, g + 12, a3);
   for (int r = 0; r < R; r++) u[r] = _mm512_add_ps(_mm512_add_ps(a0[r], a1[r]), _mm512_add_ps(a2[r], a3[r]));
 }
 
-/* S_r[keys of block B] = dot_f16_one (dot_f16_many when `many`)(q_r, K[key]) * scale; the block's
- * keys loaded under mk (the rows' widest), row r's stored under mks[r] */
+/* S_r[keys of block B] = dot_f16_one (dot_f16_many when `many`)(q_r, K[key]) * scale; all 16 keys
+ * computed (ldK), those under mk (the rows' widest) stored, row r's under mks[r] */
 AI void sc_block(int R, int many, const int hd, const float (*q)[HD_MAX], const uint16_t *B, __mmask16 mk,
                  const __mmask16 *mks, float scale, float *S, int64_t lds) {
   __m512 u0[RMAX], u1[RMAX], u2[RMAX], u3[RMAX];
-  sc_quad(R, many, hd, q, B, mk, 0, u0);
-  sc_quad(R, many, hd, q, B, mk, 2, u2);
+  sc_quad(R, many, hd, q, B, 0, u0);
+  sc_quad(R, many, hd, q, B, 2, u2);
   for (int r = 0; r < R; r++) u0[r] = _mm512_add_ps(u0[r], u2[r]);
-  sc_quad(R, many, hd, q, B, mk, 1, u1);
-  sc_quad(R, many, hd, q, B, mk, 3, u3);
+  sc_quad(R, many, hd, q, B, 1, u1);
+  sc_quad(R, many, hd, q, B, 3, u3);
   for (int r = 0; r < R; r++)
     _mm512_mask_storeu_ps(S + (size_t)r * (size_t)lds, mks ? mks[r] : mk,
                           _mm512_mul_ps(_mm512_add_ps(u0[r], _mm512_add_ps(u1[r], u3[r])), _mm512_set1_ps(scale)));
