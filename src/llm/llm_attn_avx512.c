@@ -145,15 +145,26 @@ AI void pv_lane(int R, int many, const int *valid, int vmin, int vmax, const flo
     for (int r = 0; r < R; r++) __asm__ volatile("" : "+v"(a[r])::"memory");
     return;
   }
+  /* the four chains advance side by side (4 R independent fmas per step: one chain at a time, a
+   * chain's fma latency bounded the pass at ~half the core's fma rate) */
   __m512 p[RMAX][4];
   for (int r = 0; r < R; r++)
     for (int j = 0; j < 4; j++) p[r][j] = _mm512_setzero_ps();
+  int k0 = l;
+  for (; k0 + 48 < vmax; k0 += 64) /* keys k0 + 16 j of every chain j */
 #pragma GCC unroll 4
-  for (int j = 0; j < 4; j++)
-    for (int k = 16 * j + l; k < vmax; k += 64) {
+    for (int j = 0; j < 4; j++) {
+      const int k = k0 + 16 * j;
       const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
       for (int r = 0; r < R; r++) p[r][j] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, p[r][j]);
     }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++) { /* the last keys: the first chains' only */
+    const int k = k0 + 16 * j;
+    if (k >= vmax) break;
+    const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
+    for (int r = 0; r < R; r++) p[r][j] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, p[r][j]);
+  }
   for (int r = 0; r < R; r++) a[r] = _mm512_add_ps(_mm512_add_ps(p[r][0], p[r][2]), _mm512_add_ps(p[r][1], p[r][3]));
 }
 
