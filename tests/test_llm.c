@@ -334,7 +334,8 @@ static void check_attention(void) {
            * reads whole blocks of 16 keys) hold NaN and infinities, which must not reach an output */
           const int seen = p0 + (dp ? m : 1);
           for (int j = seen; j < kcap; j++)
-            for (int i = 0; i < hd; i++) KT[ts__kidx(hd, i, j)] = (uint16_t)((i + j) % 3 ? 0x7E00 : (i % 2 ? 0x7C00 : 0xFC00));
+            for (int i = 0; i < hd; i++) /* NaN, +inf, -inf */
+              KT[ts__kidx(hd, i, j)] = (uint16_t)((i + j) % 3 ? 0x7E00 : i % 2 ? 0x7C00 : 0xFC00);
           for (int j = seen; j < ldk; j++)
             for (int i = 0; i < hd; i++) V[(size_t)j * hd + i] = 0x7E00;
           tst_poison(o0, (size_t)m * ldo);

@@ -27,8 +27,8 @@ static inline __m512 ld16h(const uint16_t *p, __mmask16 m) { return _mm512_cvtph
 /* 16 keys' fp16 values of one dimension (a K^T row piece), unmasked: a block of 16 keys is always
  * whole in the cache (kcap is a multiple of 16), each lane is one key's own sum, and the keys past
  * the valid ones are never stored, whatever their lanes hold. A plain load folds into vcvtph2ps's
- * memory operand (one fewer uop per conversion than a masked load and a register conversion: the
- * hot decode item 5-7% faster, bench/bench_llm_att.c) */
+ * memory operand (one fewer uop per conversion than a masked load and a register conversion: hot
+ * decode items of 1 / 2 rows ~18% / 4-6% faster, 3 rows the same; bench/bench_llm_att.c) */
 static inline __m512 ldK(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 static inline __mmask16 mask16(int n) { return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u); }
 
@@ -75,7 +75,8 @@ AI void sc_lane(int R, int many, const int hd, const float (*q)[HD_MAX], const u
   if (hd == 64) { /* one product per chain: p0 and p1 are exact (fp16 x fp16 in fp32), so p0 + p2
                   * rounds once like fma(q0, K0, p2); p2 (p3) from fma onto +0 as the chain makes it */
     const __m512 z = _mm512_setzero_ps();
-    const __m512 k0 = ldK(B + 16 * l), k1 = ldK(B + 16 * (16 + l)), k2 = ldK(B + 16 * (32 + l)), k3 = ldK(B + 16 * (48 + l));
+    const __m512 k0 = ldK(B + 16 * l), k1 = ldK(B + 16 * (16 + l)), k2 = ldK(B + 16 * (32 + l)),
+                 k3 = ldK(B + 16 * (48 + l));
     for (int r = 0; r < R; r++) {
       const __m512 s02 = _mm512_fmadd_ps(_mm512_set1_ps(q[r][l]), k0, _mm512_fmadd_ps(_mm512_set1_ps(q[r][32 + l]), k2, z));
       const __m512 s13 = _mm512_fmadd_ps(_mm512_set1_ps(q[r][16 + l]), k1, _mm512_fmadd_ps(_mm512_set1_ps(q[r][48 + l]), k3, z));
@@ -145,8 +146,8 @@ AI void pv_lane(int R, int many, const int *valid, int vmin, int vmax, const flo
     for (int r = 0; r < R; r++) __asm__ volatile("" : "+v"(a[r])::"memory");
     return;
   }
-  /* the four chains advance side by side (4 R independent fmas per step: one chain at a time, a
-   * chain's fma latency bounded the pass at ~half the core's fma rate) */
+  /* the four chains advance side by side, 4 R independent fmas per step (the pass alone ~4%
+   * faster than one chain after the other) */
   __m512 p[RMAX][4];
   for (int r = 0; r < R; r++)
     for (int j = 0; j < 4; j++) p[r][j] = _mm512_setzero_ps();

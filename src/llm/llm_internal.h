@@ -244,9 +244,9 @@ static inline size_t ts__kidx(int hd, int i, int j) {
  * heads of one KV head at one position, decode), against keys 0..position of one KV head: K in
  * blocks of 16 keys (KT[ts__kidx(hd, i, j)] = dimension i of key j; the last block is read whole,
  * whatever its keys past the last position hold) and V[j * hd + i], fp16. S: scratch of m rows of
- * lds floats (lds >= round_up(last position + 1, 64) + 64). out[r * ldo + i] = the row's output. `one`: the
- * eval batch is a single token, which llama.cpp evaluates with other dot orders (cpu_order.h:
- * dot_f16_one instead of dot_f16_many). */
+ * lds floats (lds >= round_up(last position + 1, 64) + 64). out[r * ldo + i] = the row's output.
+ * `one`: the eval batch is a single token, which llama.cpp evaluates with other dot orders
+ * (cpu_order.h: dot_f16_one instead of dot_f16_many). */
 typedef struct ts__att_item {
   int m, hd, p0, dp, one;
   float scale;
