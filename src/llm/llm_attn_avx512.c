@@ -126,69 +126,88 @@ AI void sc_block(int R, int many, const int hd, const float (*q)[HD_MAX], const 
                           _mm512_mul_ps(_mm512_add_ps(u0[r], _mm512_add_ps(u1[r], u3[r])), _mm512_set1_ps(scale)));
 }
 
-/* Key lane l's a_r of out_r[i0..i0+16) over keys k < valid[r] (valid NULL: all rows vmax; vmin
- * <= every valid[r]): dot_f16_one's four chains j (keys 16 j + l, + 64, ..) summed (p0+p2)+(p1+p3),
- * or dot_f16_many's one chain (keys l, l + 16, ..), each V row slice loaded once for the R rows */
-AI void pv_lane(int R, int many, const int *valid, int vmin, int vmax, const float *P, int64_t lds, const uint16_t *V,
-                int hd, int i0, int l, __m512 *a) {
+/* Key lane l's a[s][r] of out_r[i0 + 16 s ..+16) (NS slices of 16 dimensions, s < NS) over keys
+ * k < valid[r] (valid NULL: all rows vmax; vmin <= every valid[r]): dot_f16_one's four chains j
+ * (keys 16 j + l, + 64, ..) summed (p0+p2)+(p1+p3), or dot_f16_many's one chain (keys l, l + 16,
+ * ..; NS 1), each V row slice loaded once for the R rows and each probability once for the NS
+ * slices */
+AI void pv_lane(int R, int NS, int many, const int *valid, int vmin, int vmax, const float *P, int64_t lds,
+                const uint16_t *V, int hd, int i0, int l, __m512 (*a)[RMAX]) {
   if (many) {
-    for (int r = 0; r < R; r++) a[r] = _mm512_setzero_ps();
+    for (int r = 0; r < R; r++) a[0][r] = _mm512_setzero_ps();
     int k = l;
     for (; k < vmin; k += 16) { /* every row's keys */
       const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
-      for (int r = 0; r < R; r++) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, a[r]);
+      for (int r = 0; r < R; r++) a[0][r] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, a[0][r]);
     }
     for (; k < vmax; k += 16) { /* the last keys of the later rows */
       const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
       for (int r = 0; r < R; r++)
-        if (k < valid[r]) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, a[r]);
+        if (k < valid[r]) a[0][r] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, a[0][r]);
     }
-    for (int r = 0; r < R; r++) __asm__ volatile("" : "+v"(a[r])::"memory");
+    for (int r = 0; r < R; r++) __asm__ volatile("" : "+v"(a[0][r])::"memory");
     return;
   }
-  /* the four chains advance side by side, 4 R independent fmas per step (the pass alone ~4%
-   * faster than one chain after the other) */
-  __m512 p[RMAX][4];
-  for (int r = 0; r < R; r++)
-    for (int j = 0; j < 4; j++) p[r][j] = _mm512_setzero_ps();
+  /* the four chains advance side by side, 4 R NS independent fmas per step (one chain after the
+   * other and one slice at a time, the output pass ran ~4% and 3-15% slower) */
+  __m512 p[2][RMAX][4];
+  for (int s = 0; s < NS; s++)
+    for (int r = 0; r < R; r++)
+      for (int j = 0; j < 4; j++) p[s][r][j] = _mm512_setzero_ps();
   int k0 = l;
   for (; k0 + 48 < vmax; k0 += 64) /* keys k0 + 16 j of every chain j */
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++) {
       const int k = k0 + 16 * j;
-      const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
-      for (int r = 0; r < R; r++) p[r][j] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, p[r][j]);
+      __m512 v[2];
+      for (int s = 0; s < NS; s++) v[s] = ld16h(V + (size_t)k * (size_t)hd + i0 + 16 * s, 0xFFFF);
+      for (int r = 0; r < R; r++) {
+        const __m512 pk = _mm512_set1_ps(P[(size_t)r * (size_t)lds + k]);
+        for (int s = 0; s < NS; s++) p[s][r][j] = _mm512_fmadd_ps(pk, v[s], p[s][r][j]);
+      }
     }
 #pragma GCC unroll 4
   for (int j = 0; j < 4; j++) { /* the last keys: the first chains' only */
     const int k = k0 + 16 * j;
     if (k >= vmax) break;
-    const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
-    for (int r = 0; r < R; r++) p[r][j] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, p[r][j]);
+    __m512 v[2];
+    for (int s = 0; s < NS; s++) v[s] = ld16h(V + (size_t)k * (size_t)hd + i0 + 16 * s, 0xFFFF);
+    for (int r = 0; r < R; r++) {
+      const __m512 pk = _mm512_set1_ps(P[(size_t)r * (size_t)lds + k]);
+      for (int s = 0; s < NS; s++) p[s][r][j] = _mm512_fmadd_ps(pk, v[s], p[s][r][j]);
+    }
   }
-  for (int r = 0; r < R; r++) a[r] = _mm512_add_ps(_mm512_add_ps(p[r][0], p[r][2]), _mm512_add_ps(p[r][1], p[r][3]));
+  for (int s = 0; s < NS; s++)
+    for (int r = 0; r < R; r++)
+      a[s][r] = _mm512_add_ps(_mm512_add_ps(p[s][r][0], p[s][r][2]), _mm512_add_ps(p[s][r][1], p[s][r][3]));
 }
 
-/* out_r[i0..i0+16) = the key lanes of pv_lane summed in sum16's order */
-AI void pv_slice(int R, int many, const int *valid, int vmin, int vmax, const float *P, int64_t lds, const uint16_t *V,
-                 int hd, int i0, float *out, int64_t ldo) {
+/* out_r[i0 + 16 s ..+16) (s < NS) = the key lanes of pv_lane summed in sum16's order */
+AI void pv_slice(int R, int NS, int many, const int *valid, int vmin, int vmax, const float *P, int64_t lds,
+                 const uint16_t *V, int hd, int i0, float *out, int64_t ldo) {
   static const int kL[8] = {0, 4, 2, 6, 1, 5, 3, 7}; /* (l, l+8) pairs: t0 + t4 = u0, t2 + t6 = u2, .. */
-  __m512 u[RMAX][4], w02[RMAX];
+  __m512 u[2][RMAX][4], w02[2][RMAX];
 #pragma GCC unroll 8
   for (int li = 0; li < 8; li++) {
-    __m512 t[RMAX];
+    __m512 t[2][RMAX];
 #pragma GCC unroll 2
     for (int half = 0; half < 2; half++) {
-      __m512 a[RMAX];
-      pv_lane(R, many, valid, vmin, vmax, P, lds, V, hd, i0, kL[li] + 8 * half, a);
-      for (int r = 0; r < R; r++) t[r] = half ? _mm512_add_ps(t[r], a[r]) : a[r];
+      __m512 a[2][RMAX];
+      pv_lane(R, NS, many, valid, vmin, vmax, P, lds, V, hd, i0, kL[li] + 8 * half, a);
+      for (int s = 0; s < NS; s++)
+        for (int r = 0; r < R; r++) t[s][r] = half ? _mm512_add_ps(t[s][r], a[s][r]) : a[s][r];
     }
-    for (int r = 0; r < R; r++) u[r][kL[li] & 3] = kL[li] < 4 ? t[r] : _mm512_add_ps(u[r][kL[li] & 3], t[r]);
+    for (int s = 0; s < NS; s++)
+      for (int r = 0; r < R; r++)
+        u[s][r][kL[li] & 3] = kL[li] < 4 ? t[s][r] : _mm512_add_ps(u[s][r][kL[li] & 3], t[s][r]);
     if (li == 3)
-      for (int r = 0; r < R; r++) w02[r] = _mm512_add_ps(u[r][0], u[r][2]);
+      for (int s = 0; s < NS; s++)
+        for (int r = 0; r < R; r++) w02[s][r] = _mm512_add_ps(u[s][r][0], u[s][r][2]);
   }
-  for (int r = 0; r < R; r++)
-    _mm512_storeu_ps(out + (size_t)r * (size_t)ldo + i0, _mm512_add_ps(w02[r], _mm512_add_ps(u[r][1], u[r][3])));
+  for (int s = 0; s < NS; s++)
+    for (int r = 0; r < R; r++)
+      _mm512_storeu_ps(out + (size_t)r * (size_t)ldo + i0 + 16 * s,
+                       _mm512_add_ps(w02[s][r], _mm512_add_ps(u[s][r][1], u[s][r][3])));
 }
 
 /* R rows (q fp16-rounded in qs) at one position: scores, softmax, output */
@@ -205,7 +224,12 @@ AI void decode_rows(int R, const int hd, const ts__att_item *it, const float (*q
     sc_block(R, 0, hd, qs, it->KT + (size_t)j0 * (size_t)hd, mask16(valid - j0), NULL, it->scale, S + j0, it->lds);
   }
   for (int r = 0; r < R; r++) softmax_row(S + (size_t)r * (size_t)it->lds, valid);
-  for (int i0 = 0; i0 < hd; i0 += 16) pv_slice(R, 0, NULL, valid, valid, S, it->lds, it->V, hd, i0, out, it->ldo);
+  /* two 16-dimension slices at a time up to 3 rows (each probability broadcast once for both; 4
+   * rows x 2 slices would not fit the registers) */
+  if (R <= 3)
+    for (int i0 = 0; i0 < hd; i0 += 32) pv_slice(R, 2, 0, NULL, valid, valid, S, it->lds, it->V, hd, i0, out, it->ldo);
+  else
+    for (int i0 = 0; i0 < hd; i0 += 16) pv_slice(R, 1, 0, NULL, valid, valid, S, it->lds, it->V, hd, i0, out, it->ldo);
 }
 
 /* ---- batches (dot_f16_many), R <= 4 consecutive tokens of one query head ------------------ */
@@ -225,7 +249,7 @@ AI void batch_rows(int R, const int hd, const ts__att_item *it, const float (*qs
     sc_block(R, 1, hd, qs, it->KT + (size_t)j0 * (size_t)hd, mask16(vmax - j0), mks, it->scale, S + j0, it->lds);
   }
   for (int r = 0; r < R; r++) softmax_row(S + (size_t)r * (size_t)it->lds, valid[r]);
-  for (int i0 = 0; i0 < hd; i0 += 16) pv_slice(R, 1, valid, vmin, vmax, S, it->lds, it->V, hd, i0, out, it->ldo);
+  for (int i0 = 0; i0 < hd; i0 += 16) pv_slice(R, 1, 1, valid, vmin, vmax, S, it->lds, it->V, hd, i0, out, it->ldo);
 }
 
 #define BATCH_R(HD)                                                                   \
