@@ -1,14 +1,17 @@
 /* The LLM decode attention work item alone, L1/L2-hot, on one thread: R query heads sharing one KV
  * head (GQA), one new position against P cached keys, the active ISA's kernel beside the scalar
  * reference (llama.cpp's dot orders, cpu_order.h; the two agree bit for bit, which this checks).
- * This is the compute side of decode attention: in decode the cache also streams in from L3 or
- * memory, so an item runs slower there (docs/BENCHMARKS.md, issue 7, nineteenth session).
+ * Hot is the compute side of decode attention. In decode the cache streams in from L3 (or
+ * memory) instead, so the item is also timed with its K and V pushed out of L2 before every call
+ * (a read of twice the L2 in between, untimed): the "L2-cold" column, and the rate at which it
+ * then takes in its K and V (docs/BENCHMARKS.md, issue 7, nineteenth session).
  *
  *   bench_llm_att [--positions 128,512,2048] [--rows 1,2,3,4] [--hd 64,128] [--repeats R] [--json]
  *
  * Figures: median µs per item after warm-up (bench/harness.h), GFLOP/s = 4 P hd R / t (Q K^T and
  * P V, 2 flops per multiply-add; softmax not counted) and its % of the machine profile's one-thread
- * fp32 peak (`tessera hwinfo`), ns per block of 16 keys, and the speedup over the reference. */
+ * fp32 peak (`tessera hwinfo`), ns per block of 16 keys, the speedup over the reference, and the
+ * L2-cold median with its K and V GB/s (against the profile's one-thread read rate). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +26,27 @@ typedef struct job {
 static void run(void *arg) {
   const job *j = arg;
   j->fn(j->it);
+}
+
+/* Median seconds of one call of fn(it) with the caches below L3 cleared of it first: a read of
+ * `evict` (2 x L2 bytes) between the calls, outside the timing. */
+static double time_l2_cold(ts__att_fn fn, const ts__att_item *it, const float *evict, size_t n, int reps) {
+  double *t = malloc((size_t)reps * sizeof *t), med;
+  volatile float sink = 0;
+  if (!t) return 0;
+  for (int r = 0; r < reps; r++) {
+    float acc = 0;
+    for (size_t i = 0; i < n; i += 16) acc += evict[i];
+    sink += acc;
+    const double t0 = ts_now();
+    fn(it);
+    t[r] = ts_now() - t0;
+  }
+  (void)sink;
+  qsort(t, (size_t)reps, sizeof *t, ts_bench_cmp_double);
+  med = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+  free(t);
+  return med;
 }
 
 static int parse_list(const char *s, int *v, int max, int lo, int hi) {
@@ -64,12 +88,19 @@ int main(int argc, char **argv) {
   ts_machine_profile prof;
   const bool have = ts_bench_profile(&prof) == TS_OK;
   const ts__att_fn fast = ts__llm_ops_active()->att;
+  const size_t nev = (size_t)(have && prof.l2_bytes > 0 ? 2 * prof.l2_bytes : 4 << 20) / sizeof(float);
+  float *evict = ts_calloc(nev, sizeof(float));
+  if (!evict) {
+    fprintf(stderr, "bench_llm_att: out of memory\n");
+    return 1;
+  }
+  const int creps = o.repeats > 51 ? o.repeats : 51;
   cJSON *root = json ? cJSON_CreateArray() : NULL;
   if (!json)
-    printf("decode attention item, one thread, hot; kernels %s; peak %.1f GFLOP/s on one thread\n%-22s %10s %10s %8s %9s "
-           "%8s %9s\n",
-           ts_isa_name(ts_isa_active()), have ? prof.peak_gflops_fp32_1t : 0.0, "item", "ref us", "us", "GFLOP/s",
-           "% peak1t", "ns/blk", "vs ref");
+    printf("decode attention item, one thread; kernels %s; peak %.1f GFLOP/s and read %.1f GB/s on one thread\n"
+           "%-22s %10s %10s %8s %9s %8s %9s %12s %8s %8s\n",
+           ts_isa_name(ts_isa_active()), have ? prof.peak_gflops_fp32_1t : 0.0, have ? prof.bandwidth_gbs_1t : 0.0,
+           "item", "ref us", "hot us", "GFLOP/s", "% peak1t", "ns/blk", "vs ref", "L2-cold us", "KV GB/s", "% read1t");
   int fail = 0;
   ts_rng rng;
   ts_rng_seed(&rng, 3);
@@ -108,6 +139,9 @@ int main(int argc, char **argv) {
         const double flops = 4.0 * (pos + 1) * hd * m, gf = flops / rf.median_s * 1e-9;
         const double pct = have && prof.peak_gflops_fp32_1t > 0 ? 100 * gf / prof.peak_gflops_fp32_1t : 0;
         const double nsblk = rf.median_s * 1e9 / (kcap / 16);
+        const double cold = time_l2_cold(fast, &it1, evict, nev, creps);
+        const double kvb = ((double)kcap + (pos + 1)) * hd * 2, kvgbs = cold > 0 ? kvb / cold * 1e-9 : 0;
+        const double kvpct = have && prof.bandwidth_gbs_1t > 0 ? 100 * kvgbs / prof.bandwidth_gbs_1t : 0;
         char name[64];
         snprintf(name, sizeof name, "hd%d P%d R%d%s", hd, pos + 1, m, same ? "" : " DIFFERS");
         if (json) {
@@ -121,13 +155,17 @@ int main(int argc, char **argv) {
           cJSON_AddNumberToObject(e, "pct_peak_1t", pct);
           cJSON_AddNumberToObject(e, "ns_per_block", nsblk);
           cJSON_AddNumberToObject(e, "speedup", rr.median_s / rf.median_s);
+          cJSON_AddNumberToObject(e, "l2_cold_us", cold * 1e6);
+          cJSON_AddNumberToObject(e, "kv_gbs", kvgbs);
+          cJSON_AddNumberToObject(e, "pct_read_1t", kvpct);
           cJSON_AddBoolToObject(e, "bitwise_equal", same);
           cJSON_AddItemToArray(root, e);
         } else
-          printf("%-22s %10.2f %10.3f %8.1f %8.1f%% %8.1f %8.1fx\n", name, rr.median_s * 1e6, rf.median_s * 1e6, gf, pct,
-                 nsblk, rr.median_s / rf.median_s);
+          printf("%-22s %10.2f %10.3f %8.1f %8.1f%% %8.1f %8.1fx %12.3f %8.1f %7.1f%%\n", name, rr.median_s * 1e6,
+                 rf.median_s * 1e6, gf, pct, nsblk, rr.median_s / rf.median_s, cold * 1e6, kvgbs, kvpct);
         ts_free(K), ts_free(V), ts_free(q), ts_free(S), ts_free(o0), ts_free(o1);
       }
+  ts_free(evict);
   if (json) {
     char *txt = cJSON_Print(root);
     if (txt) puts(txt);
