@@ -146,17 +146,6 @@ static double measure(ctxt *c, const char *name, ts_attn_schedule *s, int bf16, 
   return r.median_s;
 }
 
-static int parse_list(const char *s, int *v, int cap) {
-  int n = 0;
-  while (*s && n < cap) {
-    v[n++] = atoi(s);
-    const char *c = strchr(s, ',');
-    if (!c) break;
-    s = c + 1;
-  }
-  return n;
-}
-
 int main(int argc, char **argv) {
   const char *masks = "window2d:h=64,w=64,k=13;window1d:n=4096,w=64,global=16;vitdet:h=64,w=64,win=14;full:n=2048";
   int64_t H = 8, B = 1, d = 64;
@@ -169,7 +158,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[a], "--batch") && a + 1 < argc) B = atoll(argv[++a]);
     else if (!strcmp(argv[a], "--d") && a + 1 < argc) d = atoll(argv[++a]);
     else if (!strcmp(argv[a], "--threads") && a + 1 < argc) threads = atoi(argv[++a]);
-    else if (!strcmp(argv[a], "--strips") && a + 1 < argc) nstrips = parse_list(argv[++a], strips, 8);
+    else if (!strcmp(argv[a], "--strips") && a + 1 < argc) nstrips = ts_bench_parse_ints(argv[++a], strips, 8, 1, 1 << 20);
     else if (!strcmp(argv[a], "--rho") && a + 1 < argc) rho = atof(argv[++a]);
     else if (!strcmp(argv[a], "--json")) json = true;
     else if (!strcmp(argv[a], "--quick")) quick = true;
@@ -178,6 +167,10 @@ int main(int argc, char **argv) {
                       "[--rho R] [--quick] [--json]\n", argv[0]);
       return 2;
     }
+  }
+  if (nstrips < 0) {
+    fprintf(stderr, "%s: --strips takes up to 8 strip heights, e.g. 8,16,32\n", argv[0]);
+    return 2;
   }
   if (quick) masks = "window2d:h=32,w=32,k=13;full:n=512", H = 4;
   ts_machine_profile prof;

@@ -44,6 +44,7 @@ ts_status ts_bench_run(const ts_bench_opts *o, void (*fn)(void *arg), void *arg,
   double total = 0;
   while (n < cap && (n < o->repeats || total < o->min_time_s)) {
     if (o->flush_cache) ts_bench_flush_cache();
+    if (o->before) o->before(o->before_arg);
     double t0 = ts_now();
     fn(arg);
     double dt = ts_now() - t0;
@@ -170,6 +171,18 @@ static bool parse_range(const char *v, long lo, long hi, int *out) {
   if (end == v || *end || x < lo || x > hi) return false;
   *out = (int)x;
   return true;
+}
+
+int ts_bench_parse_ints(const char *s, int *v, int cap, long lo, long hi) {
+  int n = 0;
+  for (;;) {
+    char *end;
+    const long x = strtol(s, &end, 10);
+    if (end == s || x < lo || x > hi || n >= cap || (*end && *end != ',')) return -1;
+    v[n++] = (int)x;
+    if (!*end) return n;
+    s = end + 1;
+  }
 }
 
 int ts_bench_common_arg(int argc, char **argv, int *i, int *threads, ts_bench_opts *o, bool *json, const char **why) {

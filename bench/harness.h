@@ -18,6 +18,9 @@ typedef struct ts_bench_opts {
   double min_time_s; /* keep repeating until the timed calls add up to this (default 0.2 s), at
                         most TS_BENCH_MAX_EXTRA timed calls in all unless `repeats` asks for more */
   bool flush_cache;  /* ts_bench_flush_cache() before every timed call, outside the timing */
+  void (*before)(void *arg); /* when set, before(before_arg) before every timed call (after any
+                                flush), outside the timing: e.g. pushing the data out of L2 only */
+  void *before_arg;
 } ts_bench_opts;
 
 #define TS_BENCH_MAX_EXTRA 1000
@@ -34,6 +37,10 @@ ts_bench_opts ts_bench_opts_default(void);
  * consumed, 0 when it is not a common option, -1 when its value is missing or out of range (the
  * reason is written to *why). */
 int ts_bench_common_arg(int argc, char **argv, int *i, int *threads, ts_bench_opts *o, bool *json, const char **why);
+
+/* A comma-separated list of integers in [lo, hi] ("128,512,2048") into v[0..cap): their count, or -1
+ * when an item is not such an integer or there are more than cap. */
+int ts_bench_parse_ints(const char *s, int *v, int cap, long lo, long hi);
 
 /* Calls fn(arg) o->warmup times, then times it (one ts_now() pair per call) at least o->repeats
  * times and until min_time_s is reached. fn should take >= ~10 us (loop inside it otherwise): the

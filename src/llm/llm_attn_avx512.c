@@ -23,13 +23,13 @@
 
 #define HD_MAX 256
 
-static inline __m512 ld16h(const uint16_t *p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
-/* 16 keys' fp16 values of one dimension (a K^T row piece), unmasked: a block of 16 keys is always
- * whole in the cache (kcap is a multiple of 16), each lane is one key's own sum, and the keys past
- * the valid ones are never stored, whatever their lanes hold. A plain load folds into vcvtph2ps's
- * memory operand (one fewer uop per conversion than a masked load and a register conversion: hot
- * decode items of 1 / 2 rows ~18% / 4-6% faster, 3 rows the same; bench/bench_llm_att.c) */
-static inline __m512 ldK(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+/* 16 fp16 values to fp32, unmasked: a V row slice, or 16 keys' values of one dimension (a K^T row
+ * piece; a block of 16 keys is always whole in the cache, kcap being a multiple of 16, each lane is
+ * one key's own sum, and the keys past the valid ones are never stored, whatever their lanes
+ * hold). A plain load folds into vcvtph2ps's memory operand (one fewer uop per conversion than a
+ * masked load and a register conversion: hot decode items of 1 / 2 rows ~18% / 4-6% faster, 3 rows
+ * the same; bench/bench_llm_att.c) */
+static inline __m512 ld16h(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 static inline __mmask16 mask16(int n) { return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u); }
 
 static void softmax_row(float *s, int valid) {
@@ -66,7 +66,7 @@ AI void sc_lane(int R, int many, const int hd, const float (*q)[HD_MAX], const u
   if (many) { /* dot_f16_many: one chain over dimensions l, l + 16, .. */
     for (int r = 0; r < R; r++) a[r] = _mm512_setzero_ps();
     for (int i = l; i < hd; i += 16) {
-      const __m512 kv = ldK(B + 16 * i);
+      const __m512 kv = ld16h(B + 16 * i);
       for (int r = 0; r < R; r++) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][i]), kv, a[r]);
     }
     for (int r = 0; r < R; r++) __asm__ volatile("" : "+v"(a[r])::"memory");
@@ -75,8 +75,8 @@ AI void sc_lane(int R, int many, const int hd, const float (*q)[HD_MAX], const u
   if (hd == 64) { /* one product per chain: p0 and p1 are exact (fp16 x fp16 in fp32), so p0 + p2
                   * rounds once like fma(q0, K0, p2); p2 (p3) from fma onto +0 as the chain makes it */
     const __m512 z = _mm512_setzero_ps();
-    const __m512 k0 = ldK(B + 16 * l), k1 = ldK(B + 16 * (16 + l)), k2 = ldK(B + 16 * (32 + l)),
-                 k3 = ldK(B + 16 * (48 + l));
+    const __m512 k0 = ld16h(B + 16 * l), k1 = ld16h(B + 16 * (16 + l)), k2 = ld16h(B + 16 * (32 + l)),
+                 k3 = ld16h(B + 16 * (48 + l));
     for (int r = 0; r < R; r++) {
       const __m512 s02 = _mm512_fmadd_ps(_mm512_set1_ps(q[r][l]), k0, _mm512_fmadd_ps(_mm512_set1_ps(q[r][32 + l]), k2, z));
       const __m512 s13 = _mm512_fmadd_ps(_mm512_set1_ps(q[r][16 + l]), k1, _mm512_fmadd_ps(_mm512_set1_ps(q[r][48 + l]), k3, z));
@@ -91,7 +91,7 @@ AI void sc_lane(int R, int many, const int hd, const float (*q)[HD_MAX], const u
   for (int cc = 0; cc < hd; cc += 64)
     for (int c = 0; c < 4; c++) {
       const int i = cc + 16 * c + l;
-      const __m512 kv = ldK(B + 16 * i);
+      const __m512 kv = ld16h(B + 16 * i);
       for (int r = 0; r < R; r++) p[r][c] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][i]), kv, p[r][c]);
     }
   for (int r = 0; r < R; r++) {
@@ -112,7 +112,7 @@ AI void sc_quad(int R, int many, const int hd, const float (*q)[HD_MAX], const u
 }
 
 /* S_r[keys of block B] = dot_f16_one (dot_f16_many when `many`)(q_r, K[key]) * scale; all 16 keys
- * computed (ldK), those under mk (the rows' widest) stored, row r's under mks[r] */
+ * computed (ld16h), those under mk (the rows' widest) stored, row r's under mks[r] */
 AI void sc_block(int R, int many, const int hd, const float (*q)[HD_MAX], const uint16_t *B, __mmask16 mk,
                  const __mmask16 *mks, float scale, float *S, int64_t lds) {
   __m512 u0[RMAX], u1[RMAX], u2[RMAX], u3[RMAX];
@@ -137,11 +137,11 @@ AI void pv_lane(int R, int NS, int many, const int *valid, int vmin, int vmax, c
     for (int r = 0; r < R; r++) a[0][r] = _mm512_setzero_ps();
     int k = l;
     for (; k < vmin; k += 16) { /* every row's keys */
-      const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
+      const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0);
       for (int r = 0; r < R; r++) a[0][r] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, a[0][r]);
     }
     for (; k < vmax; k += 16) { /* the last keys of the later rows */
-      const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0, 0xFFFF);
+      const __m512 v = ld16h(V + (size_t)k * (size_t)hd + i0);
       for (int r = 0; r < R; r++)
         if (k < valid[r]) a[0][r] = _mm512_fmadd_ps(_mm512_set1_ps(P[(size_t)r * (size_t)lds + k]), v, a[0][r]);
     }
@@ -154,29 +154,26 @@ AI void pv_lane(int R, int NS, int many, const int *valid, int vmin, int vmax, c
   for (int s = 0; s < NS; s++)
     for (int r = 0; r < R; r++)
       for (int j = 0; j < 4; j++) p[s][r][j] = _mm512_setzero_ps();
+  /* key k into chain j of every row and slice */
+#define PV_STEP(k, j)                                                                          \
+  do {                                                                                         \
+    __m512 v[2];                                                                               \
+    for (int s = 0; s < NS; s++) v[s] = ld16h(V + (size_t)(k) * (size_t)hd + i0 + 16 * s);     \
+    for (int r = 0; r < R; r++) {                                                              \
+      const __m512 pk = _mm512_set1_ps(P[(size_t)r * (size_t)lds + (k)]);                      \
+      for (int s = 0; s < NS; s++) p[s][r][j] = _mm512_fmadd_ps(pk, v[s], p[s][r][j]);         \
+    }                                                                                          \
+  } while (0)
   int k0 = l;
   for (; k0 + 48 < vmax; k0 += 64) /* keys k0 + 16 j of every chain j */
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; j++) {
-      const int k = k0 + 16 * j;
-      __m512 v[2];
-      for (int s = 0; s < NS; s++) v[s] = ld16h(V + (size_t)k * (size_t)hd + i0 + 16 * s, 0xFFFF);
-      for (int r = 0; r < R; r++) {
-        const __m512 pk = _mm512_set1_ps(P[(size_t)r * (size_t)lds + k]);
-        for (int s = 0; s < NS; s++) p[s][r][j] = _mm512_fmadd_ps(pk, v[s], p[s][r][j]);
-      }
-    }
+    for (int j = 0; j < 4; j++) PV_STEP(k0 + 16 * j, j);
 #pragma GCC unroll 4
-  for (int j = 0; j < 4; j++) { /* the last keys: the first chains' only */
-    const int k = k0 + 16 * j;
-    if (k >= vmax) break;
-    __m512 v[2];
-    for (int s = 0; s < NS; s++) v[s] = ld16h(V + (size_t)k * (size_t)hd + i0 + 16 * s, 0xFFFF);
-    for (int r = 0; r < R; r++) {
-      const __m512 pk = _mm512_set1_ps(P[(size_t)r * (size_t)lds + k]);
-      for (int s = 0; s < NS; s++) p[s][r][j] = _mm512_fmadd_ps(pk, v[s], p[s][r][j]);
-    }
+  for (int j = 0; j < 4; j++) { /* the last keys: the first chains' only (j stays a constant: p in registers) */
+    if (k0 + 16 * j >= vmax) break;
+    PV_STEP(k0 + 16 * j, j);
   }
+#undef PV_STEP
   for (int s = 0; s < NS; s++)
     for (int r = 0; r < R; r++)
       a[s][r] = _mm512_add_ps(_mm512_add_ps(p[s][r][0], p[s][r][2]), _mm512_add_ps(p[s][r][1], p[s][r][3]));
