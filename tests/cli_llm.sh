@@ -44,6 +44,21 @@ then ok; else bad "bench on the tiny model: $(cat "$tmp/tb.json" "$tmp/err")"; f
   python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert "stream_gbs" not in j and "bandwidth_gbs_run" not in j, j' "$tmp/tb0.json" &&
   ok || bad "bench --bw-seconds 0 still measured: $(cat "$tmp/tb0.json" "$tmp/err")"
 
+# generate without --ctx stops at the model's training context (the tiny model's is 256 tokens) and
+# says so; --ctx past it runs, with a note
+if "$T" llm generate --model "$TINY" --prompt "ab" -n 5000 --json >"$tmp/cap.json" 2>"$tmp/err" &&
+  grep -q "up to the model's 256-token training context" "$tmp/err" &&
+  python3 - "$tmp/cap.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+n = len(j["prompt_tokens"]) + len(j["tokens"])
+assert n <= 256 and (j["stopped"] or n == 256), (n, j["stopped"])
+PY
+then ok; else bad "generate -n 5000 on a 256-token model: $(cat "$tmp/err")"; fi
+if "$T" llm generate --model "$TINY" --prompt "ab" -n 3 --ctx 300 >/dev/null 2>"$tmp/err" &&
+  grep -q "300-token context exceeds the model's 256-token training context" "$tmp/err"; then ok
+else bad "generate --ctx 300 on a 256-token model: $(cat "$tmp/err")"; fi
+
 M=${TESSERA_SMOLLM2:-$SRC/bench/peers/.venv-llm/smollm2.gguf}
 if [ ! -r "$M" ]; then
   echo "cli_llm: SmolLM2 GGUF not found (scripts/get-smollm2.sh): real-model checks skipped"

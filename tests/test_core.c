@@ -171,6 +171,45 @@ static void test_files(void) {
   unlink(path);
 }
 
+/* UTF-8: decoding rejects what is not UTF-8; repair keeps valid text as it is and turns each
+ * invalid byte into U+FFFD (EF BF BD). */
+static void test_utf8(void) {
+  static const struct {
+    const char *in;
+    size_t len;
+    const char *out;
+  } cases[] = {
+      {"", 0, ""},
+      {"plain ascii", 11, "plain ascii"},
+      {"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", 14, "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"},
+      {"a\x80z", 3, "a\xEF\xBF\xBDz"},                                   /* lone continuation byte */
+      {"\xC3", 1, "\xEF\xBF\xBD"},                                       /* truncated at the end */
+      {"\xE2\x82", 2, "\xEF\xBF\xBD\xEF\xBF\xBD"},                       /* truncated: each byte alone */
+      {"\xC0\xAF", 2, "\xEF\xBF\xBD\xEF\xBF\xBD"},                       /* overlong '/' */
+      {"\xED\xA0\x80", 3, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},       /* surrogate U+D800 */
+      {"\xF4\x90\x80\x80", 4, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"}, /* past U+10FFFF */
+      {"\xFF" "ok", 3, "\xEF\xBF\xBD" "ok"},
+      {"\xEF\xBF\xBD", 3, "\xEF\xBF\xBD"},                               /* U+FFFD itself is valid */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    size_t n = 99;
+    char *r = ts_utf8_repair(cases[i].in, cases[i].len, &n);
+    CHECK(r && n == strlen(cases[i].out) && !memcmp(r, cases[i].out, n + 1), "repair case %zu: got %zu bytes", i, n);
+    free(r);
+  }
+  uint32_t cp;
+  bool valid;
+  CHECK(ts_utf8_next("\xF0\x9F\x98\x80", 4, &cp, &valid) == 4 && valid && cp == 0x1F600, "4-byte decode: cp %x", cp);
+  CHECK(ts_utf8_next("\xF0\x9F\x98\x80", 3, &cp, &valid) == 1 && !valid && cp == 0xF0, "truncated by len: cp %x", cp);
+  /* put then next round-trips every boundary code point */
+  static const uint32_t cps[] = {0, 0x7F, 0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF};
+  for (size_t i = 0; i < sizeof cps / sizeof cps[0]; i++) {
+    char b[4];
+    const int k = ts_utf8_put(cps[i], b);
+    CHECK(ts_utf8_next(b, (size_t)k, &cp, &valid) == k && valid && cp == cps[i], "round trip U+%04X", cps[i]);
+  }
+}
+
 int main(void) {
   test_status();
   test_tensor();
@@ -180,5 +219,6 @@ int main(void) {
   test_half();
   test_rng();
   test_files();
+  test_utf8();
   return tst_finish();
 }

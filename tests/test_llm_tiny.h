@@ -46,7 +46,7 @@ static inline int tiny_vocab(char pool[][16], const char **strs, int32_t *types)
   const char *sp[TINY_NSPECIAL] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
   for (int i = 0; i < TINY_NSPECIAL; i++) snprintf(pool[n], 16, "%s", sp[i]), types[n++] = 3;
   for (int b = 0; b < 256; b++) {
-    int k = ts__utf8_put(ts__byte_to_cp((uint8_t)b), pool[n]);
+    int k = ts_utf8_put(ts__byte_to_cp((uint8_t)b), pool[n]);
     pool[n][k] = 0;
     types[n++] = 1;
   }

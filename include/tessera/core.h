@@ -152,6 +152,18 @@ void ts_f16_to_f32_array(const uint16_t *x, float *y, size_t n);
 void ts_f32_to_bf16_array(const float *x, uint16_t *y, size_t n);
 void ts_bf16_to_f32_array(const uint16_t *x, float *y, size_t n);
 
+/* ---- UTF-8 ----------------------------------------------------------------------------- */
+
+/* Decodes one code point at s[0..len) (len >= 1) and returns the bytes it used (1..4). An invalid,
+ * overlong or truncated sequence, a surrogate or a value past U+10FFFF uses its first byte alone:
+ * *valid = false and *cp = that byte. */
+int ts_utf8_next(const char *s, size_t len, uint32_t *cp, bool *valid);
+/* Encodes cp (<= U+10FFFF) into out; returns the bytes written (1..4). */
+int ts_utf8_put(uint32_t cp, char *out);
+/* A malloc'd NUL-terminated copy of s[0..len) with each byte that ts_utf8_next finds invalid
+ * replaced by U+FFFD; *out_len (may be NULL) gets its length. NULL (TS_ERR_OOM) on failure. */
+char *ts_utf8_repair(const char *s, size_t len, size_t *out_len);
+
 /* ---- time, randomness ------------------------------------------------------------------ */
 
 double ts_now(void); /* monotonic seconds */

@@ -131,7 +131,7 @@ ts_status ts_llm_token_piece(const ts_llm_vocab *v, int32_t id, bool special, ch
     for (size_t i = 0; i < n;) {
       uint32_t cp;
       bool valid;
-      int k = ts__utf8_next(t + i, n - i, &cp, &valid);
+      int k = ts_utf8_next(t + i, n - i, &cp, &valid);
       int b = valid ? ts__cp_to_byte(cp) : -1;
       if (b >= 0) {
         char c = (char)b;

@@ -206,7 +206,7 @@ static ts_status encode(const ts_llm_vocab *v, const char *text, size_t len, boo
   for (size_t i = 0; i < len;) {
     uint32_t cp;
     bool valid;
-    int k = ts__utf8_next(text + i, len - i, &cp, &valid);
+    int k = ts_utf8_next(text + i, len - i, &cp, &valid);
     c[n++] = (cpt){cp, (uint32_t)i, classify(cp, valid)};
     i += (size_t)k;
   }

@@ -68,11 +68,6 @@ ts_status ts__spm_encode(const ts_llm_vocab *v, const char *text, size_t len, ts
 uint32_t ts__byte_to_cp(uint8_t b);
 int ts__cp_to_byte(uint32_t cp); /* -1 when cp is not in the map */
 
-/* UTF-8: decode one code point at s[0..len) (len >= 1). Returns the bytes used (1..4); an invalid
- * or truncated sequence yields its first byte alone as cp = 0xFFFD... flagged by *valid = false. */
-int ts__utf8_next(const char *s, size_t len, uint32_t *cp, bool *valid);
-int ts__utf8_put(uint32_t cp, char *out); /* 1..4 bytes */
-
 /* Unicode classes for the pre-tokenizer: general category L*, N*, and White_Space. */
 bool ts__is_letter(uint32_t cp);
 bool ts__is_number(uint32_t cp);

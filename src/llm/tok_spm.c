@@ -86,7 +86,7 @@ ts_status ts__spm_encode(const ts_llm_vocab *v, const char *text, size_t len, ts
   for (size_t i = 0; i < len;) {
     uint32_t cp;
     bool valid;
-    int k = ts__utf8_next(text + i, len - i, &cp, &valid);
+    int k = ts_utf8_next(text + i, len - i, &cp, &valid);
     w.s[n] = (ssym){(uint32_t)i, (uint32_t)k, n - 1, i + (size_t)k < len ? n + 1 : -1};
     n++;
     i += (size_t)k;

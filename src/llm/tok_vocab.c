@@ -223,7 +223,7 @@ static ts_status bind_bytes_and_specials(ts_llm_vocab *v) {
     char buf[8];
     int len;
     if (v->kind == TS_LLM_VOCAB_BPE) {
-      len = ts__utf8_put(ts__byte_to_cp((uint8_t)b), buf);
+      len = ts_utf8_put(ts__byte_to_cp((uint8_t)b), buf);
     } else {
       len = snprintf(buf, sizeof buf, "<0x%02X>", b);
     }

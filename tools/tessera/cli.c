@@ -72,7 +72,35 @@ int cli_common(const char *cmd, int argc, char **argv, int *i, cli_common_opts *
   return 0;
 }
 
+/* Replaces *s, a string cJSON owns, by its UTF-8 repair when some byte of it is not valid UTF-8. */
+static void utf8_own(char **s) {
+  const size_t n = strlen(*s);
+  size_t i = 0;
+  for (bool valid = true; i < n && valid;) {
+    uint32_t cp;
+    const int k = ts_utf8_next(*s + i, n - i, &cp, &valid);
+    if (valid) i += (size_t)k;
+  }
+  if (i == n) return;
+  char *r = ts_utf8_repair(*s, n, NULL);
+  if (r) {
+    cJSON_free(*s);
+    *s = r;
+  }
+}
+
+/* JSON text is UTF-8, but strings from files (GGUF metadata, decoded tokens, paths) may hold any
+ * bytes: each invalid byte of a key or string value is printed as U+FFFD. */
+static void json_utf8(cJSON *j) {
+  for (cJSON *c = j; c; c = c->next) {
+    if (c->string && !(c->type & cJSON_StringIsConst)) utf8_own(&c->string);
+    if (cJSON_IsString(c) && c->valuestring && !(c->type & cJSON_IsReference)) utf8_own(&c->valuestring);
+    if (c->child) json_utf8(c->child);
+  }
+}
+
 void cli_print_json(cJSON *j) {
+  json_utf8(j);
   char *s = cJSON_Print(j);
   if (s) {
     fputs(s, stdout);

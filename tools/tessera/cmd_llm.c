@@ -50,7 +50,10 @@ static void print_help(void) {
   for (int i = 0; i < NSUBS; i++) printf("  tessera llm %s\n", kSubs[i].usage);
   printf("\nA LLaMA-architecture GGUF model (F32/F16/BF16/Q8_0/Q4_0/Q4_1 weights) with its gpt2 (byte-level\n"
          "BPE) or llama (SentencePiece) tokenizer. generate streams the text as it is produced; --temp 0\n"
-         "(default) is greedy, --chat wraps the prompt in the model's ChatML template. perplexity follows\n"
+         "(default) is greedy, --chat wraps the prompt in the model's ChatML template; without --ctx it\n"
+         "stops at the model's training context (llm info prints it), --ctx N goes past it with a note.\n"
+         "JSON output replaces bytes that are not UTF-8 (a token may end mid-character) by U+FFFD.\n"
+         "perplexity follows\n"
          "llama.cpp: windows of --ctx tokens, each from an empty cache, scoring the second half of each\n"
          "window (--full: every position). bench times a --prompt-len prefill and --gen decode steps (median\n"
          "of --repeats) and reports bytes read per decoded token (weights + the fp16 KV cache attended), the\n"
@@ -156,6 +159,14 @@ static void close_run(run *r) {
   ts_context_destroy(r->ctx);
 }
 
+/* A context past the model's training context runs (llama.cpp allows it too), with a note: the
+ * positions past it are ones the model never saw in training. */
+static void note_past_train(const run *r, long ctx) {
+  if (ctx > r->cfg->n_ctx_train)
+    fprintf(stderr, "tessera llm: note: the %ld-token context exceeds the model's %d-token training context\n", ctx,
+            r->cfg->n_ctx_train);
+}
+
 /* Tokenizes text into a malloc'd array. */
 static ts_status tokenize(const ts_llm_vocab *v, const char *text, size_t len, bool bos, bool special, int32_t **ids,
                           size_t *n) {
@@ -217,14 +228,34 @@ static int do_generate(const opts *o, run *r) {
     free(ids);
     return cli_usage_error(CMD, "generate: the prompt makes no tokens");
   }
-  long ctx = o->ctx_set ? o->ctx : (long)np + o->n + 1;
-  if ((long)np + o->n > ctx) {
+  /* Without --ctx the context is what the prompt and -n need, up to the model's training context:
+   * past it the model sees positions it was never trained on, and the cache for -n's largest
+   * values would not fit in memory. --ctx N goes past it on purpose. */
+  long n_new = o->n, ctx;
+  const long train = r->cfg->n_ctx_train;
+  if (o->ctx_set) {
+    ctx = o->ctx;
+    note_past_train(r, ctx);
+  } else {
+    if ((long)np >= train) {
+      free(ids);
+      return cli_usage_error(CMD, "generate: the prompt's %zu tokens fill the model's %ld-token training context (--ctx N goes past it)",
+                             np, train);
+    }
+    if ((long)np + n_new > train) {
+      n_new = train - (long)np;
+      fprintf(stderr, "tessera llm: generating at most %ld tokens, up to the model's %ld-token training context (--ctx N goes past it)\n",
+              n_new, train);
+    }
+    ctx = (long)np + n_new < train ? (long)np + n_new + 1 : train;
+  }
+  if ((long)np + n_new > ctx) {
     free(ids);
-    return cli_usage_error(CMD, "generate: %zu prompt tokens + %ld new do not fit --ctx %ld", np, o->n, ctx);
+    return cli_usage_error(CMD, "generate: %zu prompt tokens + %ld new do not fit --ctx %ld", np, n_new, ctx);
   }
   ts_llm_state *st = NULL;
   float *logits = malloc((size_t)r->cfg->n_vocab * sizeof *logits);
-  int32_t *out = malloc(((size_t)o->n + 1) * sizeof *out);
+  int32_t *out = malloc(((size_t)n_new + 1) * sizeof *out);
   if (!logits || !out) s = ts_error(TS_ERR_OOM, "out of memory");
   if (s == TS_OK) s = ts_llm_state_create(r->m, r->ctx, (int)ctx, (int)o->batch, &st);
   if (s == TS_OK) ts_llm_state_set_adaptive(st, o->adapt);
@@ -237,7 +268,7 @@ static int do_generate(const opts *o, run *r) {
   bool stopped = false;
   double t1 = ts_now();
   char piece[256];
-  while (s == TS_OK && (long)ng < o->n) {
+  while (s == TS_OK && (long)ng < n_new) {
     int32_t tok = ts_llm_sample(logits, r->cfg->n_vocab, (float)o->temp, (int)o->topk, &rng);
     out[ng++] = tok;
     if (tok == ts_llm_vocab_eos(r->v) || ts_llm_vocab_is_control(r->v, tok)) {
@@ -249,7 +280,7 @@ static int do_generate(const opts *o, run *r) {
       fwrite(piece, 1, pl < sizeof piece ? pl : sizeof piece, stdout);
       fflush(stdout);
     }
-    if ((long)ng < o->n) s = ts_llm_eval(st, &tok, 1, (int)(np + ng - 1), TS_LLM_LOGITS_LAST, logits);
+    if ((long)ng < n_new) s = ts_llm_eval(st, &tok, 1, (int)(np + ng - 1), TS_LLM_LOGITS_LAST, logits);
   }
   double t_dec = ts_now() - t1;
   int rc = CLI_OK;
@@ -292,6 +323,7 @@ static int do_perplexity(const opts *o, run *r) {
   free(data);
   if (s != TS_OK) return cli_fail(CMD, s);
   int ctx = o->ctx_set ? (int)o->ctx : 512;
+  note_past_train(r, ctx);
   ts_llm_state *st = NULL;
   ts_llm_ppl_result res;
   s = ts_llm_state_create(r->m, r->ctx, ctx, (int)o->batch, &st);
@@ -404,6 +436,7 @@ static int do_info(const opts *o, run *r) {
     cJSON_AddNumberToObject(j, "head_dim", c->head_dim);
     cJSON_AddNumberToObject(j, "n_rot", c->n_rot);
     cJSON_AddNumberToObject(j, "n_vocab", c->n_vocab);
+    cJSON_AddNumberToObject(j, "n_ctx_train", c->n_ctx_train);
     cJSON_AddNumberToObject(j, "rope_base", c->rope_base);
     cJSON_AddNumberToObject(j, "rms_eps", c->rms_eps);
     cJSON_AddBoolToObject(j, "tied_output", c->tied_output);
@@ -413,8 +446,9 @@ static int do_info(const opts *o, run *r) {
     cli_print_json(j);
   } else {
     printf("model       %s (%s, \"%s\")\n", o->model, c->arch, c->name);
-    printf("shape       %d layers, d %d, ff %d, heads %d / kv %d x %d, rope %d dims base %g\n", c->n_layer, c->d_model,
-           c->n_ff, c->n_head, c->n_head_kv, c->head_dim, c->n_rot, (double)c->rope_base);
+    printf("shape       %d layers, d %d, ff %d, heads %d / kv %d x %d, rope %d dims base %g, trained on %d-token contexts\n",
+           c->n_layer, c->d_model, c->n_ff, c->n_head, c->n_head_kv, c->head_dim, c->n_rot, (double)c->rope_base,
+           c->n_ctx_train);
     printf("weights     %s, %.1f MB read per decoded token, output %s\n", ts_qtype_name(c->wtype), (double)wb / 1e6,
            c->tied_output ? "tied to the token embedding" : "output.weight");
     printf("tokenizer   %s, %d tokens, bos %d, eos %d\n", ts_llm_vocab_kind_of(r->v) == TS_LLM_VOCAB_BPE ? "byte-level BPE" : "SentencePiece",
@@ -431,6 +465,7 @@ static int do_bench(const opts *o, run *r) {
   const int P = (int)o->plen, G = (int)o->gen, R = (int)o->repeats;
   int ctx = o->ctx_set ? (int)o->ctx : P + G + 1;
   if (P + G > ctx) return cli_usage_error(CMD, "bench: --prompt-len %d + --gen %d exceed --ctx %d", P, G, ctx);
+  note_past_train(r, ctx);
   ts_machine_profile prof;
   bool have_prof = ts_hwinfo_get(r->ctx, &prof) == TS_OK;
   ts_llm_state *st = NULL;
