@@ -33,6 +33,7 @@ static ts_machine_profile sample_profile(void) {
   p.load_avg = 0.25;
   p.cpus_online = 4;
   p.xfer_ns = 26.5;
+  p.other_cpus = 0.125;
   return p;
 }
 
@@ -47,7 +48,8 @@ static bool same_profile(const ts_machine_profile *a, const ts_machine_profile *
          near(a->bandwidth_gbs, b->bandwidth_gbs) && near(a->bandwidth_gbs_1t, b->bandwidth_gbs_1t) &&
          a->l1d_bytes == b->l1d_bytes && a->l2_bytes == b->l2_bytes && a->l3_bytes == b->l3_bytes &&
          !strcmp(a->date, b->date) && !strcmp(a->host, b->host) && a->version == b->version &&
-         a->load_avg == b->load_avg && a->cpus_online == b->cpus_online && near(a->xfer_ns, b->xfer_ns);
+         a->load_avg == b->load_avg && a->cpus_online == b->cpus_online && near(a->xfer_ns, b->xfer_ns) &&
+         near(a->other_cpus, b->other_cpus);
 }
 
 static void test_roundtrip(void) {
@@ -192,6 +194,8 @@ static void test_measure(void) {
         "provenance kernels '%s' peak_isa '%s' date '%s'", p.kernels, p.peak_isa, p.date);
   CHECK(strlen(p.date) == 20 && p.date[10] == 'T' && p.date[19] == 'Z', "ISO date '%s'", p.date);
   CHECK(ts_hwinfo_matches(&p, 2) && !ts_hwinfo_matches(&p, 3), "matches by thread count");
+  /* other processes' share: unknown for a measurement this short (under 0.5 s), else 0..CPUs */
+  CHECK(p.other_cpus == -1 || (p.other_cpus >= 0 && p.other_cpus <= p.cpus_online + 0.5), "other_cpus %g", p.other_cpus);
 
   /* the profile survives its own JSON */
   char path[1400];
@@ -287,7 +291,16 @@ static void test_get(void) {
 /* A profile measured under load is re-measured once the machine is quiet, and merged by max. */
 static void test_refresh(void) {
   ts_machine_profile p = sample_profile();
+  /* what other processes took during the measurement decides, when known */
+  p.cpus_online = 2;
+  p.load_avg = 0.1, p.other_cpus = 1.0; /* a job started a few seconds before: the load average lags */
+  CHECK(ts_hwinfo_busy(&p) && ts_hwinfo_should_refresh(&p, 0.1, 2), "others took 1 of 2 CPUs: busy, refresh");
+  p.load_avg = 3.0, p.other_cpus = 0.2; /* a job that had just ended */
+  CHECK(!ts_hwinfo_busy(&p) && !ts_hwinfo_should_refresh(&p, 0.1, 2), "others took 0.2 of 2 CPUs: quiet");
+  /* unknown: the load average when the measurement began */
+  p.other_cpus = -1;
   p.load_avg = 3.0, p.cpus_online = 2; /* busy when measured */
+  CHECK(ts_hwinfo_busy(&p), "load 3 on 2 CPUs is busy");
   CHECK(ts_hwinfo_should_refresh(&p, 0.1, 2), "busy then, quiet now: refresh");
   CHECK(!ts_hwinfo_should_refresh(&p, 1.9, 2), "busy then, busy now: keep");
   p.load_avg = 0.9;
@@ -305,8 +318,13 @@ static void test_refresh(void) {
   cJSON_DeleteItemFromObject(j, "load_avg");
   cJSON_DeleteItemFromObject(j, "cpus_online");
   cJSON_DeleteItemFromObject(j, "xfer_ns");
+  cJSON_DeleteItemFromObject(j, "other_cpus");
   ts_machine_profile q;
   CHECK_OK(ts_hwinfo_from_json(j, &q));
+  CHECK(q.other_cpus < 0, "absent other_cpus reads as unknown (%g)", q.other_cpus);
+  cJSON_AddNumberToObject(j, "other_cpus", -0.5);
+  CHECK_STATUS(ts_hwinfo_from_json(j, &q), TS_ERR_FORMAT);
+  cJSON_DeleteItemFromObject(j, "other_cpus");
   CHECK(q.load_avg < 0 && q.cpus_online == 0, "absent load fields read as unknown (%g, %d)", q.load_avg, q.cpus_online);
   CHECK(q.xfer_ns == 0, "absent xfer_ns reads as unknown (%g)", q.xfer_ns);
   cJSON_AddNumberToObject(j, "xfer_ns", -3);

@@ -37,6 +37,10 @@ typedef struct ts_machine_profile {
   int cpus_online;             /* online CPUs when measured (0 unknown) */
   double xfer_ns;              /* ts_hwinfo_xfer_ns right after the all-thread read test (where the
                                   threads sat for bandwidth_gbs); 0 unknown or one thread */
+  double other_cpus;           /* CPUs' worth of time that other processes (and the hypervisor's
+                                  steal) took while the profile was measured: all CPUs' busy time
+                                  from /proc/stat minus this process's own, over the wall time;
+                                  < 0 unknown */
 } ts_machine_profile;
 
 /* Measurement knobs; ts_hwinfo_opts_default gives the full measurement (about 2-4 s). Tests use a
@@ -78,8 +82,13 @@ bool ts_hwinfo_matches(const ts_machine_profile *p, int threads);
  * inflate every later "% of peak". */
 ts_status ts_hwinfo_get(const ts_context *ctx, ts_machine_profile *p);
 
-/* True when p was measured under load (load average above half its online CPUs) and the machine
- * is quiet now (load_now below a quarter of cpus_now). Unknown loads never refresh. */
+/* True when p was measured on a busy machine: other processes took over a quarter of its online
+ * CPUs during the measurement (other_cpus), or, where that is unknown, the load average was above
+ * half of them when it began (the load average lags by a minute: it misses a job that started just
+ * before). */
+bool ts_hwinfo_busy(const ts_machine_profile *p);
+/* True when p was measured busy (ts_hwinfo_busy) and the machine is quiet now (load_now below a
+ * quarter of cpus_now). Unknown loads never refresh. */
 bool ts_hwinfo_should_refresh(const ts_machine_profile *p, double load_now, int cpus_now);
 /* Peaks and bandwidths are ceilings: a lower reading is interference. Keeps, per figure, the higher
  * of dst and other (both must describe the same machine: ts_hwinfo_matches); provenance (date,

@@ -56,7 +56,8 @@ cJSON *ts_hwinfo_to_json(const ts_machine_profile *p) {
        cJSON_AddNumberToObject(j, "l3_bytes", (double)p->l3_bytes) && cJSON_AddStringToObject(j, "date", p->date) &&
        cJSON_AddStringToObject(j, "host", p->host) && cJSON_AddNumberToObject(j, "load_avg", p->load_avg) &&
        cJSON_AddNumberToObject(j, "cpus_online", p->cpus_online) &&
-       (p->xfer_ns <= 0 || cJSON_AddNumberToObject(j, "xfer_ns", p->xfer_ns));
+       (p->xfer_ns <= 0 || cJSON_AddNumberToObject(j, "xfer_ns", p->xfer_ns)) &&
+       (p->other_cpus < 0 || cJSON_AddNumberToObject(j, "other_cpus", p->other_cpus));
   if (!ok) {
     cJSON_Delete(j);
     return NULL;
@@ -155,6 +156,8 @@ ts_status ts_hwinfo_from_json(const cJSON *j, ts_machine_profile *p) {
   }
   q.xfer_ns = 0; /* absent before 2026-12-04 and for one thread */
   if (cJSON_GetObjectItemCaseSensitive(j, "xfer_ns")) TS_TRY(get_num(j, "xfer_ns", 0, 1e9, false, &q.xfer_ns));
+  q.other_cpus = -1; /* absent before 2026-12-05 */
+  if (cJSON_GetObjectItemCaseSensitive(j, "other_cpus")) TS_TRY(get_num(j, "other_cpus", 0, 1e6, false, &q.other_cpus));
   *p = q;
   return TS_OK;
 }
