@@ -1,5 +1,5 @@
 /* Core: status/detail messages, sizes and overflow, tensors, contexts, CPU detection and
- * dispatch level, f16/bf16 conversions, PRNG, atomic writes. */
+ * dispatch level, f16/bf16 conversions, PRNG, atomic writes, UTF-8, other processes' CPU time. */
 #include <unistd.h>
 
 #include "tst.h"
@@ -210,6 +210,23 @@ static void test_utf8(void) {
   }
 }
 
+/* Other processes' CPU time between two marks: unknown under 0.5 s, else a share >= 0 that this
+ * process's own spinning does not raise past what the rest of the machine did. */
+static void test_cpu_others(void) {
+  const ts_cpu_mark a = ts_cpu_mark_now();
+  CHECK(ts_cpu_others(a, ts_cpu_mark_now()) == -1, "marks under 0.5 s apart: unknown");
+  volatile double x = 0;
+  while (ts_now() - a.wall < 0.6) x += 1; /* this process busy for 0.6 s */
+  const ts_cpu_mark b = ts_cpu_mark_now();
+  const double o = ts_cpu_others(a, b);
+#ifdef __linux__
+  CHECK(a.busy >= 0 && a.own >= 0 && b.own - a.own >= 0.3, "marks known, own time %g s", b.own - a.own);
+  CHECK(o >= 0 && o <= (double)sysconf(_SC_NPROCESSORS_ONLN), "others %g CPUs", o);
+#else
+  CHECK(o >= -1, "others %g", o);
+#endif
+}
+
 int main(void) {
   test_status();
   test_tensor();
@@ -220,5 +237,6 @@ int main(void) {
   test_rng();
   test_files();
   test_utf8();
+  test_cpu_others();
   return tst_finish();
 }

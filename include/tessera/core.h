@@ -168,6 +168,17 @@ char *ts_utf8_repair(const char *s, size_t len, size_t *out_len);
 
 double ts_now(void); /* monotonic seconds */
 
+/* How busy the rest of the machine is: a mark holds the wall clock, the seconds all CPUs have
+ * spent busy since boot (/proc/stat: user, nice, system, irq, softirq and steal) and this
+ * process's own CPU seconds (busy and own < 0 where unknown). */
+typedef struct ts_cpu_mark {
+  double wall, busy, own;
+} ts_cpu_mark;
+ts_cpu_mark ts_cpu_mark_now(void);
+/* CPUs' worth of time that other processes (and the hypervisor's steal) took between two marks
+ * (>= 0), or -1 when unknown or the marks are under 0.5 s apart (/proc/stat counts 10 ms ticks). */
+double ts_cpu_others(ts_cpu_mark a, ts_cpu_mark b);
+
 /* Small fast PRNG (xoshiro256**-style, splitmix-seeded) for generators and tests. */
 typedef struct ts_rng { uint64_t s[4]; } ts_rng;
 void ts_rng_seed(ts_rng *r, uint64_t seed);

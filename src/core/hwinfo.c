@@ -330,38 +330,6 @@ ts_status ts_hwinfo_xfer_ns(double *ns) {
 
 /* ---- the profile ------------------------------------------------------------------------- */
 
-/* Seconds of CPU time all CPUs spent busy since boot (/proc/stat's first line: user, nice, system,
- * irq, softirq and steal; guest time is inside user), and this process's own; < 0 unknown. */
-typedef struct cpu_mark {
-  double wall, busy, own;
-} cpu_mark;
-
-static cpu_mark cpu_mark_now(void) {
-  cpu_mark m = {ts_now(), -1, -1};
-  FILE *f = fopen("/proc/stat", "r");
-  unsigned long long v[8] = {0};
-  const long tck = sysconf(_SC_CLK_TCK);
-  if (f) {
-    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-               &v[7]) == 8 &&
-        tck > 0)
-      m.busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)tck;
-    fclose(f);
-  }
-  struct timespec ts;
-  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0) m.own = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-  return m;
-}
-
-/* CPUs' worth of other work between two marks (>= 0), or -1 when unknown. /proc/stat counts in
- * clock ticks (10 ms), so over a measurement of several seconds the error is a few hundredths. */
-static double other_cpus_between(cpu_mark a, cpu_mark b) {
-  const double wall = b.wall - a.wall;
-  if (a.busy < 0 || b.busy < 0 || a.own < 0 || b.own < 0 || !(wall > 0.5)) return -1;
-  const double other = ((b.busy - a.busy) - (b.own - a.own)) / wall;
-  return other > 0 ? other : 0;
-}
-
 static void provenance(ts_machine_profile *out, int nthreads) {
   const ts_cpu_features *f = ts_cpu();
   memset(out, 0, sizeof *out);
@@ -397,7 +365,7 @@ ts_status ts_hwinfo_measure_opts(const ts_context *ctx, const ts_hwinfo_opts *op
                     o.duration_s, o.runs);
   int nthreads = ts_context_threads(ctx);
   provenance(out, nthreads);
-  const cpu_mark mark0 = cpu_mark_now();
+  const ts_cpu_mark mark0 = ts_cpu_mark_now();
 
   /* The FMA loops this level allows; with AVX-512 also AVX2, since cores that split 512-bit
    * operations into two halves (Zen 4) may reach the same or a higher rate with 256-bit ones. */
@@ -465,7 +433,7 @@ ts_status ts_hwinfo_measure_opts(const ts_context *ctx, const ts_hwinfo_opts *op
     out->xfer_ns = 0;
     ts_error_clear();
   }
-  out->other_cpus = other_cpus_between(mark0, cpu_mark_now());
+  out->other_cpus = ts_cpu_others(mark0, ts_cpu_mark_now());
   if (o.progress) {
     ts_progress_update(&pr, ++done);
     ts_progress_end(&pr);

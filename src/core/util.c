@@ -18,6 +18,30 @@ double ts_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+ts_cpu_mark ts_cpu_mark_now(void) {
+  ts_cpu_mark m = {ts_now(), -1, -1};
+  FILE *f = fopen("/proc/stat", "r");
+  unsigned long long v[8] = {0};
+  const long tck = sysconf(_SC_CLK_TCK);
+  if (f) { /* guest time is inside user already */
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+               &v[7]) == 8 &&
+        tck > 0)
+      m.busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)tck;
+    fclose(f);
+  }
+  struct timespec ts;
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0) m.own = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+  return m;
+}
+
+double ts_cpu_others(ts_cpu_mark a, ts_cpu_mark b) {
+  const double wall = b.wall - a.wall;
+  if (a.busy < 0 || b.busy < 0 || a.own < 0 || b.own < 0 || !(wall >= 0.5)) return -1;
+  const double other = ((b.busy - a.busy) - (b.own - a.own)) / wall;
+  return other > 0 ? other : 0;
+}
+
 /* ---- PRNG: splitmix64 seeding, xoshiro256** stream -------------------------------------- */
 
 static uint64_t splitmix(uint64_t *x) {

@@ -60,7 +60,8 @@ static void print_help(void) {
          "GB/s that makes and its %% of `tessera hwinfo`'s read bandwidth (and of the same read test run\n"
          "right after the timed decode for --bw-seconds; 0 skips it), and, with that read test, its %% of\n"
          "the rate the same kernels stream the model's weight matrices alone in this process (stream_gbs:\n"
-         "no attention, norms or barriers between phases). --adaptive-threads (on by default)\n"
+         "no attention, norms or barriers between phases), and the CPUs' worth of time other processes took\n"
+         "during the timed runs (other_cpus: a figure taken beside busy neighbours reads low). --adaptive-threads (on by default)\n"
          "lets decode steps leave all but one thread out while the threads mostly wait for a partner the OS\n"
          "has descheduled (another busy process), probing the whole team again every 32 steps; the text\n"
          "does not depend on it (bench reports the share of steps run on one thread). --weight-prefetch sets\n"
@@ -483,6 +484,7 @@ static int do_bench(const opts *o, run *r) {
   const bool team = ts_context_threads(r->ctx) > 1;
   double xfer0 = 0, xfer1 = 0;
   if (team && s == TS_OK && ts_hwinfo_xfer_ns(&xfer0) != TS_OK) xfer0 = 0, ts_error_clear();
+  const ts_cpu_mark mark0 = ts_cpu_mark_now(); /* what other processes take during the timed runs */
   for (int rep = 0; rep <= R && s == TS_OK; rep++) { /* rep 0 is the warm-up */
     double t0 = ts_now();
     s = ts_llm_eval(st, toks, P, 0, TS_LLM_LOGITS_LAST, logits);
@@ -497,6 +499,7 @@ static int do_bench(const opts *o, run *r) {
     td[rep] = t2 - t1;
     if (rep == R) ts_llm_state_timing(st, &tm);
   }
+  const double others = ts_cpu_others(mark0, ts_cpu_mark_now());
   if (team && s == TS_OK && ts_hwinfo_xfer_ns(&xfer1) != TS_OK) xfer1 = 0, ts_error_clear();
   ts_llm_state_destroy(st);
   free(logits);
@@ -609,11 +612,14 @@ static int do_bench(const opts *o, run *r) {
     cJSON_AddBoolToObject(j, "adaptive_threads", o->adapt);
     cJSON_AddNumberToObject(j, "decode_solo_share", tm.tokens > 0 ? (double)tm.solo_steps / (double)tm.tokens : 0);
     cJSON_AddNumberToObject(j, "load_avg", load);
+    if (others >= 0) cJSON_AddNumberToObject(j, "other_cpus", others);
     if (xfer0 > 0) cJSON_AddNumberToObject(j, "xfer_ns_before", xfer0);
     if (xfer1 > 0) cJSON_AddNumberToObject(j, "xfer_ns_after", xfer1);
     cli_print_json(j);
   } else {
-    printf("model       %s, %d threads, load average %.2f\n", o->model, ts_context_threads(r->ctx), load);
+    printf("model       %s, %d threads, load average %.2f", o->model, ts_context_threads(r->ctx), load);
+    if (others >= 0) printf("; other processes took %.2f CPUs during the timed runs", others);
+    printf("\n");
     printf("prefill     %d tokens: %.1f tok/s (median of %d)\n", P, prefill_tps, R);
     printf("decode      %d tokens after the prompt: %.1f tok/s (%.3f ms/token)\n", G, decode_tps, 1e3 / decode_tps);
     printf("bytes/token %.2f MB (weights %.2f MB + KV cache %.2f MB)\n", bpt / 1e6, wbytes / 1e6, kv / 1e6);
