@@ -2,7 +2,8 @@
 # `tessera llm bench` under several option sets, alternated round by round on a shared, noisy
 # machine (compare within one run), then per set the median decode tok/s (p25-p75), its % of the
 # read test on a buffer of a decode step's size, the kernels' stream GB/s, the weight-prefetch
-# distance in use, prefill tok/s and the read test of the profile's size.
+# distance in use, prefill tok/s, the read test of the profile's size, and the most CPUs other
+# processes took during a round's timed runs (-1: unknown, e.g. an older binary).
 #
 #   bench/llm_bench_alternate.sh ROUNDS MODEL [BIN] -- 'NAME:[VAR=v ...] [llm bench options]' ...
 #
@@ -40,7 +41,7 @@ for r in $(seq "$ROUNDS"); do
 import json, sys
 j = json.load(sys.stdin)
 print('$name', j['decode_tps'], j.get('pct_bandwidth_ws', 0), j.get('stream_gbs', 0), j['weight_prefetch']['bytes'],
-      j['prefill_tps'], j.get('bandwidth_gbs_run', 0))" >>"$log" || echo "run failed: $v" >&2
+      j['prefill_tps'], j.get('bandwidth_gbs_run', 0), j.get('other_cpus', -1))" >>"$log" || echo "run failed: $v" >&2
   done
 done
 python3 - "$log" <<'PY'
@@ -49,9 +50,9 @@ rows = {}
 for line in open(sys.argv[1]):
     f = line.split()
     rows.setdefault(f[0], []).append(list(map(float, f[1:])))
-print(f"{'set':10} {'n':>3}  {'decode tok/s':>12} {'(p25-p75)':>15}  {'% ws-read':>9}  {'stream':>6}  {'prefetch':>8}  {'prefill':>7}  {'read':>5}")
+print(f"{'set':10} {'n':>3}  {'decode tok/s':>12} {'(p25-p75)':>15}  {'% ws-read':>9}  {'stream':>6}  {'prefetch':>8}  {'prefill':>7}  {'read':>5}  {'others':>6}")
 for k, r in rows.items():
     q = sorted(x[0] for x in r)
     m = lambda i: st.median(x[i] for x in r)
-    print(f"{k:10} {len(r):3d}  {m(0):12.1f} ({q[len(q) // 4]:6.1f}-{q[3 * len(q) // 4]:6.1f})  {m(1):8.1f}%  {m(2):6.1f}  {m(3):8.0f}  {m(4):7.1f}  {m(5):5.1f}")
+    print(f"{k:10} {len(r):3d}  {m(0):12.1f} ({q[len(q) // 4]:6.1f}-{q[3 * len(q) // 4]:6.1f})  {m(1):8.1f}%  {m(2):6.1f}  {m(3):8.0f}  {m(4):7.1f}  {m(5):5.1f}  {max(x[6] for x in r):6.2f}")
 PY
