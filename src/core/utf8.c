@@ -28,7 +28,7 @@ int ts_utf8_next(const char *s, size_t len, uint32_t *cp, bool *valid) {
   *valid = true;
   return need + 1;
 bad:
-  *cp = c; /* the raw byte, classified as "other" by the caller */
+  *cp = c; /* the raw byte (the tokenizers class it as "other") */
   *valid = false;
   return 1;
 }

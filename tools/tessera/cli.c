@@ -72,20 +72,17 @@ int cli_common(const char *cmd, int argc, char **argv, int *i, cli_common_opts *
   return 0;
 }
 
-/* Replaces *s, a string cJSON owns, by its UTF-8 repair when some byte of it is not valid UTF-8. */
+/* Replaces *s, a string cJSON owns, by its UTF-8 repair when some byte of it is not valid UTF-8
+ * (each such byte grows by two in the repair, so an unchanged length means nothing was replaced). */
 static void utf8_own(char **s) {
   const size_t n = strlen(*s);
-  size_t i = 0;
-  for (bool valid = true; i < n && valid;) {
-    uint32_t cp;
-    const int k = ts_utf8_next(*s + i, n - i, &cp, &valid);
-    if (valid) i += (size_t)k;
-  }
-  if (i == n) return;
-  char *r = ts_utf8_repair(*s, n, NULL);
-  if (r) {
+  size_t m = n;
+  char *r = ts_utf8_repair(*s, n, &m);
+  if (r && m != n) {
     cJSON_free(*s);
     *s = r;
+  } else {
+    free(r);
   }
 }
 
