@@ -13,6 +13,24 @@ for want in "general.architecture" '"llama"' "string[3]" "blk.0.w5" "q4_1" "tota
   if grep -qF -- "$want" "$tmp/out"; then ok; else bad "text output lacks '$want'"; fi
 done
 
+# metadata strings are bytes, not always UTF-8: --json stays valid JSON (each invalid byte U+FFFD),
+# keys and values alike
+python3 - "$tmp/bad_utf8.gguf" <<'PY'
+import struct, sys
+def s(b): return struct.pack("<Q", len(b)) + b
+kv = s(b"general.name") + struct.pack("<I", 8) + s(b"caf\xc3\xa9 \xff\xfe end\xe2\x82")
+kv += s(b"bad.\x80key") + struct.pack("<I", 4) + struct.pack("<I", 7)
+open(sys.argv[1], "wb").write(b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + kv)
+PY
+if "$T" gguf "$tmp/bad_utf8.gguf" --json >"$tmp/bad.json" 2>"$tmp/err" &&
+  python3 - "$tmp/bad.json" <<'PY'
+import json, sys
+m = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))["metadata"]
+assert m["general.name"] == "caf\u00e9 \ufffd\ufffd end\ufffd\ufffd", m["general.name"]
+assert m["bad.\ufffdkey"] == 7, m
+PY
+then ok; else bad "invalid UTF-8 metadata: $(cat "$tmp/err" "$tmp/bad.json" 2>/dev/null | head -c 400)"; fi
+
 if "$T" gguf "$SEEDS/good_align64.gguf" --json >"$tmp/out.json" 2>"$tmp/err"; then ok; else bad "--json exited $?"; fi
 if python3 - "$tmp/out.json" <<'PY'
 import json, sys
