@@ -210,6 +210,29 @@ static void test_utf8(void) {
   }
 }
 
+/* A request of 256 MiB or more past the memory available fails with an error instead of ending in
+ * the OOM killer once it is written; smaller ones are not checked. */
+static void test_mem_available(void) {
+  const size_t avail = ts_mem_available();
+#ifdef __linux__
+  CHECK(avail > 0, "MemAvailable known on Linux");
+#endif
+  if (avail == 0) return;
+  ts_error_clear();
+  void *p = ts_malloc(avail + ((size_t)1 << 30));
+  CHECK(!p && strstr(ts_last_error(), "of memory available"), "past the available memory: '%s'", ts_last_error());
+  ts_free(p);
+  ts_error_clear();
+  p = ts_calloc(2, avail / 2 + ((size_t)1 << 30));
+  CHECK(!p && strstr(ts_last_error(), "of memory available"), "calloc past it: '%s'", ts_last_error());
+  ts_free(p);
+  if (avail > ((size_t)2 << 30)) { /* 300 MiB is checked and given (not touched) */
+    p = ts_malloc((size_t)300 << 20);
+    CHECK(p != NULL, "300 MiB of %zu MiB available: %s", avail >> 20, ts_last_error());
+    ts_free(p);
+  }
+}
+
 /* Other processes' CPU time between two marks: unknown under 0.5 s, else a share >= 0 that this
  * process's own spinning does not raise past what the rest of the machine did. */
 static void test_cpu_others(void) {
@@ -239,5 +262,6 @@ int main(void) {
   test_files();
   test_utf8();
   test_cpu_others();
+  test_mem_available();
   return tst_finish();
 }

@@ -59,6 +59,10 @@ void *ts_calloc(size_t count, size_t size);
  * system allows them). Free with ts_free. */
 void *ts_malloc_huge(size_t bytes);
 void ts_free(void *p);
+/* Bytes the system can give without swapping (MemAvailable in /proc/meminfo, else the physical
+ * memory); 0 when unknown. ts_malloc and friends refuse a request of 256 MiB or more past it with
+ * TS_ERR_OOM: zeroing or filling it would otherwise end in the OOM killer, not in an error. */
+size_t ts_mem_available(void);
 /* a*b and a+b with overflow detection: returns false on overflow. */
 bool ts_mul_size(size_t a, size_t b, size_t *out);
 bool ts_add_size(size_t a, size_t b, size_t *out);

@@ -17,6 +17,14 @@ static void *alloc_aligned(size_t bytes, size_t align, size_t *rounded) {
     return NULL;
   }
   *rounded &= ~(align - 1);
+  if (*rounded >= (size_t)256 << 20) { /* only large requests pay for reading /proc/meminfo */
+    const size_t avail = ts_mem_available();
+    if (avail > 0 && *rounded > avail) {
+      ts_error(TS_ERR_OOM, "cannot allocate %.2f GiB: %.2f GiB of memory available", (double)bytes / (1 << 30),
+               (double)avail / (1 << 30));
+      return NULL;
+    }
+  }
   void *p = aligned_alloc(align, *rounded);
   if (!p) ts_error(TS_ERR_OOM, "cannot allocate %zu bytes", bytes);
   return p;

@@ -7,10 +7,8 @@
  *
  * Prefill and decode are the same code: T tokens through batched GEMM kernels (T = 1 in decode). */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "llm/llm_internal.h"
 
@@ -71,22 +69,6 @@ static void rope_table(ts_llm_state *s) {
   }
 }
 
-/* Bytes the system can give without swapping: MemAvailable from /proc/meminfo, else the physical
- * memory; 0 when neither is known. */
-static double mem_available(void) {
-  FILE *f = fopen("/proc/meminfo", "r");
-  if (f) {
-    char line[128];
-    unsigned long long kib = 0;
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f)) found = sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
-    fclose(f);
-    if (found) return (double)kib * 1024.0;
-  }
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
-}
-
 ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int n_ctx, int n_batch, ts_llm_state **out) {
   if (!m || !out) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_state_create: NULL argument");
   *out = NULL;
@@ -111,16 +93,6 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
   bool ok = s->mem && s->tb;
   s->kcap = ((int64_t)n_ctx + 15) & ~(int64_t)15;
   const size_t B = (size_t)n_batch, cache = (size_t)c->n_layer * (size_t)c->n_head_kv * (size_t)hd * (size_t)n_ctx;
-  /* The cache is zeroed when allocated, so every page of it is touched at once: a context whose
-   * cache does not fit in the memory the system has free would end in the OOM killer, not in an
-   * error. */
-  const double kv_bytes = (double)cache / (double)n_ctx * (double)(s->kcap + n_ctx) * sizeof(uint16_t);
-  const double avail = mem_available();
-  if (ok && avail > 0 && kv_bytes > avail) {
-    ts_llm_state_destroy(s);
-    return ts_error(TS_ERR_OOM, "ts_llm_state_create: a %d-token context needs %.2f GiB of KV cache, more than the %.2f GiB of memory available",
-                    n_ctx, kv_bytes / (1 << 30), avail / (1 << 30));
-  }
   if (ok) {
     s->kc = alloc(s, cache / (size_t)n_ctx * (size_t)s->kcap, sizeof(uint16_t), &ok);
     s->vc = alloc(s, cache, sizeof(uint16_t), &ok);
@@ -149,8 +121,8 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
   }
   if (!ok) {
     ts_llm_state_destroy(s);
-    return ts_error(TS_ERR_OOM, "ts_llm_state_create: out of memory for a %d-token context (%zu MiB of KV cache)", n_ctx,
-                    2 * cache * sizeof(uint16_t) >> 20);
+    return ts_error(TS_ERR_OOM, "ts_llm_state_create: out of memory for a %d-token context (%.2f GiB of KV cache, %.2f GiB of memory available)",
+                    n_ctx, (double)(2 * cache * sizeof(uint16_t)) / (1 << 30), (double)ts_mem_available() / (1 << 30));
   }
   if (s->nt > 1) { /* threads 1..nt-1; fewer when the system gives fewer (results do not depend on it) */
     int started = 0;
