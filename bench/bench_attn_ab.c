@@ -109,9 +109,7 @@ int main(int argc, char **argv) {
     }
   }
   if (json) {
-    char *s = cJSON_Print(rows);
-    if (s) puts(s);
-    free(s);
+    ts_bench_print_json(rows);
   }
   cJSON_Delete(rows);
   for (int p = 0; p < np; p++) ts_attn_plan_destroy(plan[p]);

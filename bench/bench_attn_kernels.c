@@ -298,9 +298,7 @@ int main(int argc, char **argv) {
   }
   free(list);
   if (json) {
-    char *text = cJSON_Print(root);
-    printf("%s\n", text);
-    free(text);
+    ts_bench_print_json(root);
     cJSON_Delete(root);
   }
   ts_context_destroy(ctx);

@@ -333,9 +333,7 @@ int main(int argc, char **argv) {
   cJSON_AddStringToObject(pj, "clock", prof.clock);
   cJSON_AddItemToObject(root, "cases", c.rows);
   if (c.json) {
-    char *text = cJSON_Print(root);
-    if (text) printf("%s\n", text);
-    free(text);
+    ts_bench_print_json(root);
   }
   if (out && ts_json_write_file(out, root) != TS_OK) {
     fprintf(stderr, "%s\n", ts_last_error());

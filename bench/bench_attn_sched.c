@@ -255,9 +255,7 @@ int main(int argc, char **argv) {
     }
   free(list);
   if (rows) {
-    char *txt = cJSON_Print(rows);
-    if (txt) puts(txt);
-    free(txt);
+    ts_bench_print_json(rows);
     cJSON_Delete(rows);
   }
   ts_attn_cost_model_destroy(c.model);

@@ -111,9 +111,7 @@ int main(int argc, char **argv) {
     if (!same) st = ts_error(TS_ERR_INTERNAL, "bench_attn_warm: outputs with and without warming differ");
   }
   if (json && st == TS_OK) {
-    char *s = cJSON_Print(rows);
-    if (s) puts(s);
-    free(s);
+    ts_bench_print_json(rows);
   }
   cJSON_Delete(rows);
   ts_attn_plan_destroy(plan);

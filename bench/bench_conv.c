@@ -236,9 +236,7 @@ int main(int argc, char **argv) {
   int rc = 0;
   for (int i = 0; i < nlayers; i++) rc |= bench_layer(&layers[i], ctx, algos, &to, peak, jl);
   if (json) {
-    char *s = cJSON_Print(root);
-    if (s) puts(s);
-    free(s);
+    ts_bench_print_json(root);
     cJSON_Delete(root);
   }
   ts_context_destroy(ctx);

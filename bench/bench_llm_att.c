@@ -153,9 +153,7 @@ int main(int argc, char **argv) {
       }
   ts_free(evbuf);
   if (json) {
-    char *txt = cJSON_Print(root);
-    if (txt) puts(txt);
-    free(txt);
+    ts_bench_print_json(root);
     cJSON_Delete(root);
   }
   if (fail) fprintf(stderr, "bench_llm_att: %d item(s) differ from the reference\n", fail);

@@ -209,9 +209,7 @@ int main(int argc, char **argv) {
     }
   }
   if (json) {
-    char *s = cJSON_Print(root);
-    if (s) puts(s);
-    free(s);
+    ts_bench_print_json(root);
     cJSON_Delete(root);
   }
   return 0;

@@ -318,9 +318,7 @@ int main(int argc, char **argv) {
     bench_tiles(&rep, &o, pp1);
   }
   if (rep.json) {
-    char *s = cJSON_Print(root);
-    if (s) puts(s);
-    free(s);
+    ts_bench_print_json(root);
     cJSON_Delete(root);
   }
   return rc;

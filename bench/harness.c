@@ -208,3 +208,9 @@ int ts_bench_common_arg(int argc, char **argv, int *i, int *threads, ts_bench_op
   }
   return 1;
 }
+
+void ts_bench_print_json(const cJSON *j) {
+  char *s = cJSON_Print(j);
+  if (s) puts(s);
+  free(s);
+}

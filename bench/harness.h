@@ -70,6 +70,9 @@ void ts_bench_print_header(FILE *f);
 void ts_bench_print_row(FILE *f, const char *name, const ts_bench_result *r, double flops, double bytes,
                         const ts_machine_profile *p);
 
+/* Prints j as indented JSON and a newline on stdout (nothing when printing it fails); j stays the
+ * caller's. */
+void ts_bench_print_json(const cJSON *j);
 /* {median_ms, min_ms, max_ms, mean_ms, repeats, gflops, pct_peak, gbs, pct_bandwidth}; the rates
  * are null when flops/bytes are 0, the percentages null without a profile. NULL on OOM. */
 cJSON *ts_bench_result_json(const ts_bench_result *r, double flops, double bytes, const ts_machine_profile *p);
