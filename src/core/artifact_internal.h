@@ -1,0 +1,48 @@
+/* The artifact store and provenance records for the rooms (cJSON side of tessera/artifact.h and
+ * tessera/measure.h). How a room keeps a kind of artifact: ARCHITECTURE.md, "Adding a subsystem". */
+#ifndef TS_CORE_ARTIFACT_INTERNAL_H
+#define TS_CORE_ARTIFACT_INTERNAL_H
+
+#include <cjson/cJSON.h>
+
+#include "tessera/artifact.h"
+#include "tessera/measure.h"
+
+/* Provenance as a cJSON object (NULL on OOM) and back (TS_ERR_FORMAT naming `what` on a field of
+ * the wrong type or length; absent fields stay empty). */
+cJSON *ts__provenance_json(const ts_provenance *p);
+ts_status ts__provenance_parse(const cJSON *j, const char *what, ts_provenance *p);
+
+/* A room's kind of artifact: its name (the folder) and format version. */
+typedef struct ts__artifact_kind {
+  const char *name;
+  int version;
+} ts__artifact_kind;
+
+/* The payload of (kind, key) as cJSON (*data, the caller's to cJSON_Delete) and its provenance;
+ * TS_ERR_NOT_FOUND when absent, of another version, or corrupt (then moved aside). */
+ts_status ts__artifact_load(const ts__artifact_kind *k, const char *key, cJSON **data, ts_provenance *prov);
+/* Writes (kind, key) atomically; data stays the caller's. */
+ts_status ts__artifact_store(const ts__artifact_kind *k, const char *key, const cJSON *data, const ts_provenance *prov);
+/* Moves (kind, key) aside to <file>.bad with a note on stderr naming why (its reader rejected it). */
+void ts__artifact_reject(const ts__artifact_kind *k, const char *key, const char *why);
+
+/* get(): a stored artifact the room's reader accepts, else compute -> check -> store. */
+typedef struct ts__artifact_ops {
+  ts__artifact_kind kind;
+  /* Takes a stored payload into ctx's object. TS_OK: use it. TS_ERR_NOT_FOUND: valid but stale (made
+   * on another machine, with other settings): re-made silently. Any other error: the file is corrupt
+   * or foreign: moved aside, re-made. Must leave ctx's object empty on failure. */
+  ts_status (*accept)(void *ctx, const cJSON *data, const ts_provenance *prov);
+  /* Makes a new one in ctx's object and returns its payload (*data, handed over) and provenance. */
+  ts_status (*compute)(void *ctx, cJSON **data, ts_provenance *prov);
+  /* Optional: checks a computed payload before it is stored (a payload the reader would reject is
+   * never written: TS_ERR_INTERNAL). */
+  ts_status (*check)(void *ctx, const cJSON *data);
+} ts__artifact_ops;
+
+/* *computed (may be NULL) says whether it was made now. A store that fails after a successful
+ * compute is reported on stderr and is not an error (the result is in ctx's object). */
+ts_status ts__artifact_get(const ts__artifact_ops *ops, const char *key, void *ctx, bool *computed);
+
+#endif
