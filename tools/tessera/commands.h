@@ -1,6 +1,7 @@
 /* The CLI's subcommands: one X-macro line each, implemented as `int cmd_NAME(int argc, char **argv)`
  * in tools/tessera/cmd_NAME.c. The order here is the order `tessera --help` shows. */
 TS_CMD(hwinfo, "measure peak FLOP/s, bandwidth, caches and ISA; save the machine profile")
+TS_CMD(cache, "list or clear the artifact store: machine profiles, cost tables and plans kept on disk")
 TS_CMD(version, "print the version, the detected CPU and the active kernel level")
 TS_CMD(pattern, "generate a sparsity pattern from a spec (window2d, swin, random, condense, ...)")
 TS_CMD(spy, "draw a pattern as a density heat map (PNG/SVG), before and after reordering")
