@@ -71,9 +71,9 @@ int main(int argc, char **argv) {
   for (int i = 0; i < rounds && st == TS_OK; i++)
     for (int j = 0; j < np && st == TS_OK; j++) {
       const int p = (i + j) % np; /* rotate which plan goes first */
-      const double t0 = ts_bench_clock(false);
+      const double t0 = ts_clock_now(TS_CLOCK_WALL);
       st = ts_bench_attn_io_run(ctx, plan[p], &io, H, NULL);
-      t[p * rounds + i] = ts_bench_clock(false) - t0;
+      t[p * rounds + i] = ts_clock_now(TS_CLOCK_WALL) - t0;
     }
   if (st != TS_OK) return fprintf(stderr, "bench_attn_ab: %s\n", ts_last_error()), 1;
   cJSON *rows = json ? cJSON_CreateArray() : NULL;
@@ -84,8 +84,8 @@ int main(int argc, char **argv) {
     ts_attn_stats S;
     ts_attn_plan_stats(plan[p], &S);
     for (int i = 0; i < rounds; i++) r[i] = t[i] / t[p * rounds + i];
-    qsort(r, (size_t)rounds, sizeof *r, ts_bench_cmp_double);
-    qsort(t + p * rounds, (size_t)rounds, sizeof *t, ts_bench_cmp_double);
+    qsort(r, (size_t)rounds, sizeof *r, ts_cmp_double);
+    qsort(t + p * rounds, (size_t)rounds, sizeof *t, ts_cmp_double);
     const double ms = t[p * rounds + rounds / 2] * 1e3, gf = 4.0 * D * (double)S.nnz * (double)H / (ms * 1e6);
     const double pct = have_prof ? ts_bench_pct_peak_flops(&prof, gf) : NAN;
     if (json) {

@@ -109,19 +109,20 @@ typedef struct exec_job {
 } exec_job;
 
 
+static ts_status exec_once(void *arg) {
+  const exec_job *j = arg;
+  return ts_attn_execute(j->ctx, j->plan, j->q, j->k, j->v, j->o, 1, 1, j->n, j->d);
+}
+
 /* Median seconds of the one-thread execute, by the same clock as the profile: 2 warm-ups, then at
  * least 7 calls and 0.2 s (at most 200 calls). */
 static ts_status time_exec(const exec_job *j, bool wall, double *median) {
-  double t[200], total = 0;
-  int k = 0;
-  for (int w = 0; w < 2; w++) TS_TRY(ts_attn_execute(j->ctx, j->plan, j->q, j->k, j->v, j->o, 1, 1, j->n, j->d));
-  while (k < 200 && (k < 7 || total < 0.2)) {
-    double t0 = ts_bench_clock(!wall);
-    TS_TRY(ts_attn_execute(j->ctx, j->plan, j->q, j->k, j->v, j->o, 1, 1, j->n, j->d));
-    t[k] = ts_bench_clock(!wall) - t0, total += t[k++];
-  }
-  qsort(t, (size_t)k, sizeof *t, ts_bench_cmp_double);
-  *median = k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2]);
+  ts_measure_opts o = ts_measure_opts_default();
+  o.clock = wall ? TS_CLOCK_WALL : TS_CLOCK_THREAD_CPU;
+  o.warmup = 2, o.rounds = 7, o.max_rounds = 200, o.min_time_s = 0.2;
+  ts_measure_result r;
+  TS_TRY(ts_measure_one(exec_once, (void *)j, &o, &r));
+  *median = r.s.median;
   return TS_OK;
 }
 
@@ -297,9 +298,9 @@ int main(int argc, char **argv) {
   c.rows = cJSON_CreateArray();
   if (!c.json) {
     printf("profile: %s level, d=%lld %s, %d sizes x %d densities x %d tiles, %s, kernels %s, %s (%s, %.1f s)\n",
-           prof.level, (long long)prof.d, ts_dtype_name(prof.dtype), prof.nsizes, prof.ndens, prof.nmenu, prof.cpu_model,
-           prof.kernels, prof.date, measured ? "measured now" : "cached", prof.measure_s);
-    printf("blocks timed alone, 1 thread, %s, median of >= %d calls; error = |pred - meas| / meas\n", prof.clock,
+           prof.level, (long long)prof.d, ts_dtype_name(prof.dtype), prof.nsizes, prof.ndens, prof.nmenu, prof.prov.cpu_model,
+           prof.prov.kernels, prof.prov.date, measured ? "measured now" : "cached", prof.measure_s);
+    printf("blocks timed alone, 1 thread, %s, median of >= %d calls; error = |pred - meas| / meas\n", prof.prov.clock,
            c.mo.repeats);
     printf("%-34s %-8s %6s  %-20s %8s %8s %8s %7s %7s %8s %8s | %-24s\n", "mask", "reorder", "blocks", "rows x cols",
            "med err", "p90 err", "max err", "pearson", "r(log)", "meas ms", "pred ms", "analytic (fitted): med p90 r");
@@ -324,13 +325,13 @@ int main(int argc, char **argv) {
   cJSON *root = cJSON_CreateObject();
   cJSON *pj = cJSON_AddObjectToObject(root, "profile");
   cJSON_AddStringToObject(pj, "level", prof.level);
-  cJSON_AddStringToObject(pj, "cpu_model", prof.cpu_model);
-  cJSON_AddStringToObject(pj, "kernels", prof.kernels);
-  cJSON_AddStringToObject(pj, "date", prof.date);
+  cJSON_AddStringToObject(pj, "cpu_model", prof.prov.cpu_model);
+  cJSON_AddStringToObject(pj, "kernels", prof.prov.kernels);
+  cJSON_AddStringToObject(pj, "date", prof.prov.date);
   cJSON_AddNumberToObject(pj, "d", (double)prof.d);
   cJSON_AddStringToObject(pj, "dtype", ts_dtype_name(prof.dtype));
   cJSON_AddNumberToObject(pj, "measure_s", prof.measure_s);
-  cJSON_AddStringToObject(pj, "clock", prof.clock);
+  cJSON_AddStringToObject(pj, "clock", prof.prov.clock);
   cJSON_AddItemToObject(root, "cases", c.rows);
   if (c.json) {
     ts_bench_print_json(root);

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attn/attn_avx512_inl.h"
+#include "kernels/simd_avx512.h"
 #include "attn/attn_internal.h"
 #include "harness.h"
 #include "harness_attn.h"
@@ -168,7 +168,7 @@ static void transpose_head(const float *src, int64_t n, int64_t ldt, float *dst)
       __m512 r[16];
       const int64_t nj = n - j0 < 16 ? n - j0 : 16;
       for (int a = 0; a < 16; a++) r[a] = a < nj ? _mm512_loadu_ps(src + (j0 + a) * D + x0) : _mm512_setzero_ps();
-      transpose16(r);
+      ts__transpose16(r);
       for (int c = 0; c < 16; c++) _mm512_storeu_ps(dst + (int64_t)(x0 + c) * ldt + j0, r[c]);
     }
 }
@@ -268,8 +268,8 @@ int main(int argc, char **argv) {
       rt[r] = tp[r] / tn[r];
     }
   }
-  qsort(tn, (size_t)rounds, sizeof *tn, ts_bench_cmp_double);
-  if (plan) qsort(tp, (size_t)rounds, sizeof *tp, ts_bench_cmp_double), qsort(rt, (size_t)rounds, sizeof *rt, ts_bench_cmp_double);
+  qsort(tn, (size_t)rounds, sizeof *tn, ts_cmp_double);
+  if (plan) qsort(tp, (size_t)rounds, sizeof *tp, ts_cmp_double), qsort(rt, (size_t)rounds, sizeof *rt, ts_cmp_double);
   const double flops = 4.0 * D * (double)nnz * (double)heads, gf = flops / tn[rounds / 2] * 1e-9;
   printf("%s, %ld heads, d %d, %d threads, %d rounds (median ms; effective GFLOP/s = 4 d nnz heads / t)\n", spec, heads, D,
          threads, rounds);

@@ -44,17 +44,9 @@ typedef struct cfg {
 } cfg;
 
 
-/* q-quantile of v[0..n) (sorts v). */
 /* "fixed" for a block-skip fallback, else the pass kind's name. */
 static const char *fallback_name(int kind) {
   return kind == TS_ATTN_SEG_MIXED ? "fixed" : ts_attn_seg_kind_name((ts_attn_seg_kind)kind);
-}
-
-static double quantile(double *v, int n, double q) {
-  qsort(v, (size_t)n, sizeof *v, ts_bench_cmp_double);
-  double x = q * (n - 1);
-  int a = (int)floor(x);
-  return a + 1 < n ? v[a] + (x - a) * (v[a + 1] - v[a]) : v[a];
 }
 
 /* The reordered mask (perm_csr, bitmap) and its blocks, as `tessera attn plan` makes them. */
@@ -122,9 +114,9 @@ static ts_status run_case(const cfg *c, const char *spec, cJSON *rows) {
   for (int p = 0; p < NPLANS && s == TS_OK; p++) s = ts_attn_execute(ctx, plan[p], Q, K, V, O[p], 1, H, n, d); /* warm-up */
   for (int r = 0; r < c->rounds && s == TS_OK; r++)
     for (int p = 0; p < NPLANS && s == TS_OK; p++) {
-      double t0 = ts_bench_clock(c->cpu_clock);
+      double t0 = ts_clock_now(c->cpu_clock ? TS_CLOCK_THREAD_CPU : TS_CLOCK_WALL);
       s = ts_attn_execute(ctx, plan[p], Q, K, V, O[p], 1, H, n, d);
-      t[p * c->rounds + r] = ts_bench_clock(c->cpu_clock) - t0;
+      t[p * c->rounds + r] = ts_clock_now(c->cpu_clock ? TS_CLOCK_THREAD_CPU : TS_CLOCK_WALL) - t0;
     }
   if (s == TS_OK) {
     double diff = 0, med[NPLANS], ratio[2][3], faster[2] = {0, 0}, *rv = malloc((size_t)c->rounds * sizeof *rv), *tv = malloc((size_t)c->rounds * sizeof *tv);
@@ -133,14 +125,14 @@ static ts_status run_case(const cfg *c, const char *spec, cJSON *rows) {
       for (int p = 1; p < NPLANS; p++) diff = fmax(diff, fabs((double)O[p][i] - O[0][i]));
     for (int p = 0; p < NPLANS && s == TS_OK; p++) {
       memcpy(tv, t + p * c->rounds, (size_t)c->rounds * sizeof *tv);
-      med[p] = quantile(tv, c->rounds, 0.5);
+      med[p] = ts_quantile(tv, c->rounds, 0.5);
     }
     for (int k = 0; k < 2 && s == TS_OK; k++) { /* greedy / ilp per round: k 0 raw, 1 guarded */
       for (int r = 0; r < c->rounds; r++) {
         rv[r] = t[(2 * k) * c->rounds + r] / t[(2 * k + 1) * c->rounds + r];
         faster[k] += rv[r] > 1.0;
       }
-      ratio[k][0] = quantile(rv, c->rounds, 0.25), ratio[k][1] = quantile(rv, c->rounds, 0.5), ratio[k][2] = quantile(rv, c->rounds, 0.75);
+      ratio[k][0] = ts_quantile(rv, c->rounds, 0.25), ratio[k][1] = ts_quantile(rv, c->rounds, 0.5), ratio[k][2] = ts_quantile(rv, c->rounds, 0.75);
     }
     if (s == TS_OK) {
       const double flops = 4.0 * (double)d * (double)pm.nnz * (double)H;

@@ -79,15 +79,15 @@ int main(int argc, char **argv) {
       for (int j = 0; j < 2 && st == TS_OK; j++) {
         const int w = (i + j) & 1; /* alternate which setting goes first */
         ts_attn_plan_set_warm(plan, w == 1);
-        const double t0 = ts_bench_clock(cpu);
+        const double t0 = ts_clock_now(cpu ? TS_CLOCK_THREAD_CPU : TS_CLOCK_WALL);
         st = ts_bench_attn_io_run(ctx, plan, &io, H, O[w]);
-        t[w][i] = ts_bench_clock(cpu) - t0;
+        t[w][i] = ts_clock_now(cpu ? TS_CLOCK_THREAD_CPU : TS_CLOCK_WALL) - t0;
       }
     if (st != TS_OK) break;
     for (int i = 0; i < rounds; i++) r[i] = t[0][i] / t[1][i];
-    qsort(r, (size_t)rounds, sizeof *r, ts_bench_cmp_double);
-    qsort(t[0], (size_t)rounds, sizeof(double), ts_bench_cmp_double);
-    qsort(t[1], (size_t)rounds, sizeof(double), ts_bench_cmp_double);
+    qsort(r, (size_t)rounds, sizeof *r, ts_cmp_double);
+    qsort(t[0], (size_t)rounds, sizeof(double), ts_cmp_double);
+    qsort(t[1], (size_t)rounds, sizeof(double), ts_cmp_double);
     const double mb = (bf16 ? 2.5 : 4.0) * (double)H * (double)n * D * sizeof(float) / 1048576.0; /* Q K V (+ fp32 O) */
     if (json) {
       cJSON *j = cJSON_CreateObject();

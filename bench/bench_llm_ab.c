@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "llm/llm_internal.h"
+#include "tessera/measure.h"
 
 #define MAXV 8
 
@@ -51,11 +52,6 @@ static bool parse_variant(const char *arg, variant *v) {
     } else if (*tok) return false;
   }
   return true;
-}
-
-static int cmp_dbl(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 static int usage(void) {
@@ -91,7 +87,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_llm_ab: %s\n", ts_last_error());
     ts_llm_state_destroy(st);
     ts_context_destroy(ctx);
-    ts_llm_model_free(m);
+    ts_llm_model_destroy(m);
     return 1;
   }
   ts_llm_wpf_report wr;
@@ -135,7 +131,7 @@ int main(int argc, char **argv) {
   printf("%-12s %10s %21s %9s %8s\n", "variant", "us/token", "(p25-p75)", "tok/s", "ratio");
   double base = 0;
   for (int k = 0; k < nv; k++) {
-    qsort(t[k], (size_t)rounds, sizeof(double), cmp_dbl);
+    qsort(t[k], (size_t)rounds, sizeof(double), ts_cmp_double);
     const double med = t[k][rounds / 2];
     if (k == 0) base = med;
     printf("%-12s %10.1f (%8.1f-%8.1f) %9.1f %7.3fx\n", v[k].name, med * 1e6, t[k][rounds / 4] * 1e6,
@@ -146,6 +142,6 @@ int main(int argc, char **argv) {
   free(toks);
   ts_llm_state_destroy(st);
   ts_context_destroy(ctx);
-  ts_llm_model_free(m);
+  ts_llm_model_destroy(m);
   return 0;
 }

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "llm/llm_internal.h"
+#include "tessera/measure.h"
 #include "tessera/hwinfo.h"
 
 enum { M_STREAM, M_BARRIERS, M_CLAIMS, M_XCHG, M_XCHGPF, M_GAP, M_GAPPF, NMODE };
@@ -67,11 +68,6 @@ static void busy_us(double us, const char *pf, size_t pf_bytes) {
   }
 }
 
-static int cmp_dbl(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv) {
   const char *model = NULL;
   int rounds = 60, sleep_ms = 500, wpf = -1;
@@ -106,7 +102,7 @@ int main(int argc, char **argv) {
       (int64_t)c->n_head * c->head_dim != c->d_model) {
     fprintf(stderr, "bench_llm_phases: needs the packed AVX-512 kernels, a model laid out for 2 threads "
                     "(TESSERA_THREADS=2) and d_model = n_head x head_dim, both multiples of 32\n");
-    ts_llm_model_free(m);
+    ts_llm_model_destroy(m);
     return 1;
   }
   if (wpf < 0) ts__llm_tune_wpf(m, 2, TS__WPF_MIN_BYTES);
@@ -218,8 +214,7 @@ int main(int argc, char **argv) {
       int q = 0;
       for (int r = 0; r < rounds; r++)
         if (two[r] == pl) v[q++] = t[md][r];
-      qsort(v, (size_t)q, sizeof *v, cmp_dbl);
-      printf(" %9.1f", bytes / (q % 2 ? v[q / 2] : 0.5 * (v[q / 2 - 1] + v[q / 2])) * 1e-9);
+      printf(" %9.1f", bytes / ts_median(v, q) * 1e-9);
     }
     printf("\n");
   }
@@ -233,6 +228,6 @@ int main(int argc, char **argv) {
   for (int md = 0; md < NMODE; md++) free(t[md]);
   ts_free(share), ts_free(y);
   free(w), free(two);
-  ts_llm_model_free(m);
+  ts_llm_model_destroy(m);
   return 0;
 }

@@ -19,15 +19,11 @@
 #include "tessera/core.h"
 #include "tessera/hwinfo.h"
 #include "tessera/llm.h"
+#include "tessera/measure.h"
 
 typedef struct round {
   double x0, x1, read, stream, tps, gbs;
 } round_t;
-
-static int cmp_dbl(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* median of field f (offset in doubles) over the rounds with sel[i] */
 static double median(const round_t *r, const bool *sel, int n, size_t f, double *tmp) {
@@ -35,8 +31,7 @@ static double median(const round_t *r, const bool *sel, int n, size_t f, double 
   for (int i = 0; i < n; i++)
     if (sel[i]) tmp[k++] = ((const double *)&r[i])[f];
   if (k == 0) return 0;
-  qsort(tmp, (size_t)k, sizeof *tmp, cmp_dbl);
-  return k % 2 ? tmp[k / 2] : 0.5 * (tmp[k / 2 - 1] + tmp[k / 2]);
+  return ts_median(tmp, k);
 }
 
 int main(int argc, char **argv) {
@@ -138,6 +133,6 @@ int main(int argc, char **argv) {
   free(r), free(one), free(two), free(tmp), free(logits);
   ts_llm_state_destroy(s);
   ts_context_destroy(ctx);
-  ts_llm_model_free(m);
+  ts_llm_model_destroy(m);
   return 0;
 }

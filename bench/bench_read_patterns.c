@@ -86,11 +86,6 @@ typedef struct pat {
   int work;
 } pat;
 
-static int cmp_dbl(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv) {
   int passes = 5;
   size_t gap = 3840;
@@ -147,7 +142,7 @@ int main(int argc, char **argv) {
       const double t = ts_now() - t0;
       g[r] = (double)bytes / (t > 1e-9 ? t : 1e-9) * 1e-9;
     }
-    qsort(g, (size_t)passes, sizeof *g, cmp_dbl);
+    qsort(g, (size_t)passes, sizeof *g, ts_cmp_double);
     const double best = g[passes - 1], med = g[passes / 2];
     if (json)
       printf("  {\"pattern\": \"%s\", \"best_gbs\": %.3f, \"median_gbs\": %.3f, \"pct_bandwidth_1t\": %.2f}%s\n", q->name,

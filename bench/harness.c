@@ -1,98 +1,45 @@
-/* Benchmark harness: warm-up, timed repeats, statistics, cache flushing, and reports as % of the
- * machine profile's peak. */
+/* Benchmark harness: ts_bench_run over the core's timing engine (tessera/measure.h), the options
+ * every program takes, and reports as % of the machine profile's peak. */
 #include "harness.h"
 
 #include <math.h>
-#include <omp.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 ts_bench_opts ts_bench_opts_default(void) {
   ts_bench_opts o = {.warmup = 2, .repeats = 10, .min_time_s = 0.2, .flush_cache = false};
   return o;
 }
 
-int ts_bench_cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
+/* fn is void: the engine's candidates return a status */
+typedef struct bench_call {
+  void (*fn)(void *arg);
+  void *arg;
+} bench_call;
 
-double ts_bench_clock(bool thread_cpu) {
-  struct timespec ts;
-  if (!thread_cpu || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return ts_now();
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-ts_status ts_bench_run(const ts_bench_opts *o, void (*fn)(void *arg), void *arg, ts_bench_result *r) {
-  ts_bench_opts d = ts_bench_opts_default();
-  if (!o) o = &d;
-  if (!fn || !r) return ts_error(TS_ERR_INVALID_ARG, "ts_bench_run: fn and result must not be NULL");
-  if (o->warmup < 0 || o->warmup > 1000000)
-    return ts_error(TS_ERR_INVALID_ARG, "ts_bench_run: warmup %d is not in [0, 1000000]", o->warmup);
-  if (o->repeats < 1 || o->repeats > 1000000)
-    return ts_error(TS_ERR_INVALID_ARG, "ts_bench_run: repeats %d is not in [1, 1000000]", o->repeats);
-  if (!(o->min_time_s >= 0 && o->min_time_s <= 3600))
-    return ts_error(TS_ERR_INVALID_ARG, "ts_bench_run: min_time_s %g is not in [0, 3600]", o->min_time_s);
-  int cap = o->repeats > TS_BENCH_MAX_EXTRA ? o->repeats : TS_BENCH_MAX_EXTRA;
-  double *t = malloc((size_t)cap * sizeof *t);
-  if (!t) return ts_error(TS_ERR_OOM, "ts_bench_run: cannot allocate %d timings", cap);
-
-  for (int i = 0; i < o->warmup; i++) fn(arg);
-  int n = 0;
-  double total = 0;
-  while (n < cap && (n < o->repeats || total < o->min_time_s)) {
-    if (o->flush_cache) ts_bench_flush_cache();
-    if (o->before) o->before(o->before_arg);
-    double t0 = ts_now();
-    fn(arg);
-    double dt = ts_now() - t0;
-    t[n++] = dt;
-    total += dt;
-  }
-  qsort(t, (size_t)n, sizeof *t, ts_bench_cmp_double);
-  r->repeats = n;
-  r->min_s = t[0];
-  r->max_s = t[n - 1];
-  r->median_s = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-  r->mean_s = total / n;
-  free(t);
+static ts_status call_void(void *a) {
+  const bench_call *c = a;
+  c->fn(c->arg);
   return TS_OK;
 }
 
-/* ---- cache flushing ------------------------------------------------------------------------ */
-
-static float *g_flush;
-static size_t g_flush_n;
-static pthread_once_t g_flush_once = PTHREAD_ONCE_INIT;
-
-static void flush_alloc(void) {
-  int64_t l2, l3;
-  ts_hwinfo_cache_sizes(NULL, &l2, &l3);
-  int64_t bytes = 2 * (l3 > 0 ? l3 : l2 > 0 ? 8 * l2 : ((int64_t)32 << 20));
-  g_flush_n = (size_t)bytes / sizeof(float);
-  g_flush = ts_calloc(g_flush_n, sizeof(float));
-  if (!g_flush) {
-    g_flush_n = 0;
-    fprintf(stderr, "tessera bench: cannot allocate the %lld-byte cache flush buffer; caches stay warm\n",
-            (long long)bytes);
-  }
-}
-
-void ts_bench_flush_cache(void) {
-  pthread_once(&g_flush_once, flush_alloc);
-  if (!g_flush) return;
-  float *buf = g_flush;
-  size_t n = g_flush_n;
-  /* every thread writes one float per 64-byte line of its slice: its private caches and the
-   * shared L3 end up holding this buffer instead of the benchmark's data */
-#pragma omp parallel num_threads(ts_default_threads())
-  {
-    int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    size_t lo = n * (size_t)t / (size_t)nt, hi = n * (size_t)(t + 1) / (size_t)nt;
-    for (size_t i = lo; i < hi; i += 16) buf[i] += 1.0f;
-  }
+ts_status ts_bench_run(const ts_bench_opts *o, void (*fn)(void *arg), void *arg, ts_bench_result *r) {
+  const ts_bench_opts d = ts_bench_opts_default();
+  if (!o) o = &d;
+  if (!fn || !r) return ts_error(TS_ERR_INVALID_ARG, "ts_bench_run: fn and result must not be NULL");
+  /* one candidate of the engine: at least `repeats` timed calls, more until min_time_s, at most
+   * max(repeats, TS_BENCH_MAX_EXTRA) */
+  ts_measure_opts mo = ts_measure_opts_default();
+  mo.warmup = o->warmup, mo.rounds = o->repeats, mo.min_time_s = o->min_time_s;
+  mo.max_rounds = o->repeats > TS_BENCH_MAX_EXTRA ? o->repeats : TS_BENCH_MAX_EXTRA;
+  mo.flush_cache = o->flush_cache, mo.before = o->before, mo.before_arg = o->before_arg;
+  bench_call c = {fn, arg};
+  ts_measure_result mr;
+  TS_TRY(ts_measure_one(call_void, &c, &mo, &mr));
+  r->repeats = mr.s.n;
+  r->min_s = mr.s.min, r->q1_s = mr.s.q1, r->median_s = mr.s.median, r->q3_s = mr.s.q3;
+  r->max_s = mr.s.max, r->mean_s = mr.s.mean;
+  return TS_OK;
 }
 
 /* ---- reports ------------------------------------------------------------------------------- */
@@ -153,6 +100,7 @@ cJSON *ts_bench_result_json(const ts_bench_result *r, double flops, double bytes
   double med = r->median_s > 0 ? r->median_s : 1e-12;
   double gflops = flops > 0 ? flops / med * 1e-9 : NAN, gbs = bytes > 0 ? bytes / med * 1e-9 : NAN;
   bool ok = add_num_or_null(j, "median_ms", 1e3 * r->median_s) && add_num_or_null(j, "min_ms", 1e3 * r->min_s) &&
+            add_num_or_null(j, "q1_ms", 1e3 * r->q1_s) && add_num_or_null(j, "q3_ms", 1e3 * r->q3_s) &&
             add_num_or_null(j, "max_ms", 1e3 * r->max_s) && add_num_or_null(j, "mean_ms", 1e3 * r->mean_s) &&
             add_num_or_null(j, "repeats", r->repeats) && add_num_or_null(j, "gflops", gflops) &&
             add_num_or_null(j, "pct_peak", flops > 0 ? ts_bench_pct_peak_flops(p, gflops) : NAN) &&

@@ -1,7 +1,8 @@
-/* Benchmark harness shared by the CLI and every bench/bench_*.c program: timed repeats after
- * warm-up (median, min, max, mean), optional cache flushing between repeats, and reports in
- * hardware units as % of the machine profile's peak (`tessera hwinfo`). Never used by tests for
- * assertions on time. */
+/* Benchmark harness shared by the CLI and every bench/bench_*.c program: a thin layer over the
+ * core's timing engine (tessera/measure.h: warm-up, timed repeats, quartiles, cache flushing
+ * between repeats; programs that compare candidates call ts_measure_run directly), the options
+ * every program takes, and reports in hardware units as % of the machine profile's peak
+ * (`tessera hwinfo`). Never used by tests for assertions on time. */
 #ifndef TS_BENCH_HARNESS_H
 #define TS_BENCH_HARNESS_H
 
@@ -11,13 +12,14 @@
 
 #include "tessera/core.h"
 #include "tessera/hwinfo.h"
+#include "tessera/measure.h"
 
 typedef struct ts_bench_opts {
   int warmup;        /* untimed calls first (default 2) */
   int repeats;       /* timed calls (default 10) */
   double min_time_s; /* keep repeating until the timed calls add up to this (default 0.2 s), at
                         most TS_BENCH_MAX_EXTRA timed calls in all unless `repeats` asks for more */
-  bool flush_cache;  /* ts_bench_flush_cache() before every timed call, outside the timing */
+  bool flush_cache;  /* ts_flush_cache() before every timed call, outside the timing */
   void (*before)(void *arg); /* when set, before(before_arg) before every timed call (after any
                                 flush), outside the timing: e.g. pushing the data out of L2 only */
   void *before_arg;
@@ -26,7 +28,7 @@ typedef struct ts_bench_opts {
 #define TS_BENCH_MAX_EXTRA 1000
 
 typedef struct ts_bench_result {
-  double min_s, median_s, max_s, mean_s; /* seconds per call */
+  double min_s, q1_s, median_s, q3_s, max_s, mean_s; /* seconds per call (q1, q3: quartiles) */
   int repeats;                           /* timed calls made */
 } ts_bench_result;
 
@@ -42,20 +44,10 @@ int ts_bench_common_arg(int argc, char **argv, int *i, int *threads, ts_bench_op
  * when an item is not such an integer or there are more than cap. */
 int ts_bench_parse_ints(const char *s, int *v, int cap, long lo, long hi);
 
-/* Calls fn(arg) o->warmup times, then times it (one ts_now() pair per call) at least o->repeats
- * times and until min_time_s is reached. fn should take >= ~10 us (loop inside it otherwise): the
- * clock's overhead is not subtracted. o NULL: defaults. */
+/* Calls fn(arg) o->warmup times, then times it (ts_measure_one on the wall clock, one clock pair
+ * per call) at least o->repeats times and until min_time_s is reached. fn should take >= ~10 us
+ * (loop inside it otherwise): the clock's overhead is not subtracted. o NULL: defaults. */
 ts_status ts_bench_run(const ts_bench_opts *o, void (*fn)(void *arg), void *arg, ts_bench_result *r);
-
-/* Seconds on the wall clock (thread_cpu false) or on the calling thread's CPU clock (a call the OS
- * preempts on a shared machine still reads its own run time; for one-thread runs). */
-double ts_bench_clock(bool thread_cpu);
-/* qsort comparator of doubles, ascending. */
-int ts_bench_cmp_double(const void *a, const void *b);
-
-/* Evicts the caches: every thread (default thread count) writes one word per cache line of its
- * slice of a 2 x L3 buffer (allocated once, kept for the process). */
-void ts_bench_flush_cache(void);
 
 /* The machine profile benchmarks report against: ts_hwinfo_get with the default thread count. */
 ts_status ts_bench_profile(ts_machine_profile *p);
@@ -73,7 +65,7 @@ void ts_bench_print_row(FILE *f, const char *name, const ts_bench_result *r, dou
 /* Prints j as indented JSON and a newline on stdout (nothing when printing it fails); j stays the
  * caller's. */
 void ts_bench_print_json(const cJSON *j);
-/* {median_ms, min_ms, max_ms, mean_ms, repeats, gflops, pct_peak, gbs, pct_bandwidth}; the rates
+/* {median_ms, min_ms, q1_ms, q3_ms, max_ms, mean_ms, repeats, gflops, pct_peak, gbs, pct_bandwidth}; the rates
  * are null when flops/bytes are 0, the percentages null without a profile. NULL on OOM. */
 cJSON *ts_bench_result_json(const ts_bench_result *r, double flops, double bytes, const ts_machine_profile *p);
 

@@ -65,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   run(m);
-  ts_llm_model_free(m);
+  ts_llm_model_destroy(m);
   free(img);
   return 0;
 }

@@ -14,6 +14,7 @@ pkgs=(
   libfftw3-dev               # FFTW: FFT convolution
   zlib1g-dev                 # zlib: PNG output of plots
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd   # OpenCL through the ICD loader, PoCL on the CPU
+  python3-venv               # the SmolLM2 test model's venv (scripts/get-smollm2.sh; .ci/run installs it)
 )
 
 missing=()

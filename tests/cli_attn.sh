@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tessera attn: `attn plan` writes a valid plan JSON (schedule with a thread per panel, the
-# permutation) and caches it under $TESSERA_CACHE/plans/<key>.json, a second run loads the cached
+# permutation) and caches it in the artifact store ($TESSERA_CACHE/attn-plan/<key>.json, the request's
+# index in attn-plan-src/<source key>.json), a second run loads the cached
 # plan; `attn bench --json` on a small pattern reports every field; bad usage exits 2 with one line,
 # a missing mask file exits 1. Compact passes and calibration on by default, --compact none and
 # --calibrate off change the plan and its key.
@@ -27,7 +28,11 @@ assert r["predicted_ilp"] <= r["predicted_greedy"] * (1 + 1e-12), r
 c = r["cover"]  # the ILP's exact compact-pass stage; the greedy's schedule priced by the same model
 assert r["predicted_ilp"] <= r["predicted_greedy_exact"] * (1 + 1e-12), r
 assert c["ms"] >= 0 and c["components_enumerated"] >= 0 and c["components_cbc"] >= 0 and c["timeouts"] >= 0, c
-assert os.path.exists(os.path.join(sys.argv[3], "plans", r["key"] + ".json")), "no cache entry"
+entry = os.path.join(sys.argv[3], "attn-plan", r["key"] + ".json")
+assert os.path.exists(entry) and r["cache_path"] == entry, "no cache entry"
+env = json.load(open(entry))
+assert env["artifact"] == "attn-plan" and env["key"] == r["key"] and env["data"]["key"] == r["key"], env.keys()
+assert env["provenance"]["threads"] == 2 and "profile" in env["provenance"], env["provenance"]
 assert p["format"] == "tessera-attn-plan" and p["key"] == r["key"], p.keys()
 d = p["desc"]
 assert d["n"] == 256 and d["heads"] == 2 and d["d"] == 32 and d["threads"] == 2 and d["reorder"] == "hilbert", d
@@ -55,7 +60,10 @@ if "$T" attn plan --cost analytic --pattern "$SPEC" --heads 2 --head-dim 32 --re
   python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert b["cached"] is False and a["key"]!=b["key"], b' \
     "$tmp/p1.json" "$tmp/p4.json"; then ok; else bad "block options not in the key: $(cat "$tmp/p4.json" "$tmp/err")"; fi
 # a tampered index entry pointing at another plan is detected and ignored
-for f in "$tmp/cache/plans/"src-*.key; do printf '%s' "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["key"])' "$tmp/p4.json")" >"$f"; done
+for f in "$tmp/cache/attn-plan-src/"*.json; do
+  python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); e["data"]["key"]=json.load(open(sys.argv[2]))["key"]; json.dump(e, open(sys.argv[1], "w"))' \
+    "$f" "$tmp/p4.json"
+done
 if "$T" attn plan --cost analytic --pattern "$SPEC" --heads 2 --head-dim 32 --reorder hilbert --solver ilp --time-limit 1 --threads 2 \
     --json >"$tmp/p5.json" 2>"$tmp/err" &&
   python3 -c 'import json,sys; b=json.load(open(sys.argv[1])); assert b["cached"] is False, b' "$tmp/p5.json" &&
@@ -73,7 +81,8 @@ import json, os, sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert a["cost"] == "analytic", a
 assert b["cost"] == "profile" and b["profile_level"] == "quick" and b["cached"] is False, b
-assert b["profile_path"] == os.path.join(sys.argv[3], "attn_profile_quick_d32_f32.json"), b["profile_path"]
+assert b["profile_path"].startswith(os.path.join(sys.argv[3], "attn-profile", "quick-d32-f32-")), b["profile_path"]
+assert json.load(open(b["profile_path"]))["artifact"] == "attn-profile", b["profile_path"]
 assert os.path.exists(b["profile_path"]) and b["key"] != a["key"], b
 assert b["predicted_ilp"] > 0 and b["predicted_ilp"] <= b["predicted_greedy"] * (1 + 1e-12), b
 PY

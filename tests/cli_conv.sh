@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tessera conv: `layers` lists VGG16's 13 convolutions with shape keys; `plan` measures the missing
-# layer shapes into <cache>/conv_profile_<isa>_t<threads>.json (with provenance), chooses per
-# layer and says why, and a second `plan` reuses the profile without measuring; --algo and
+# layer shapes into the "conv-profile" artifact <cache>/conv-profile/<isa>-t<threads>.json (an
+# envelope with provenance), chooses per layer and says why, and keeps the choice as a "conv-plan"
+# artifact: a second `plan` is answered from it ("cached") without touching the profile, --replan
+# chooses again from the profile (same choice, nothing measured); --algo and
 # --override set the choice; `bench --json` (small input, one repeat) reports layers, every
 # total, the oneDNN/torch speedups, the Winograd-vs-direct check (effective GFLOP/s) and the
 # end-to-end forward, reading torch figures from a peer file; bad usage exits 2 with one line, a
@@ -40,13 +42,18 @@ if "$T" conv plan "${SMALL[@]}" --json >"$tmp/p1.json" 2>"$tmp/err" &&
   python3 - "$tmp/p1.json" "$tmp/cache" <<'PY'
 import glob, json, sys
 p = json.load(open(sys.argv[1]))
-files = glob.glob(sys.argv[2] + "/conv_profile_*_t2.json")
+files = glob.glob(sys.argv[2] + "/conv-profile/*-t2.json")
 assert len(files) == 1 and p["profile"] == files[0], (files, p["profile"])
-prof = json.load(open(files[0]))
-assert prof["format"] == "tessera-conv-profile" and prof["provenance"]["threads"] == 2, prof["provenance"]
-for k in ("cpu_model", "kernels", "onednn", "updated"):
-    assert prof["provenance"][k], k
+env = json.load(open(files[0]))
+assert env["artifact"] == "conv-profile" and env["provenance"]["threads"] == 2, env["provenance"]
+for k in ("cpu_model", "kernels", "date"):
+    assert env["provenance"][k], k
+prof = env["data"]
+assert prof["format"] == "tessera-conv-profile" and prof["onednn"], prof.get("onednn")
 assert len(prof["entries"]) == 9, len(prof["entries"])  # 9 distinct shapes in VGG16
+assert p["cached"] is False and "/conv-plan/" in p["plan"], (p["cached"], p["plan"])
+plan = json.load(open(p["plan"]))
+assert plan["artifact"] == "conv-plan" and plan["provenance"]["threads"] == 2 and len(plan["data"]["layers"]) == 13
 for e in prof["entries"].values():
     assert e["date"] and "reference" not in e["ms"] and e["ms"], e
 assert len(p["layers"]) == 13
@@ -54,12 +61,17 @@ for l in p["layers"]:
     assert l["algo"] in prof["entries"][l["key"]]["ms"] and l["why"].startswith(("fastest of", "the only")), l
 PY
 then ok; else bad "conv plan: $(cat "$tmp/err")"; fi
-prof=$(ls "$tmp/cache"/conv_profile_*_t2.json)
+prof=$(ls "$tmp/cache"/conv-profile/*-t2.json)
 before=$(stat -c %Y.%s "$prof"; md5sum <"$prof")
+SAME='import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert b["cached"] is (sys.argv[3] == "1"), b["cached"]; assert [(l["name"], l["algo"], l["why"]) for l in a["layers"]]==[(l["name"], l["algo"], l["why"]) for l in b["layers"]]'
 if "$T" conv plan "${SMALL[@]}" --json >"$tmp/p2.json" 2>"$tmp/err" &&
   [ "$before" = "$(stat -c %Y.%s "$prof"; md5sum <"$prof")" ] &&
-  python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert [l["algo"] for l in a["layers"]]==[l["algo"] for l in b["layers"]]' \
-    "$tmp/p1.json" "$tmp/p2.json"; then ok; else bad "second conv plan re-measured or chose differently: $(cat "$tmp/err")"; fi
+  python3 -c "$SAME" "$tmp/p1.json" "$tmp/p2.json" 1; then ok; else bad "second conv plan not cached, re-measured or chose differently: $(cat "$tmp/err")"; fi
+if "$T" conv plan "${SMALL[@]}" >"$tmp/p2.txt" 2>"$tmp/err" && grep -q '^plan .*conv-plan/.* (cached)$' "$tmp/p2.txt"; then ok; else
+  bad "conv plan text does not say cached: $(cat "$tmp/p2.txt" "$tmp/err")"; fi
+if "$T" conv plan "${SMALL[@]}" --replan --json >"$tmp/p2r.json" 2>"$tmp/err" &&
+  [ "$before" = "$(stat -c %Y.%s "$prof"; md5sum <"$prof")" ] &&
+  python3 -c "$SAME" "$tmp/p1.json" "$tmp/p2r.json" 0; then ok; else bad "conv plan --replan: $(cat "$tmp/err")"; fi
 
 # --algo and --override
 if "$T" conv plan "${SMALL[@]}" --algo direct --override 'features.conv1_*=im2col,features.conv5_3=winograd_f2' \

@@ -41,7 +41,9 @@ if "$T" gconv plan --gen "$GEN" --hw 14 --ksize 1 "${FAST[@]}" --out "$tmp/plan.
 import json, os, sys
 a, b, f = (json.load(open(p)) for p in sys.argv[1:4])
 assert a["cached"] is False and b["cached"] is True and a["key"] == b["key"] == f["key"], (a["cached"], b["cached"])
-assert os.path.exists(os.path.join(sys.argv[4], "gconv_plans", a["key"] + ".json"))
+env = json.load(open(os.path.join(sys.argv[4], "gconv-plan", a["key"] + ".json")))  # an artifact envelope
+assert env["artifact"] == "gconv-plan" and env["key"] == a["key"] and env["data"]["key"] == a["key"], env["key"]
+assert env["provenance"]["cpu_model"] and env["provenance"]["kernels"], env["provenance"]
 assert f["format"] == "tessera-gconv-plan" and f["layer"]["cin"] == 64 and f["layer"]["cout"] == 48, f["layer"]
 assert sorted(c["method"] for c in a["candidates"]) == ["hc", "ic", "none", "rcm"], a["candidates"]
 assert a["method"] in ("none", "rcm", "hc", "ic") and a["cost"] == "analytic"

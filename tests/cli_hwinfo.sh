@@ -6,14 +6,14 @@ set -u
 T=${1:?usage: cli_hwinfo.sh path/to/tessera}
 CACHE=${TESSERA_CACHE:-$(mktemp -d)}/cli_hwinfo
 mkdir -p "$CACHE"
-# the default thread count is 2 here, whatever the machine: machine.json is the 2-thread profile and
-# a 1-thread one goes to machine_t1.json
+# the default thread count is 2 here, whatever the machine: the profiles are artifacts of kind
+# "machine", machine/t2.json the 2-thread one and machine/t1.json the 1-thread one
 export TESSERA_CACHE=$CACHE TESSERA_QUIET=1 TESSERA_THREADS=2
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cli_common.sh"
 
 # a full measurement, saved to the cache
 if "$T" hwinfo --json --threads 2 >"$tmp/out.json" 2>"$tmp/err"; then ok; else bad "hwinfo --json exited $?: $(cat "$tmp/err")"; fi
-if python3 - "$tmp/out.json" "$CACHE/machine.json" <<'PY'
+if python3 - "$tmp/out.json" "$CACHE/machine/t2.json" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 need = ["peak_gflops_fp32", "peak_gflops_fp32_1t", "bandwidth_gbs", "bandwidth_gbs_1t", "threads", "isa",
@@ -27,7 +27,10 @@ assert j["threads"] == 2, f"threads {j['threads']}"
 assert j["l1d_bytes"] > 0, "l1d_bytes"
 assert j["profile_path"] == sys.argv[2], f"profile_path {j['profile_path']} != {sys.argv[2]}"
 assert j["saved"] is True and j["source"] == "measured"
-saved = json.load(open(sys.argv[2]))
+env = json.load(open(sys.argv[2]))
+assert env["artifact"] == "machine" and env["key"] == "t2" and env["provenance"]["threads"] == 2, "artifact envelope"
+assert len(env["provenance"]["profile"]) == 16, "the envelope names the profile's key"
+saved = env["data"]
 for k in need[:-1]:
     assert saved[k] == j[k], f"saved {k} differs"
 assert saved["format"] == "tessera machine profile" and "tessera_version" in saved and "host" in saved
@@ -41,21 +44,21 @@ then ok; else bad "hwinfo --cached did not reuse the profile: $(cat "$tmp/cached
 
 # a corrupt cache file: --cached says so on stderr, measures, and replaces it; the 1-thread profile
 # has its own file, and the 2-thread one stays as it was
-two=$(cat "$CACHE/machine.json")
-echo '{ "version": 1, ' >"$CACHE/machine_t1.json"
+two=$(cat "$CACHE/machine/t2.json")
+echo '{ "version": 1, ' >"$CACHE/machine/t1.json"
 if "$T" hwinfo --cached --quick --threads 1 >"$tmp/table" 2>"$tmp/err" && grep -q "ignoring the cached profile" "$tmp/err" &&
-  python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["threads"] == 1' "$CACHE/machine_t1.json" &&
-  [ "$two" = "$(cat "$CACHE/machine.json")" ]
+  python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["data"]["threads"] == 1' "$CACHE/machine/t1.json" &&
+  [ "$two" = "$(cat "$CACHE/machine/t2.json")" ]
 then ok; else bad "corrupt cache: $(cat "$tmp/err")"; fi
 
 # the human table names every figure and the file
-for w in "cpu" "isa" "threads" "caches" "peak fp32" "bandwidth" "profile" "GFLOP/s" "GB/s" "$CACHE/machine_t1.json"; do
+for w in "cpu" "isa" "threads" "caches" "peak fp32" "bandwidth" "profile" "GFLOP/s" "GB/s" "$CACHE/machine/t1.json"; do
   if grep -q -- "$w" "$tmp/table"; then ok; else bad "table lacks '$w': $(cat "$tmp/table")"; fi
 done
 
 # --no-save leaves the file alone
-before=$(cat "$CACHE/machine_t1.json")
-if "$T" hwinfo --no-save --quick --threads 1 >"$tmp/table" 2>/dev/null && [ "$before" = "$(cat "$CACHE/machine_t1.json")" ] &&
+before=$(cat "$CACHE/machine/t1.json")
+if "$T" hwinfo --no-save --quick --threads 1 >"$tmp/table" 2>/dev/null && [ "$before" = "$(cat "$CACHE/machine/t1.json")" ] &&
   grep -q "not saved" "$tmp/table"; then ok; else bad "--no-save wrote the profile or did not say so"; fi
 
 # --help, bad usage

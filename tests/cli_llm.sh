@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tessera llm: usage errors exit 2, a GGUF that is not a LLaMA model or a missing file exit 1 with
 # one line naming the problem; with the real SmolLM2 model present ($TESSERA_SMOLLM2, else
-# bench/peers/.venv-llm/smollm2.gguf; skipped without it, as in CI): info, tokenize, greedy
+# bench/peers/.venv-llm/smollm2.gguf; .ci/run installs it; without it that part says SKIPPED): info, tokenize, greedy
 # generate (llama.cpp's first 8 tokens), logits to .npy, perplexity and bench JSON fields.
 # Usage: cli_llm.sh path/to/tessera   (TESSERA_SRC points at the repository root)
 set -u
@@ -60,8 +60,10 @@ if "$T" llm generate --model "$TINY" --prompt "ab" -n 3 --ctx 300 >/dev/null 2>"
 else bad "generate --ctx 300 on a 256-token model: $(cat "$tmp/err")"; fi
 
 M=${TESSERA_SMOLLM2:-$SRC/bench/peers/.venv-llm/smollm2.gguf}
-if [ ! -r "$M" ]; then
-  echo "cli_llm: SmolLM2 GGUF not found (scripts/get-smollm2.sh): real-model checks skipped"
+if [ ! -r "$M" ] && [ -n "${TESSERA_SMOLLM2:-}" ]; then
+  bad "TESSERA_SMOLLM2=$TESSERA_SMOLLM2 is not a readable file"
+elif [ ! -r "$M" ]; then
+  skip_part "cli_llm: SmolLM2 GGUF not found (scripts/get-smollm2.sh): the real-model checks"
 else
   if "$T" llm info --model "$M" --json >"$tmp/info.json" && python3 - "$tmp/info.json" <<'PY'
 import json, sys

@@ -32,8 +32,9 @@ static void test_options(void) {
   int nm = ts_attn_default_menu(&menu);
   CHECK(p.nsizes == 9 && p.ndens == 3 && p.nmenu == nm && p.sizes[8] == 256 && p.densities[2] == 1.0,
         "standard grid %d x %d x %d", p.nsizes, p.ndens, p.nmenu);
-  CHECK(p.threads == 1 && p.d == 64 && p.dtype == TS_F32 && strcmp(p.level, "standard") == 0 && p.cpu_model[0] &&
-            strcmp(p.kernels, ts_isa_name(ts_isa_active())) == 0 && p.date[0],
+  CHECK(p.prov.threads == 1 && p.d == 64 && p.dtype == TS_F32 && strcmp(p.level, "standard") == 0 && p.prov.cpu_model[0] &&
+            strcmp(p.prov.kernels, ts_isa_name(ts_isa_active())) == 0 && p.prov.date[0] &&
+            strcmp(p.prov.clock, "thread_cpu") == 0 && strcmp(p.prov.tessera_version, ts_version()) == 0,
         "provenance");
   ts_attn_profile_free(&p);
   int32_t bad_sizes[3] = {8, 8, 16};
@@ -68,12 +69,16 @@ static ts_attn_profile_opts tiny_opts(void) {
   return o;
 }
 
+static bool prov_equal(const ts_provenance *a, const ts_provenance *b) {
+  return !strcmp(a->cpu_model, b->cpu_model) && !strcmp(a->kernels, b->kernels) && a->threads == b->threads &&
+         !strcmp(a->date, b->date) && !strcmp(a->tessera_version, b->tessera_version) && !strcmp(a->clock, b->clock) &&
+         !strcmp(a->profile, b->profile);
+}
+
 static bool profiles_equal(const ts_attn_profile *a, const ts_attn_profile *b) {
-  if (a->version != b->version || strcmp(a->cpu_model, b->cpu_model) || strcmp(a->kernels, b->kernels) ||
-      a->threads != b->threads || strcmp(a->date, b->date) || strcmp(a->tessera_version, b->tessera_version) ||
-      strcmp(a->level, b->level) || a->d != b->d || a->dtype != b->dtype || a->warmup != b->warmup ||
+  if (a->version != b->version || !prov_equal(&a->prov, &b->prov) || strcmp(a->level, b->level) || a->d != b->d || a->dtype != b->dtype || a->warmup != b->warmup ||
       a->passes != b->passes || a->repeats != b->repeats || a->min_time_s != b->min_time_s ||
-      strcmp(a->clock, b->clock) || a->measure_s != b->measure_s ||
+      a->measure_s != b->measure_s ||
       a->nsizes != b->nsizes || a->ndens != b->ndens || a->nmenu != b->nmenu)
     return false;
   if (memcmp(a->sizes, b->sizes, (size_t)a->nsizes * sizeof *a->sizes) ||
@@ -349,7 +354,12 @@ static void e_menu(cJSON *j) {
   cJSON_ReplaceItemInArray(cJSON_GetObjectItem(j, "menu"), 2, cJSON_CreateIntArray((const int[]){16, 0}, 2));
 }
 static void e_version(cJSON *j) { cJSON_ReplaceItemInObject(j, "version", cJSON_CreateNumber(99)); }
-static void e_clock(cJSON *j) { cJSON_ReplaceItemInObject(j, "clock", cJSON_CreateString("sundial")); }
+static void e_clock(cJSON *j) {
+  cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "provenance"), "clock", cJSON_CreateString("sundial"));
+}
+static void e_prov_threads(cJSON *j) {
+  cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "provenance"), "threads", cJSON_CreateString("1"));
+}
 static void e_format(cJSON *j) { cJSON_ReplaceItemInObject(j, "format", cJSON_CreateString("other")); }
 static void e_level(cJSON *j) { cJSON_ReplaceItemInObject(j, "level", cJSON_CreateString("huge")); }
 
@@ -371,6 +381,7 @@ static void test_malformed(void) {
   CHECK_ERR_CONTAINS(load_edited(&p, e_format, "m11"), "format");
   CHECK_ERR_CONTAINS(load_edited(&p, e_level, "m12"), "level");
   CHECK_ERR_CONTAINS(load_edited(&p, e_clock, "m16"), "'clock'");
+  CHECK_ERR_CONTAINS(load_edited(&p, e_prov_threads, "m17"), "threads");
   CHECK_STATUS(load_edited(&p, e_no_seconds, "m13"), TS_ERR_FORMAT);
   /* the path is named, not-JSON and missing files */
   char path[512];
@@ -402,15 +413,15 @@ static void test_provenance(void) {
   CHECK_OK(ts_attn_profile_get(&o, path, &p, &measured));
   CHECK(!measured, "matching cached profile was measured again");
   /* another machine's file: re-measured and overwritten */
-  snprintf(p.cpu_model, sizeof p.cpu_model, "Some Other CPU");
+  snprintf(p.prov.cpu_model, sizeof p.prov.cpu_model, "Some Other CPU");
   CHECK(!ts_attn_profile_matches(&p, &o, why, sizeof why) && strstr(why, "cpu_model"), "why: %s", why);
   CHECK_OK(ts_attn_profile_save(&p, path));
   ts_attn_profile_free(&p);
   CHECK_OK(ts_attn_profile_get(&o, path, &p, &measured));
-  CHECK(measured && strcmp(p.cpu_model, ts_cpu()->model) == 0, "stale profile not re-measured");
+  CHECK(measured && strcmp(p.prov.cpu_model, ts_cpu()->model) == 0, "stale profile not re-measured");
   ts_attn_profile q;
   CHECK_OK(ts_attn_profile_load(path, &q));
-  CHECK(strcmp(q.cpu_model, ts_cpu()->model) == 0, "stale file not replaced");
+  CHECK(strcmp(q.prov.cpu_model, ts_cpu()->model) == 0, "stale file not replaced");
   ts_attn_profile_free(&q);
   /* other request fields */
   ts_attn_profile_opts o2 = o;
@@ -424,7 +435,7 @@ static void test_provenance(void) {
   CHECK(!ts_attn_profile_matches(&p, &o2, why, sizeof why) && strstr(why, "menu"), "why: %s", why);
   o2 = o, o2.nsizes = 1;
   CHECK(!ts_attn_profile_matches(&p, &o2, why, sizeof why) && strstr(why, "size"), "why: %s", why);
-  snprintf(p.kernels, sizeof p.kernels, "%s", ts_isa_active() == TS_ISA_SCALAR ? "avx2" : "scalar");
+  snprintf(p.prov.kernels, sizeof p.prov.kernels, "%s", ts_isa_active() == TS_ISA_SCALAR ? "avx2" : "scalar");
   CHECK(!ts_attn_profile_matches(&p, &o, why, sizeof why) && strstr(why, "kernels"), "why: %s", why);
   ts_attn_profile_free(&p);
   /* a malformed cached file is replaced */
@@ -432,9 +443,42 @@ static void test_provenance(void) {
   CHECK_OK(ts_attn_profile_get(&o, path, &p, &measured));
   CHECK(measured, "malformed cache not re-measured");
   ts_attn_profile_free(&p);
-  /* default path names level, d and dtype */
+  /* the store (path NULL): artifact attn-profile/<level>-d<d>-<dtype>-<kernels>.json */
   CHECK_OK(ts_attn_profile_default_path(&o, path, sizeof path));
-  CHECK(strstr(path, "attn_profile_quick_d64_f32.json") != NULL, "default path %s", path);
+  char want[128];
+  snprintf(want, sizeof want, "/attn-profile/quick-d64-f32-%s.json", ts_isa_name(ts_isa_active()));
+  CHECK(strstr(path, want) != NULL, "default path %s", path);
+  CHECK_OK(ts_attn_profile_get(&o, NULL, &p, &measured));
+  CHECK(measured && access(path, F_OK) == 0, "store: not measured or not stored at %s", path);
+  ts_attn_profile_free(&p);
+  CHECK_OK(ts_attn_profile_get(&o, NULL, &p, &measured));
+  CHECK(!measured, "store: the stored profile was measured again");
+  cJSON *env = NULL;
+  CHECK_OK(ts_json_read_file(path, &env));
+  const cJSON *ep = cJSON_GetObjectItem(env, "provenance"), *ed = cJSON_GetObjectItem(env, "data");
+  CHECK(env && cJSON_IsString(cJSON_GetObjectItem(env, "artifact")) &&
+            !strcmp(cJSON_GetObjectItem(env, "artifact")->valuestring, "attn-profile") &&
+            cJSON_GetObjectItem(env, "version")->valueint == TS_ATTN_PROFILE_VERSION && cJSON_IsObject(ep) &&
+            !strcmp(cJSON_GetObjectItem(ep, "cpu_model")->valuestring, ts_cpu()->model) &&
+            !strcmp(cJSON_GetObjectItem(ep, "clock")->valuestring, "thread_cpu") && cJSON_IsObject(ed) &&
+            cJSON_IsString(cJSON_GetObjectItem(cJSON_GetObjectItem(ed, "provenance"), "profile")),
+        "store: envelope fields");
+  /* a stale stored profile (another CPU) is re-measured and replaced, silently kept otherwise */
+  cJSON *dp = cJSON_GetObjectItem(cJSON_GetObjectItem(env, "data"), "provenance");
+  cJSON_ReplaceItemInObject(dp, "cpu_model", cJSON_CreateString("Some Other CPU"));
+  CHECK_OK(ts_json_write_file(path, env));
+  cJSON_Delete(env);
+  ts_attn_profile_free(&p);
+  CHECK_OK(ts_attn_profile_get(&o, NULL, &p, &measured));
+  CHECK(measured && strcmp(p.prov.cpu_model, ts_cpu()->model) == 0, "store: stale profile not re-measured");
+  ts_attn_profile_free(&p);
+  /* a corrupt stored profile is moved aside (<file>.bad) and made again */
+  CHECK_OK(ts_write_file_atomic(path, "{\"artifact\": 3}", 15));
+  CHECK_OK(ts_attn_profile_get(&o, NULL, &p, &measured));
+  char bad[600];
+  snprintf(bad, sizeof bad, "%s.bad", path);
+  CHECK(measured && access(bad, F_OK) == 0 && access(path, F_OK) == 0, "store: corrupt file not moved aside");
+  ts_attn_profile_free(&p);
 }
 
 static void test_error_stats(void) {
@@ -489,6 +533,9 @@ int main(void) {
     fprintf(stderr, "cannot create a temporary directory\n");
     return 1;
   }
+  char cache[300];
+  snprintf(cache, sizeof cache, "%s/cache", g_dir);
+  setenv("TESSERA_CACHE", cache, 1);
   test_levels();
   test_options();
   test_measure_and_roundtrip();

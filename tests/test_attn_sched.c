@@ -8,6 +8,8 @@
  * makespans are compared with a relative 1e-9 (the same double sums in a different order). */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "tessera/attn_sched.h"
 #include "tessera/io.h"
@@ -778,9 +780,67 @@ static void test_cache(void) {
   d2.n = n + 1;
   CHECK_STATUS(ts_attn_plan_key(&pm, perm, &d2, key2), TS_ERR_SHAPE);
 
+  /* the keys keep the values of the FNV-1a words they were made with before the one key hash
+   * (ts_hash_*): a mask, permutation and desc pinned to the values the old code gave */
+  {
+    int64_t rp[5] = {0, 1, 3, 4, 6};
+    int32_t cl[6] = {0, 0, 1, 2, 1, 3}, pp[4] = {3, 2, 1, 0};
+    ts_csr pin = {.rows = 4, .cols = 4, .nnz = 6, .rowptr = rp, .col = cl};
+    ts_attn_plan_desc pd;
+    ts_attn_plan_desc_init(&pd, 4, 2, 16, 2);
+    snprintf(pd.reorder, sizeof pd.reorder, "rcm"), snprintf(pd.solver, sizeof pd.solver, "ilp");
+    snprintf(pd.options, sizeof pd.options, "0123456789abcdef"), snprintf(pd.cpu_model, sizeof pd.cpu_model, "Test CPU 9000");
+    snprintf(pd.kernels, sizeof pd.kernels, "avx2");
+    char pk[17];
+    CHECK_OK(ts_attn_plan_key(&pin, pp, &pd, pk));
+    CHECK(strcmp(pk, "44d632e0994a4ebe") == 0, "plan key %s changed", pk);
+    CHECK_OK(ts_attn_plan_key(&pin, NULL, &pd, pk));
+    CHECK(strcmp(pk, "3274ef9ef5c4445f") == 0, "plan key (no perm) %s changed", pk);
+    CHECK_OK(ts_attn_plan_source_key(&pin, "window k=5", &pd, pk));
+    CHECK(strcmp(pk, "19529b35add6fc63") == 0, "source key %s changed", pk);
+  }
+
+  /* the store: plans under attn-plan/<key>.json, the request's index under attn-plan-src/ */
+  char cache[256];
+  snprintf(cache, sizeof cache, "/tmp/ts_test_attn_sched_XXXXXX");
+  CHECK(mkdtemp(cache) != NULL, "mkdtemp");
+  setenv("TESSERA_CACHE", cache, 1);
   CHECK_OK(ts_attn_plan_cache_path(key, path, sizeof path));
-  CHECK(strstr(path, "/plans/") && strstr(path, key), "path %s", path);
-  remove(path);
+  CHECK(strstr(path, cache) == path && strstr(path, "/attn-plan/") && strstr(path, key), "path %s", path);
+  {
+    const char src[17] = "00112233445566ff";
+    char fk[17];
+    ts_attn_plan_desc fd;
+    int32_t *fp = NULL;
+    ts_attn_schedule fs;
+    CHECK_STATUS(ts_attn_plan_cache_find(src, fk, &fd, &fp, &fs), TS_ERR_NOT_FOUND);
+    CHECK_OK(ts_attn_plan_cache_store(src, key, &d, perm, &s, &si));
+    CHECK(access(path, F_OK) == 0, "no artifact at %s", path);
+    CHECK_OK(ts_attn_plan_cache_find(src, fk, &fd, &fp, &fs));
+    CHECK(strcmp(fk, key) == 0 && strcmp(fd.source, src) == 0 && fp && memcmp(fp, perm, (size_t)n * sizeof *perm) == 0 &&
+              fs.npanels == s.npanels && fs.nsegs == s.nsegs,
+          "cache round trip");
+    ts_free(fp), fp = NULL;
+    ts_attn_schedule_free(&fs);
+    /* the envelope: kind, the planner's version, provenance with the threads */
+    cJSON *env = NULL;
+    CHECK_OK(ts_json_read_file(path, &env));
+    const cJSON *pv = cJSON_GetObjectItem(env, "provenance");
+    CHECK(env && !strcmp(cJSON_GetObjectItem(env, "artifact")->valuestring, "attn-plan") &&
+              cJSON_GetObjectItem(env, "version")->valueint == 4 && cJSON_IsObject(pv) &&
+              cJSON_GetObjectItem(pv, "threads")->valueint == 2 && cJSON_IsString(cJSON_GetObjectItem(pv, "profile")),
+          "plan envelope");
+    cJSON_Delete(env);
+    /* another request's key finds nothing; a corrupt plan is moved aside, never trusted */
+    CHECK_STATUS(ts_attn_plan_cache_find("ffffffffffffffff", fk, &fd, &fp, &fs), TS_ERR_NOT_FOUND);
+    const char *foreign = "{\"artifact\":\"attn-plan\",\"version\":4,\"key\":\"x\"}";
+    CHECK_OK(ts_write_file_atomic(path, foreign, strlen(foreign)));
+    CHECK(ts_attn_plan_cache_find(src, fk, &fd, &fp, &fs) != TS_OK && fp == NULL && fs.panels == NULL, "corrupt plan accepted");
+    char bad[4300];
+    snprintf(bad, sizeof bad, "%s.bad", path);
+    CHECK(access(bad, F_OK) == 0, "corrupt plan not moved aside");
+  }
+  snprintf(path, sizeof path, "%s/explicit/plan.json", cache); /* an explicit file: the plan document itself */
   ts_attn_plan_desc ld;
   int32_t *lperm = NULL;
   ts_attn_schedule ls;
@@ -831,6 +891,10 @@ static void test_cache(void) {
     CHECK(st != TS_OK && lperm == NULL && ls.panels == NULL, "corrupt plan %zu accepted (%s)", b, ts_strerror(st));
   }
   remove(path);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", cache);
+  unsetenv("TESSERA_CACHE");
   ts_attn_schedule_free(&s);
   ts_blocks_free(&blk);
   ts_bitmap_free(&bp);

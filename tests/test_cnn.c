@@ -375,10 +375,46 @@ static void test_choice(ts_context *ctx) {
   }
   ts_context_destroy(one);
   FILE *f = fopen(path, "w");
-  fputs("{\"format\": \"tessera-conv-profile\", \"version\": 1, \"provenance\": {}, \"entries\": {}}", f);
+  fputs("{\"format\": \"tessera-conv-profile\", \"version\": 1, \"provenance\": {}, \"entries\": 5}", f);
   fclose(f);
   CHECK_STATUS(ts_conv_profile_open(&prof, ctx, path, NULL), TS_ERR_FORMAT);
   unlink(path);
+
+  /* the default: a "conv-profile" artifact keyed by kernels and threads; a payload its reader
+   * rejects is moved aside (<file>.bad) and the profile starts empty, never fatal */
+  CHECK_OK(ts_conv_profile_open(&prof, ctx, NULL, &stale));
+  char swant[64], bad[4500];
+  snprintf(swant, sizeof swant, "/conv-profile/%s-t%d.json", ts_isa_name(ts_isa_active()), ts_context_threads(ctx));
+  const char *sp = ts_conv_profile_path(prof);
+  CHECK(strlen(sp) > strlen(swant) && !strcmp(sp + strlen(sp) - strlen(swant), swant), "store path %s", sp);
+  ts_conv_profile_entry e1;
+  memset(&e1, 0, sizeof e1);
+  for (int a = 0; a < TS_CONV_ALGO_COUNT; a++) e1.ms[a] = NAN;
+  e1.ms[TS_CONV_DIRECT] = 1.5, e1.load_avg = -1;
+  snprintf(e1.date, sizeof e1.date, "2026-01-01T00:00:00Z");
+  ts_conv_desc d1 = ts_conv_desc_make(1, 3, 9, 9, 4, 3, 3);
+  CHECK_OK(ts_conv_profile_put(prof, &d1, &e1));
+  CHECK_OK(ts_conv_profile_save(prof));
+  char spath[4400];
+  snprintf(spath, sizeof spath, "%s", sp);
+  ts_conv_profile_destroy(prof);
+  CHECK_OK(ts_conv_profile_open(&prof, ctx, NULL, &stale));
+  CHECK(!stale && ts_conv_profile_size(prof) == 1 && ts_conv_profile_get(prof, &d1, &e1) && e1.ms[TS_CONV_DIRECT] == 1.5,
+        "stored profile read back: %d entries", ts_conv_profile_size(prof));
+  ts_conv_profile_destroy(prof);
+  char *text = NULL;
+  size_t tl = 0;
+  CHECK_OK(ts_read_file(spath, &text, &tl));
+  char *at = text ? strstr(text, "\"entries\"") : NULL;
+  if (at) memcpy(at, "\"entrieZ\"", 9); /* a valid envelope whose data lacks its entries */
+  if (text) CHECK_OK(ts_write_file_atomic(spath, text, tl));
+  free(text);
+  snprintf(bad, sizeof bad, "%s.bad", spath);
+  unlink(bad);
+  CHECK_OK(ts_conv_profile_open(&prof, ctx, NULL, &stale));
+  CHECK(ts_conv_profile_size(prof) == 0 && access(bad, F_OK) == 0, "rejected stored profile moved aside");
+  ts_conv_profile_destroy(prof);
+  unlink(bad);
   ts_cnn_graph_destroy(g);
 }
 

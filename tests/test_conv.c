@@ -234,6 +234,46 @@ static void test_api_errors(ts_context *ctx) {
   ts_conv_plan_destroy(NULL);
 }
 
+/* ts_conv_time_rounds (over the core's engine): a failing contender reads NaN and does not fail
+ * the call, a much slower prunable one is pruned with its warm-up time, a baseline never is; every
+ * contender failing is the call's error. No time is asserted beyond "slow is slower". */
+static int g_calls[4];
+static ts_status spin(int i, double s) {
+  g_calls[i]++;
+  const double t0 = ts_now();
+  while (ts_now() - t0 < s) {
+  }
+  return TS_OK;
+}
+static ts_status fast_fn(void *a) { (void)a; return spin(0, 2e-4); }
+static ts_status slow_fn(void *a) { (void)a; return spin(1, 2e-2); }
+static ts_status slow_base_fn(void *a) { (void)a; return spin(2, 2e-2); }
+static ts_status fail_fn(void *a) {
+  (void)a;
+  g_calls[3]++;
+  return ts_error(TS_ERR_UNSUPPORTED, "contender fails");
+}
+
+static void test_time_rounds(void) {
+  const ts_conv_timed_fn fn[4] = {fast_fn, slow_fn, slow_base_fn, fail_fn};
+  const bool prunable[4] = {true, true, false, true};
+  double ms[4];
+  bool pruned[4];
+  ts_conv_time_opts o = ts_conv_time_opts_default();
+  o.repeats = 3, o.min_time_s = 0, o.max_rounds = 3;
+  memset(g_calls, 0, sizeof g_calls);
+  CHECK_OK(ts_conv_time_rounds(4, fn, NULL, prunable, &o, ms, pruned));
+  CHECK(ms[0] > 0 && !pruned[0] && g_calls[0] == 5, "fast: %g ms, pruned %d, %d calls", ms[0], pruned[0], g_calls[0]);
+  CHECK(pruned[1] && ms[1] > ms[0] && g_calls[1] == 2, "slow prunable: pruned %d, %g ms, %d calls", pruned[1], ms[1],
+        g_calls[1]);
+  CHECK(!pruned[2] && ms[2] > ms[0] && g_calls[2] == 5, "baseline never pruned: %d, %d calls", pruned[2], g_calls[2]);
+  CHECK(isnan(ms[3]) && !pruned[3] && g_calls[3] == 1, "failing: %g, %d calls", ms[3], g_calls[3]);
+  const ts_conv_timed_fn bad[2] = {fail_fn, fail_fn};
+  CHECK_ERR_CONTAINS(ts_conv_time_rounds(2, bad, NULL, NULL, &o, ms, NULL), "contender fails");
+  o.max_rounds = 2;
+  CHECK_STATUS(ts_conv_time_rounds(1, fn, NULL, NULL, &o, ms, NULL), TS_ERR_INVALID_ARG);
+}
+
 int main(int argc, char **argv) {
   /* Hundreds of short parallel regions: with OpenMP's default spin-waiting this program takes 4x
    * longer on a loaded machine (measured 12.6 s vs 3.6 s), so it re-executes itself with passive
@@ -253,7 +293,7 @@ int main(int argc, char **argv) {
   const int wino_child = argc > 1 && !strcmp(argv[1], "--wino-child");
   ts_context *ctx = NULL;
   CHECK_OK(ts_context_create(&ctx, 2));
-  if (!isa_child && !wino_child) test_api_errors(ctx);
+  if (!isa_child && !wino_child) test_api_errors(ctx), test_time_rounds();
   const unsigned wino = 1u << TS_CONV_WINOGRAD_F2 | 1u << TS_CONV_WINOGRAD_F4;
   const unsigned algos = isa_child    ? (1u << TS_CONV_DIRECT | 1u << TS_CONV_DEPTHWISE | wino)
                          : wino_child ? wino

@@ -239,7 +239,11 @@ static void test_cpu_others(void) {
   const ts_cpu_mark a = ts_cpu_mark_now();
   CHECK(ts_cpu_others(a, ts_cpu_mark_now()) == -1, "marks under 0.5 s apart: unknown");
   double x = 0;
-  while (ts_now() - a.wall < 0.6) x += 1; /* this process busy for 0.6 s */
+  /* this process busy for 0.6 s of wall time and (where its CPU time is known) until it has run
+   * 0.3 s itself: a loaded machine may give it less in 0.6 s, so the spin waits for it rather than
+   * asserting on how long it took */
+  while (ts_now() - a.wall < 0.6 || (a.own >= 0 && ts_cpu_mark_now().own - a.own < 0.3))
+    for (int i = 0; i < 100000; i++) x += 1;
   CHECK(x > 0, "spun %g times", x);
   const ts_cpu_mark b = ts_cpu_mark_now();
   const double o = ts_cpu_others(a, b);

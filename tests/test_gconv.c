@@ -12,13 +12,10 @@
 #include "gconv/gconv_internal.h"
 #include "tessera/gconv.h"
 #include "tst.h"
+#include "tst_dispatch.h"
 
-static ts__gconv_kern_fn variant(ts_isa isa) {
-  return isa == TS_ISA_AVX512 ? ts__gconv_kern_avx512 : isa == TS_ISA_AVX2 ? ts__gconv_kern_avx2 : ts_gconv_kernel_ref;
-}
-
-/* Kernel vs its reference: rows x K over scattered B rows, columns [j0, j1) of rows of width 300;
- * everything outside [j0, j1) must stay NaN. */
+/* Each SIMD kernel vs the reference: rows x K over scattered B rows, columns [j0, j1) of rows of
+ * width 300; everything outside [j0, j1) must stay NaN. */
 static void test_kernel(void) {
   const int rows_list[] = {1, 2, 5, 6, 7, 13, 32};
   const int64_t k_list[] = {0, 1, 3, 256, 300};
@@ -33,7 +30,7 @@ static void test_kernel(void) {
   ts_rng g;
   ts_rng_seed(&g, 5);
   for (int k = 0; k < 300; k++) off[k] = (int32_t)(ts_rng_below(&g, NB) * (W + 16));
-  for (ts_isa isa = TS_ISA_SCALAR; isa <= ts_isa_supported(); isa++)
+  TST_EACH_VARIANT(&ts__gconv_dispatch, vi, ts__gconv_kern_variant, kv)
     for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
       for (size_t ki = 0; ki < sizeof k_list / sizeof k_list[0]; ki++)
         for (size_t ci = 0; ci < sizeof cols / sizeof cols[0]; ci++) {
@@ -43,7 +40,7 @@ static void test_kernel(void) {
           float *crow[32], *rrow[32];
           for (int i = 0; i < rows; i++) crow[i] = c + i * W, rrow[i] = r + i * W;
           tst_poison(c, 32 * W);
-          variant(isa)(rows, K, wp, b, off, crow, j0, j1);
+          kv->fn(rows, K, wp, b, off, crow, j0, j1);
           ts_gconv_kernel_ref(rows, K, wp, b, off, rrow, j0, j1);
           bool ok = tst_guard_ok(c, 32 * W);
           double worst = 0;
@@ -60,7 +57,8 @@ static void test_kernel(void) {
               ok &= e <= tol;
               if (e > worst) worst = e;
             }
-          CHECK(ok, "kernel %s rows=%d K=%lld cols [%lld,%lld): max err %g (or wrote outside)", ts_isa_name(isa), rows,
+          CHECK(ok, "kernel %s rows=%d K=%lld cols [%lld,%lld): max err %g (or wrote outside)",
+                ts__level_name(ts__gconv_dispatch.variants[vi].level), rows,
                 (long long)K, (long long)j0, (long long)j1, worst);
         }
   ts_free(b), ts_free(wd), ts_free(wp), ts_free(c), ts_free(r);

@@ -2,15 +2,26 @@
  * candidates, plan JSON round trip and cache, the profiler (quick level) and its cost model, model
  * layer tables. Cost models here are the analytic formula (deterministic) except in the profile
  * test; no timing is asserted. */
+#include <unistd.h>
+
 #include "gconv/gconv_internal.h"
 #include "tessera/gconv.h"
 #include "tessera/io.h"
 #include "tst.h"
 
+/* A short ILP limit for the tests whose checks hold whatever the ILP finds in it (valid plans, no
+ * worse than the greedy start, cache round trips); the tests that check what the ILP finds use
+ * ilp_opts, whose limit the small ILPs here never reach, so no check depends on the machine's speed. */
 static ts_gconv_plan_opts fast_opts(void) {
   ts_gconv_plan_opts o;
   ts_gconv_plan_opts_default(&o);
   o.time_limit = 0.3;
+  return o;
+}
+static ts_gconv_plan_opts ilp_opts(void) {
+  ts_gconv_plan_opts o;
+  ts_gconv_plan_opts_default(&o);
+  o.time_limit = 60;
   return o;
 }
 
@@ -19,7 +30,7 @@ static void test_shared(const ts_gconv_cost *m) {
   ts_gconv_layer l = {1, 64, 32, 14, 14, 1, 1};
   ts_csr conn;
   CHECK_OK(ts_pattern_generate("condense:cin=64,cout=32,groups=4,seed=3", &conn, NULL));
-  ts_gconv_plan_opts o = fast_opts();
+  ts_gconv_plan_opts o = ilp_opts();
   ts_gconv_plan p;
   CHECK_OK(ts_gconv_plan_make(&l, &conn, m, &o, &p));
   bool inside = true;
@@ -38,7 +49,7 @@ static void test_permuted(const ts_gconv_cost *m) {
   ts_gconv_layer l = {1, 96, 48, 14, 14, 1, 1};
   ts_csr conn;
   CHECK_OK(ts_pattern_generate("permconn:condense:cin=96,cout=48,groups=6,seed=2,seed=5", &conn, NULL));
-  ts_gconv_plan_opts o = fast_opts();
+  ts_gconv_plan_opts o = ilp_opts();
   o.methods[0] = TS_REORDER_NONE, o.nmethods = 1;
   ts_gconv_plan none;
   CHECK_OK(ts_gconv_plan_make(&l, &conn, m, &o, &none));
@@ -175,6 +186,15 @@ static void test_json_and_cache(const ts_gconv_cost *m) {
   bool cached2 = false;
   CHECK_OK(ts_gconv_plan_get(&l, &conn, m, &o, &c2, &cached2));
   CHECK(!cached && cached2 && c1.key == c2.key && c1.nparts == c2.nparts, "plan cache (%d, %d)", cached, cached2);
+  CHECK(strstr(cpath, "/gconv-plan/") != NULL, "plans are gconv-plan artifacts: %s", cpath);
+  /* a corrupt stored plan is moved aside and planned again, never fatal */
+  ts_gconv_plan_free(&c2);
+  CHECK_OK(ts_write_file_atomic(cpath, "{\"artifact\": \"gconv-plan\"", 26));
+  CHECK_OK(ts_gconv_plan_get(&l, &conn, m, &o, &c2, &cached2));
+  char bpath[1300];
+  snprintf(bpath, sizeof bpath, "%s.bad", cpath);
+  CHECK(!cached2 && c2.key == c1.key && access(bpath, F_OK) == 0, "corrupt plan re-made (%d), moved aside", cached2);
+  remove(bpath);
   o.max_rows = 8;
   CHECK(ts_gconv_plan_key(&l, &conn, m, &o) != c1.key, "options change the key");
   ts_gconv_plan_free(&c1), ts_gconv_plan_free(&c2), ts_gconv_plan_free(&p);
@@ -217,6 +237,24 @@ static void test_profile(void) {
   CHECK_OK(ts_gconv_profile_save(&p, path));
   CHECK_OK(ts_gconv_profile_get(TS_GCONV_PROFILE_QUICK, path, false, &q, &measured));
   CHECK(measured, "foreign profile re-measured");
+  ts_gconv_profile_free(&q);
+  /* the store: <cache>/gconv-profile/quick-<kernels>.json, measured once, then reused; a foreign one
+   * (another CPU) re-measured */
+  char spath[4400];
+  CHECK_OK(ts_gconv_profile_default_path(TS_GCONV_PROFILE_QUICK, spath, sizeof spath));
+  CHECK(strstr(spath, "/gconv-profile/quick-") != NULL, "store path %s", spath);
+  remove(spath);
+  CHECK_OK(ts_gconv_profile_get(TS_GCONV_PROFILE_QUICK, NULL, false, &q, &measured));
+  CHECK(measured && strcmp(q.clock, "thread_cpu") == 0 && q.threads == 1, "stored profile measured");
+  ts_gconv_profile_free(&q);
+  CHECK_OK(ts_gconv_profile_get(TS_GCONV_PROFILE_QUICK, NULL, false, &q, &measured));
+  CHECK(!measured && strcmp(q.date, "") != 0, "stored profile reused");
+  ts_gconv_profile_free(&q);
+  CHECK_OK(ts_gconv_profile_load(spath, &q)); /* the store's file through the path API */
+  ts_gconv_profile_free(&q);
+  CHECK_OK(ts_gconv_profile_save(&p, spath)); /* p claims another CPU */
+  CHECK_OK(ts_gconv_profile_get(TS_GCONV_PROFILE_QUICK, spath, false, &q, &measured));
+  CHECK(measured && strcmp(q.cpu_model, "some other CPU") != 0, "foreign stored profile re-measured");
   ts_gconv_profile_free(&q);
   ts_gconv_profile_free(&p);
   /* malformed */

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "tessera/artifact.h"
 #include "tessera/hwinfo.h"
 #include "tst.h"
 
@@ -62,15 +63,47 @@ static void test_roundtrip(void) {
   CHECK(same_profile(&p, &q), "explicit path round trip differs (1t %.17g vs %.17g)", p.peak_gflops_fp32_1t,
         q.peak_gflops_fp32_1t);
 
-  /* NULL path: <TESSERA_CACHE>/machine.json */
+  /* an explicit path other than the store's holds the bare profile (an export) */
+  cJSON *bare = NULL;
+  char *text = NULL;
+  size_t len = 0;
+  CHECK_OK(ts_read_file(path, &text, &len));
+  bare = text ? cJSON_Parse(text) : NULL;
+  CHECK(bare && cJSON_GetObjectItemCaseSensitive(bare, "peak_gflops_fp32") &&
+            !cJSON_GetObjectItemCaseSensitive(bare, "artifact"), "explicit path: a bare profile");
+  cJSON_Delete(bare), free(text);
+
+  /* NULL path: the artifact store, <TESSERA_CACHE>/machine/t<threads>.json, an envelope whose
+   * provenance names the profile's key; ts_hwinfo_load(NULL) reads the default thread count's */
+  p.threads = ts_default_threads();
   CHECK_OK(ts_hwinfo_save(&p, NULL));
-  char def[1400];
+  char def[1400], want[64];
   CHECK_OK(ts_hwinfo_default_path(def, sizeof def));
-  CHECK(strstr(def, g_dir) == def && strstr(def, "/machine.json"), "default path '%s'", def);
+  snprintf(want, sizeof want, "/machine/t%d.json", ts_default_threads());
+  CHECK(strstr(def, g_dir) == def && strstr(def, want), "default path '%s'", def);
   CHECK(access(def, R_OK) == 0, "default file exists");
   memset(&q, 0, sizeof q);
   CHECK_OK(ts_hwinfo_load(NULL, &q));
   CHECK(same_profile(&p, &q), "default path round trip differs");
+  char key[17], key2[17];
+  CHECK_OK(ts_hwinfo_profile_key(&p, key));
+  CHECK_OK(ts_hwinfo_profile_key(&q, key2));
+  CHECK(strlen(key) == 16 && !strcmp(key, key2), "profile key survives the round trip (%s, %s)", key, key2);
+  char *data = NULL;
+  ts_provenance pv;
+  char kbuf[24];
+  snprintf(kbuf, sizeof kbuf, "t%d", ts_default_threads());
+  CHECK_OK(ts_artifact_load("machine", TS_HWINFO_VERSION, kbuf, &data, &pv));
+  CHECK(data && strstr(data, "peak_gflops_fp32") && !strcmp(pv.profile, key) && pv.threads == p.threads &&
+            !strcmp(pv.cpu_model, p.cpu_model) && !strcmp(pv.date, p.date),
+        "store envelope: provenance profile '%s' (want %s), threads %d", pv.profile, key, pv.threads);
+  free(data);
+  ts_machine_profile k2 = q;
+  k2.bandwidth_gbs *= 1.01;
+  CHECK_OK(ts_hwinfo_profile_key(&k2, key2));
+  CHECK(strcmp(key, key2) != 0, "another figure, another key");
+  CHECK_STATUS(ts_hwinfo_profile_key(NULL, key), TS_ERR_INVALID_ARG);
+  p.threads = 3;
 
   /* the JSON carries the isa as an array and the provenance */
   cJSON *j = ts_hwinfo_to_json(&p);
@@ -172,6 +205,14 @@ static void test_cache_sizes(void) {
   CHECK(l1 > 0 && l2 >= 0 && l3 >= 0, "cache sizes %lld %lld %lld", (long long)l1, (long long)l2, (long long)l3);
   CHECK(l2 == 0 || l2 >= l1, "l2 %lld >= l1 %lld", (long long)l2, (long long)l1);
   ts_hwinfo_cache_sizes(NULL, NULL, NULL); /* any pointer may be NULL */
+  /* a block sized by the caches: the reference machine (its cache = ref_size) gets ref_value exactly,
+   * others in proportion, clamped; unknown sizes give ref_value */
+  CHECK(ts_hwinfo_cache_scaled(1, l1, 32768, 1, 1 << 30) == 32768, "reference machine keeps its value");
+  CHECK(ts_hwinfo_cache_scaled(1, 2 * l1, 32768, 1, 1 << 30) == 16384, "half the reference cache, half the value");
+  CHECK(ts_hwinfo_cache_scaled(1, l1 / 4, 32768, 1, 65536) == 65536, "clamped to hi");
+  CHECK(ts_hwinfo_cache_scaled(1, 4 * l1, 32768, 16384, 65536) == 16384, "clamped to lo");
+  CHECK(ts_hwinfo_cache_scaled(7, 1 << 20, 1234, 1, 1 << 30) == 1234, "unknown level: the reference value");
+  CHECK(ts_hwinfo_cache_scaled(3, l3, 99, 1, 1 << 30) == 99, "L3 reference");
 }
 
 static void test_measure(void) {
@@ -219,15 +260,13 @@ static void test_measure(void) {
   CHECK(b > 0, "read %g GB/s", b);
   CHECK_STATUS(ts_hwinfo_read_gbs(1, 1 << 20, 0, 0, &b), TS_ERR_INVALID_ARG);
   /* thread-to-thread transfer: a time on two CPUs (a busy machine may stall a partner: a clear
-   * status then, never a hang), UNSUPPORTED on one */
+   * status then, never a hang; how long it took is not asserted), UNSUPPORTED on one */
   double x = -1;
   CHECK_STATUS(ts_hwinfo_xfer_ns(NULL), TS_ERR_INVALID_ARG);
-  const double tx = ts_now();
   ts_status xs = ts_hwinfo_xfer_ns(&x);
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) CHECK_STATUS(xs, TS_ERR_UNSUPPORTED);
   else if (xs == TS_OK) CHECK(x > 0 && x < 1e6, "line transfer %g ns", x);
   else CHECK(xs == TS_ERR_TIMEOUT || xs == TS_ERR_UNSUPPORTED, "xfer status %s", ts_strerror(xs));
-  CHECK(ts_now() - tx < 2.0, "xfer took %.2f s", ts_now() - tx);
   CHECK(ts_hwinfo_xfer_shared(26) == 1 && ts_hwinfo_xfer_shared(150) == -1 && ts_hwinfo_xfer_shared(80) == 0 &&
             ts_hwinfo_xfer_shared(0) == 0,
         "xfer classes");
@@ -252,8 +291,8 @@ static void test_get(void) {
   CHECK_OK(ts_hwinfo_save(&p, p1));
   CHECK_OK(ts_hwinfo_get(ctx, &q));
   CHECK(same_profile(&p, &q), "cached profile served");
-  /* the file for 1 thread: the default one only when 1 is the default thread count; a profile for
-   * another count goes to machine_t<N>.json, so it never replaces the default one */
+  /* each thread count has its own artifact (machine/t<N>.json), so a profile for another count
+   * never replaces the default one */
   char def0[1400], p3[1400];
   CHECK_OK(ts_hwinfo_default_path(def0, sizeof def0));
   CHECK_OK(ts_hwinfo_path_threads(0, p3, sizeof p3));
@@ -262,7 +301,7 @@ static void test_get(void) {
   CHECK(strcmp(p3, def0) == 0, "default threads: default path '%s'", p3);
   CHECK_OK(ts_hwinfo_path_threads(ts_default_threads() + 1, p3, sizeof p3));
   char want[64];
-  snprintf(want, sizeof want, "/machine_t%d.json", ts_default_threads() + 1);
+  snprintf(want, sizeof want, "/machine/t%d.json", ts_default_threads() + 1);
   CHECK(strstr(p3, g_dir) == p3 && strstr(p3, want), "other thread count: '%s'", p3);
   CHECK((strcmp(p1, def0) == 0) == (ts_default_threads() == 1), "1-thread path '%s'", p1);
 
@@ -277,7 +316,7 @@ static void test_get(void) {
   CHECK(!ts_hwinfo_matches(&m, 1), "old version mismatch");
   CHECK(!ts_hwinfo_matches(NULL, 1), "NULL");
 
-  /* a corrupt cache is re-measured and replaced (a full measurement: ~3 s) */
+  /* a corrupt cache is moved aside, re-measured and replaced (a full measurement: ~3 s) */
   write_text(p1, "{ corrupt");
   setenv("TESSERA_QUIET", "1", 1);
   CHECK_OK(ts_hwinfo_get(ctx, &q));
@@ -285,6 +324,9 @@ static void test_get(void) {
   ts_machine_profile r;
   CHECK_OK(ts_hwinfo_load(p1, &r));
   CHECK(same_profile(&q, &r), "re-measured profile saved");
+  char bad[1500];
+  snprintf(bad, sizeof bad, "%s.bad", p1);
+  CHECK(access(bad, R_OK) == 0, "the corrupt file was moved aside to %s", bad);
   ts_context_destroy(ctx);
 }
 
@@ -368,6 +410,8 @@ static void test_harness(void) {
   CHECK(r.min_s > 0 && r.min_s <= r.median_s && r.median_s <= r.max_s, "min %g median %g max %g", r.min_s, r.median_s,
         r.max_s);
   CHECK(r.min_s <= r.mean_s && r.mean_s <= r.max_s, "mean %g", r.mean_s);
+  CHECK(r.min_s <= r.q1_s && r.q1_s <= r.median_s && r.median_s <= r.q3_s && r.q3_s <= r.max_s, "quartiles %g %g",
+        r.q1_s, r.q3_s);
 
   /* min_time asks for more repeats, capped */
   a.calls = 0;

@@ -22,6 +22,7 @@
 #include "kernels/kernels_internal.h"
 #include "tessera/kernels.h"
 #include "tst.h"
+#include "tst_dispatch.h"
 
 extern char **environ;
 
@@ -32,15 +33,10 @@ static const int EDGE[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 64, 65};
 static int g_nvar;
 static const ts__kernel_table *g_var[3];
 
+/* The reference and every variant this CPU runs (those it lacks are said to be skipped). */
 static void pick_variants(void) {
-  ts_isa sup = ts_isa_supported();
-  for (int l = TS_ISA_SCALAR; l <= TS_ISA_AVX512; l++) {
-    if ((ts_isa)l > sup) {
-      printf("skipping %s variants: this CPU lacks it\n", ts_isa_name((ts_isa)l));
-      continue;
-    }
-    g_var[g_nvar++] = ts__kernels_for((ts_isa)l);
-  }
+  g_var[g_nvar++] = ts__kernels_dispatch.variants[0].table;
+  TST_EACH_VARIANT(&ts__kernels_dispatch, i, ts__kernel_table, t) g_var[g_nvar++] = t;
 }
 
 /* ---- GEMM tile ------------------------------------------------------------------------- */

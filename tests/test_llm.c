@@ -32,6 +32,7 @@
 #include "llm/cpu_order.h"
 #include "llm/llm_internal.h"
 #include "test_llm_tiny.h"
+#include "tst_dispatch.h"
 
 static const int32_t kSeq[] = {5, 77, 200, 3, 150, 260, 261, 9, 44, 100, 101, 102, 255, 7, 8, 30, 31, 32, 33, 34};
 #define NSEQ (int)(sizeof kSeq / sizeof kSeq[0])
@@ -213,7 +214,7 @@ static void check_forward(uint32_t wtype, const char *file, bool tied, bool wide
   ts_free(step);
   free(one_thread);
   free(ref);
-  ts_llm_model_free(m);
+  ts_llm_model_destroy(m);
 }
 
 /* The adaptive decode team's policy (llm_team.c) on synthetic step timings. */
@@ -274,7 +275,7 @@ static void check_eval_errors(void) {
   CHECK(s0 == NULL, "failed state_create left a state");
   ts_llm_state_destroy(s);
   free(lg);
-  ts_llm_model_free(m);
+  ts_llm_model_destroy(m);
 }
 
 static void check_load_errors(void) {
@@ -301,18 +302,20 @@ static void check_load_errors(void) {
   CHECK_ERR_CONTAINS(ts_llm_model_load("/nonexistent/x.gguf", &m), "/nonexistent/x.gguf");
 }
 
-/* Attention work items: the active kernel vs the scalar reference over edge shapes (1..8 rows,
- * key counts below / at / above 16 and 64 up to 191, head sizes 64..256 and a non-multiple one
- * falling back, a V row count that is not a multiple of 16), in both of
- * llama.cpp's orders (single-token batch or not). Both follow llm/cpu_order.h operation for
- * operation, so the outputs must be equal bit for bit. */
+/* Attention work items: every SIMD level's kernel this CPU runs (a level it lacks is said to be
+ * skipped, never replaced by the reference) vs the scalar reference over edge shapes (1..8 rows,
+ * key counts below / at / above 16 and 64 up to 191, each head size with its own SIMD path (64,
+ * 128, 192, 256), and 48, which has none: the SIMD item must hand it to the reference, checked as
+ * such; a V row count that is not a multiple of 16), in both of llama.cpp's orders (single-token
+ * batch or not). Both follow llm/cpu_order.h operation for operation, so the outputs must be equal
+ * bit for bit. */
 static void check_attention(void) {
-  const int hds[] = {64, 128, 48, 256};
+  const int hds[] = {64, 128, 192, 256, 48};
   const int p0s[] = {0, 5, 15, 16, 37, 63, 64, 100, 190};
   ts_rng r;
   ts_rng_seed(&r, 17);
-  ts__att_fn fast = ts__llm_ops_active()->att;
-  for (int hi = 0; hi < 4; hi++)
+  TST_EACH_VARIANT(&ts__llm_ops_dispatch, vi, ts__llm_ops, ops)
+  for (int hi = 0; hi < 5; hi++)
     for (int pi = 0; pi < 9; pi++)
       for (int mode = 0; mode < 3; mode++) /* tokens of a batch; query heads of one KV head, decode or not */
         for (int m = 1; m <= (mode != 2 ? TS__ATT_ROWS : 3); m++) { /* decode: up to 4 rows at once, then the rest */
@@ -343,22 +346,20 @@ static void check_attention(void) {
           ts__att_item it = {m, hd, p0, dp, one, 0.125f, q, ldq, KT, V, S, lds, o0, ldo};
           ts__att_item_ref(&it);
           it.out = o1;
-          fast(&it);
+          ops->att(&it);
           int bad = 0;
           for (int rr = 0; rr < m; rr++)
             for (int i = 0; i < hd; i++) bad += memcmp(&o0[rr * ldo + i], &o1[rr * ldo + i], sizeof(float)) != 0;
-          CHECK(bad == 0 && p0 + m <= ldk, "attention hd=%d p0=%d m=%d mode=%d: %d outputs differ from the reference", hd, p0,
-                m, mode, bad);
+          CHECK(bad == 0 && p0 + m <= ldk, "attention %s hd=%d%s p0=%d m=%d mode=%d: %d outputs differ from the reference",
+                ts__level_name(ts__llm_ops_dispatch.variants[vi].level), hd, hd % 64 ? " (handed to the reference)" : "",
+                p0, m, mode, bad);
           CHECK(tst_guard_ok(o1, (size_t)m * ldo), "attention wrote past its output");
           free(KT), free(V), free(q), free(S);
           ts_free(o0), ts_free(o1);
         }
 }
 
-/* RoPE, SwiGLU, RMSNorm, fp16 conversion and the vector exp of the active level vs their references, bit for bit; exp also
- * at its edges (underflow to 0 below -103.97, inf above 88.38, NaN through). */
-static void check_ops(void) {
-  const ts__llm_ops *op = ts__llm_ops_active();
+static void check_ops_of(const ts__llm_ops *op, const char *lv) {
   ts_rng r;
   ts_rng_seed(&r, 23);
   for (int n_rot = 2; n_rot <= 128; n_rot += n_rot < 16 ? 2 : 14) {
@@ -366,21 +367,21 @@ static void check_ops(void) {
     for (int i = 0; i < 130; i++) v0[i] = v1[i] = ts_rng_normal(&r) * 3.0f, cs[i] = ts_rng_normal(&r);
     ts__rope_ref(v0, cs, n_rot, 0);
     op->rope(v1, cs, n_rot, 0);
-    CHECK(!memcmp(v0, v1, sizeof v0), "rope n_rot=%d differs from the reference", n_rot);
+    CHECK(!memcmp(v0, v1, sizeof v0), "rope %s n_rot=%d differs from the reference", lv, n_rot);
   }
   for (int n = 1; n <= 70; n += 3) {
     float g0[70], g1[70], u[70];
     for (int i = 0; i < n; i++) g0[i] = g1[i] = ts_rng_normal(&r) * (i % 9 == 0 ? 60.0f : 4.0f), u[i] = ts_rng_normal(&r);
     ts__swiglu_ref(n, g0, u);
     op->swiglu(n, g1, u);
-    CHECK(!memcmp(g0, g1, (size_t)n * sizeof(float)), "swiglu n=%d differs from the reference", n);
+    CHECK(!memcmp(g0, g1, (size_t)n * sizeof(float)), "swiglu %s n=%d differs from the reference", lv, n);
   }
   for (int n = 1; n <= 600; n += n < 40 ? 1 : 97) {
     float x[600], w[600], y0[600], y1[600];
     for (int i = 0; i < n; i++) x[i] = ts_rng_normal(&r) * (i == 3 ? 300.0f : 1.0f), w[i] = ts_rng_normal(&r);
     ts__rmsnorm_ref(n, x, w, 1e-5f, y0);
     op->rmsnorm(n, x, w, 1e-5f, y1);
-    CHECK(!memcmp(y0, y1, (size_t)n * sizeof(float)), "rmsnorm n=%d differs from the reference", n);
+    CHECK(!memcmp(y0, y1, (size_t)n * sizeof(float)), "rmsnorm %s n=%d differs from the reference", lv, n);
   }
   { /* fp16 stores of the KV cache: normal, tie-rounding, subnormal, overflow, inf, NaN, signed-zero inputs */
     enum { N = 1000 };
@@ -402,19 +403,28 @@ static void check_ops(void) {
       op->f16(n, x, h1);
       int bad = 0;
       for (int i = 0; i < n; i++) bad += h0[i] != h1[i];
-      CHECK(bad == 0 && (n == N || h1[n] == 0xABAB), "f16 n=%d: %d values differ from ts_f32_to_f16 (or it wrote past n)",
-            n, bad);
+      CHECK(bad == 0 && (n == N || h1[n] == 0xABAB), "f16 %s n=%d: %d values differ from ts_f32_to_f16 (or it wrote past n)",
+            lv, n, bad);
     }
   }
+}
+
+/* RoPE, SwiGLU, RMSNorm and fp16 conversion of every SIMD level this CPU runs vs their references,
+ * bit for bit; the vector exp vs libm, also at its edges (underflow to 0 below -103.97, inf above
+ * 88.38, NaN through). */
+static void check_ops(void) {
+  TST_EACH_VARIANT(&ts__llm_ops_dispatch, vi, ts__llm_ops, op)
+  check_ops_of(op, ts__level_name(ts__llm_ops_dispatch.variants[vi].level));
   CHECK(ts__vexpf(-110.0f) == 0.0f && isinf(ts__vexpf(100.0f)) && isnan(ts__vexpf(NAN)), "vexpf edge values");
   double worst = 0;
   for (float x = -80.0f; x < 80.0f; x += 0.37f) worst = fmax(worst, fabs(ts__vexpf(x) / exp((double)x) - 1.0));
   CHECK(worst < 4e-7, "vexpf relative error %.3g (ggml's routine: < 1.5 ulp)", worst);
 }
 
-/* Batched GEMM on packed rows (the active level's packed kernel when it has one, else its dot loop
- * on the file rows) vs the loop over the reference dot, edge shapes around the tiles (4 rows x 1
- * token, two groups side by side), the 4-block loads and 16-block scale groups (n = 32 .. 576, odd block counts). Every
+/* Batched GEMM of every level this CPU runs (its packed kernel when it has one, else its dot loop
+ * on the file rows; a level it lacks is said to be skipped) vs the loop over the reference dot,
+ * edge shapes around the tiles (4 rows x 1 token, two groups side by side), the 4-block loads and
+ * 16-block scale groups (n = 32 .. 576, odd block counts). Every
  * kernel follows llama.cpp's fp32 order (llm/cpu_order.h), so the results must be equal bit for
  * bit, not within a tolerance. */
 static void check_gemm(void) {
@@ -422,7 +432,7 @@ static void check_gemm(void) {
   const int64_t ns[] = {32, 64, 96, 160, 544, 576, 1536};
   const int64_t rowsv[] = {1, 3, 4, 5, 8, 12, 13, 17};
   const int Ts[] = {1, 2, 3, 5, 9};
-  const ts__quant_table *ref = ts__quant_for(TS_ISA_SCALAR), *act = ts__quant();
+  const ts__quant_table *ref = ts__quant_dispatch.variants[0].table;
   ts_rng r;
   ts_rng_seed(&r, 3);
   for (int ti = 0; ti < 3; ti++)
@@ -443,50 +453,50 @@ static void check_gemm(void) {
           for (int64_t i = 0; i < T * n; i++) x[i] = ts_rng_normal(&r) * (i % 5 == 0 ? 3.0f : 1.0f);
           for (int64_t i = 0; i < rows; i++) ts_quant_quantize_row(type, w + i * n, W + (size_t)i * rb, n);
           for (int t = 0; t < T; t++) ref->act_quantize(n, x + t * n, q + t * n, d + t * nb, sm + t * nb, sx + t * nb);
-          ts__pgemm_fn pgs[4];
-          const int npg = ts__quant_pgemm_variants(type, pgs, 4);
-          ts__pgemm_fn pg = npg ? pgs[0] : NULL;
-          if (pg) {
-            act->prep_packed(n, T, q, gs);
-            ts__pack_rows(type, W, P, rows, n);
-            if (T == 1) { /* the packing is a pure regrouping: every file row comes back */
-              uint8_t *row = malloc(rb);
-              int lost = 0;
-              for (int64_t i = 0; i < rows; i++) {
-                ts__unpack_row(type, P, i, row, n);
-                lost += memcmp(row, W + (size_t)i * rb, rb) != 0;
-              }
-              CHECK(lost == 0, "pack %s n=%lld rows=%lld: %d rows differ after unpacking", ts_qtype_name(type), (long long)n,
-                    (long long)rows, lost);
-              free(row);
+          ts__pack_rows(type, W, P, rows, n);
+          if (T == 1) { /* the packing is a pure regrouping: every file row comes back */
+            uint8_t *row = malloc(rb);
+            int lost = 0;
+            for (int64_t i = 0; i < rows; i++) {
+              ts__unpack_row(type, P, i, row, n);
+              lost += memcmp(row, W + (size_t)i * rb, rb) != 0;
             }
+            CHECK(lost == 0, "pack %s n=%lld rows=%lld: %d rows differ after unpacking", ts_qtype_name(type), (long long)n,
+                  (long long)rows, lost);
+            free(row);
           }
           ts__qbatch qb = {n, T, q, d, sm, sx, gs, NULL};
           float *y0 = tst_alloc_guarded((size_t)(T * rows)), *y1 = tst_alloc_guarded((size_t)(T * rows));
           tst_poison(y0, (size_t)(T * rows));
-          tst_poison(y1, (size_t)(T * rows));
           ts__quant_gemm_with(ref, type, W, rb, rows, n, NULL, 0, &qb, T, y0, rows);
-          for (int v = 0; v < (npg ? npg : 1); v++) { /* every packed kernel this CPU runs (GFNI and not) */
+          /* every level this CPU runs (AVX2's dot loop, AVX-512 VNNI's packed kernel, and with GFNI) */
+          TST_EACH_VARIANT(&ts__quant_dispatch, vi, ts__quant_table, tb) {
+            const ts__pgemm_fn pg = ts__quant_pgemm_fn(tb, type);
+            const char *lv = ts__level_name(ts__quant_dispatch.variants[vi].level);
             tst_poison(y1, (size_t)(T * rows));
-            if (npg) pgs[v](P, rb, rows, &qb, y1, rows);
-            else ts__quant_gemm_with(act, type, W, rb, rows, n, NULL, 0, &qb, T, y1, rows);
+            if (pg) {
+              tb->prep_packed(n, T, q, gs);
+              pg(P, rb, rows, &qb, y1, rows);
+            } else {
+              ts__quant_gemm_with(tb, type, W, rb, rows, n, NULL, 0, &qb, T, y1, rows);
+            }
             int bad = 0;
             double worst = 0;
             for (int64_t i = 0; i < T * rows; i++)
               if (memcmp(&y0[i], &y1[i], sizeof(float))) bad++, worst = fmax(worst, fabs((double)y0[i] - y1[i]));
-            CHECK(bad == 0, "gemm %s n=%lld rows=%lld T=%d (%s, packed variant %d): %d of %lld outputs differ from the reference (max %.3g)",
-                  ts_qtype_name(type), (long long)n, (long long)rows, T, ts_isa_name(act->isa), v, bad, (long long)(T * rows),
+            CHECK(bad == 0, "gemm %s n=%lld rows=%lld T=%d (%s%s): %d of %lld outputs differ from the reference (max %.3g)",
+                  ts_qtype_name(type), (long long)n, (long long)rows, T, lv, pg ? ", packed" : "", bad, (long long)(T * rows),
                   worst);
             CHECK(tst_guard_ok(y1, (size_t)(T * rows)), "gemm wrote past y");
-            if (npg && T == 1) { /* decode with its own weight prefetches (past the end too): the same bits */
+            if (pg && T == 1) { /* decode with its own weight prefetches (past the end too): the same bits */
               ts__pfq pq;
-              ts__pfq_init(&pq, 64 << (2 * (ri % 4) + v)); /* 64 B .. 8 KB ahead */
+              ts__pfq_init(&pq, 64 << (2 * (ri % 4) + vi % 2)); /* 64 B .. 8 KB ahead */
               ts__qbatch qp = qb;
               qp.pf = &pq;
               tst_poison(y1, (size_t)rows);
-              pgs[v](P, rb, rows, &qp, y1, rows);
-              CHECK(!memcmp(y0, y1, (size_t)rows * sizeof *y0), "gemm %s n=%lld rows=%lld (packed variant %d) with weight prefetches %d B ahead differs",
-                    ts_qtype_name(type), (long long)n, (long long)rows, v, pq.wpf);
+              pg(P, rb, rows, &qp, y1, rows);
+              CHECK(!memcmp(y0, y1, (size_t)rows * sizeof *y0), "gemm %s n=%lld rows=%lld (%s, packed) with weight prefetches %d B ahead differs",
+                    ts_qtype_name(type), (long long)n, (long long)rows, lv, pq.wpf);
               CHECK(tst_guard_ok(y1, (size_t)rows), "gemm with prefetches wrote past y");
             }
           }
@@ -575,7 +585,7 @@ static void check_perplexity(void) {
   CHECK_STATUS(ts_llm_perplexity(s, toks, 26, 16, false, 0, false, &res), TS_ERR_INVALID_ARG);
   free(lg);
   ts_llm_state_destroy(s);
-  ts_llm_model_free(m);
+  ts_llm_model_destroy(m);
 }
 
 /* The kernels' streaming rate over a model's weights: a positive figure, bad arguments refused. */
@@ -591,7 +601,7 @@ static void test_stream_gbs(void) {
   CHECK_STATUS(ts_llm_model_stream_gbs(m, ctx, 0, &g), TS_ERR_INVALID_ARG);
   CHECK_STATUS(ts_llm_model_stream_gbs(NULL, ctx, 3, &g), TS_ERR_INVALID_ARG);
   ts_context_destroy(ctx);
-  ts_llm_model_free(m);
+  ts_llm_model_destroy(m);
 }
 
 /* Decode's weight prefetch distance: set, read back, measured on request, refused out of range;
@@ -641,12 +651,29 @@ static void test_weight_prefetch(void) {
       CHECK(r.gbs[i] > 0, "weight prefetch candidate %d B: %g GB/s", r.candidates[i], r.gbs[i]);
     }
     CHECK(found == 1 && r.team == 2, "weight prefetch measured: %d B is not one candidate (team %d)", r.bytes, r.team);
+    CHECK(!r.cached, "weight prefetch asked for again (-1): measured anew, not read from the store");
+    /* the same weights in another model object (another process) read the stored measurement */
+    ts_llm_model *m2 = load_tiny(&c, "llm_wpf.gguf");
+    ts_llm_state *s2 = NULL;
+    if (m2 && ts_llm_state_create(m2, ctx, 16, 4, &s2) == TS_OK) { /* cuts the packed layout for 2 */
+      ts_llm_state_destroy(s2);
+      ts__llm_tune_wpf(m2, 2, 0);
+      ts_llm_wpf_report r2;
+      ts_llm_model_weight_prefetch(m2, &r2);
+      CHECK(r2.measured && r2.cached && r2.bytes == r.bytes && r2.team == 2 && !memcmp(r2.gbs, r.gbs, sizeof r.gbs),
+            "weight prefetch from the store: measured %d cached %d, %d B (want %d)", r2.measured, r2.cached, r2.bytes,
+            r.bytes);
+      ts__llm_tune_wpf(m2, 1, 0); /* another team: another key, measured */
+      ts_llm_model_weight_prefetch(m2, &r2);
+      CHECK(!r2.measured || (!r2.cached && r2.team == 1), "weight prefetch for another team was read from the store");
+    }
+    ts_llm_model_destroy(m2);
   }
   CHECK_STATUS(ts_llm_model_set_weight_prefetch(m, -2), TS_ERR_INVALID_ARG);
   CHECK_STATUS(ts_llm_model_set_weight_prefetch(m, (1 << 20) + 1), TS_ERR_INVALID_ARG);
   CHECK_STATUS(ts_llm_model_set_weight_prefetch(NULL, 0), TS_ERR_INVALID_ARG);
   ts_context_destroy(ctx);
-  ts_llm_model_free(m);
+  ts_llm_model_destroy(m);
 }
 
 /* Work sharing (ts__share): every unit of a phase is taken exactly once, whatever the thread count

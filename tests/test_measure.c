@@ -105,6 +105,25 @@ static void test_engine(void) {
   CHECK_STATUS(ts_measure_run(0, fn, arg, NULL, res, NULL), TS_ERR_INVALID_ARG);
 }
 
+static int g_log[8], g_nlog;
+static ts_status log_call(void *arg) {
+  if (g_nlog < 8) g_log[g_nlog++] = *(int *)arg;
+  return TS_OK;
+}
+
+static void test_alternate(void) {
+  int id[2] = {0, 1};
+  ts_measure_fn fn[2] = {log_call, log_call};
+  void *arg[2] = {&id[0], &id[1]};
+  ts_measure_opts o = ts_measure_opts_default();
+  o.warmup = 0, o.rounds = o.max_rounds = 3, o.min_time_s = 0, o.alternate = true;
+  ts_measure_result r[2];
+  CHECK_OK(ts_measure_run(2, fn, arg, &o, r, NULL));
+  CHECK(g_nlog == 6 && g_log[0] == 0 && g_log[1] == 1 && g_log[2] == 1 && g_log[3] == 0 && g_log[4] == 0 && g_log[5] == 1,
+        "alternating order: %d calls", g_nlog);
+  CHECK(r[1].ratio_q1 <= r[1].ratio && r[1].ratio <= r[1].ratio_q3, "ratio quartiles around the median");
+}
+
 static void test_provenance(void) {
   ts_provenance a, b;
   ts_provenance_here(&a, TS_ISA_SCALAR, 2);
@@ -279,6 +298,7 @@ static void test_artifacts(void) {
 int main(void) {
   test_stats();
   test_engine();
+  test_alternate();
   test_provenance();
   test_hash();
   test_artifacts();

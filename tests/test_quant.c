@@ -22,6 +22,9 @@
 #include "llm/quant_internal.h"
 #include "tessera/quant.h"
 #include "tst.h"
+#include "tst_dispatch.h"
+
+#define LVNAME(i) ts__level_name(ts__quant_dispatch.variants[i].level)
 
 static const uint32_t kTypes[] = {TS_QT_F32, TS_QT_F16, TS_QT_BF16, TS_QT_Q8_0, TS_QT_Q4_0, TS_QT_Q4_1};
 #define NTYPES 6
@@ -235,14 +238,14 @@ static void test_act(void) {
       if (fabs(ref.s[b] - (double)ref.d[b] * s) > 2.1 * 0x1p-11 * (fabs(ref.s[b]) + fabs((double)ref.d[b] * s)) + 1e-30) bad++;
     }
     CHECK(bad == 0, "n=%lld reference activation: %d bad values", (long long)n, bad);
-    for (int isa = TS_ISA_AVX2; isa <= (int)ts_isa_supported(); isa++) {
+    TST_EACH_VARIANT(&ts__quant_dispatch, v, ts__quant_table, tb) {
       void *m1;
       ts_quant_act a;
       act_alloc(&a, n, &m1);
-      ts__quant_for((ts_isa)isa)->act_quantize(n, x, a.q, a.d, a.sum, a.s);
+      tb->act_quantize(n, x, a.q, a.d, a.sum, a.s);
       CHECK(memcmp(a.q, ref.q, (size_t)n) == 0 && memcmp(a.d, ref.d, (size_t)n / 8) == 0 &&
                 memcmp(a.sum, ref.sum, (size_t)n / 8) == 0 && memcmp(a.s, ref.s, (size_t)n / 8) == 0,
-            "act quantize %s n=%lld differs from the reference", ts_isa_name((ts_isa)isa), (long long)n);
+            "act quantize %s n=%lld differs from the reference", LVNAME(v), (long long)n);
       ts_free(m1);
     }
     ts_free(m0);
@@ -313,12 +316,11 @@ static void test_dots(void) {
       CHECK(fabs(ref - truth) <= tolt, "%s n=%lld: reference dot %.9g vs truth %.9g (bound %.3g)", ts_qtype_name(t),
             (long long)n, ref, truth, tolt);
       double tol = is_block(t) ? 0 : 2 * (nb + 8) * FLT_EPSILON * mag + 1e-30;
-      for (int isa = TS_ISA_AVX2; isa <= (int)ts_isa_supported(); isa++) {
-        const ts__quant_table *tb = ts__quant_for((ts_isa)isa);
+      TST_EACH_VARIANT(&ts__quant_dispatch, vi, ts__quant_table, tb) {
         const ts__dot_fn fs[] = {tb->dot_f32, tb->dot_f16, tb->dot_bf16, tb->dot_q8_0, tb->dot_q4_0, tb->dot_q4_1};
         float v = fs[ti](n, row, x, &xq);
-        CHECK(fabs(v - ref) <= tol, "%s %s n=%lld: %.9g vs reference %.9g (tol %.3g)", ts_qtype_name(t),
-              ts_isa_name((ts_isa)isa), (long long)n, v, ref, tol);
+        CHECK(fabs(v - ref) <= tol, "%s %s n=%lld: %.9g vs reference %.9g (tol %.3g)", ts_qtype_name(t), LVNAME(vi),
+              (long long)n, v, ref, tol);
       }
       /* the public, dispatched entry */
       float pv = NAN;
@@ -343,9 +345,9 @@ static void test_dots(void) {
     ts__act_quantize_ref(128, x, xq.q, xq.d, xq.sum, xq.s);
     float ref = ts__dot_q8_0_ref(128, row, x, &xq);
     double tol = 2 * (4 + 8) * FLT_EPSILON * term_mag(TS_QT_Q8_0, row, 128, x, &xq);
-    for (int isa = TS_ISA_AVX2; isa <= (int)ts_isa_supported(); isa++) {
-      float v = ts__quant_for((ts_isa)isa)->dot_q8_0(128, row, x, &xq);
-      CHECK(fabs(v - ref) <= tol, "q8_0 with -128 weights %s: %.9g vs %.9g", ts_isa_name((ts_isa)isa), v, ref);
+    TST_EACH_VARIANT(&ts__quant_dispatch, vi, ts__quant_table, tb) {
+      float v = tb->dot_q8_0(128, row, x, &xq);
+      CHECK(fabs(v - ref) <= tol, "q8_0 with -128 weights %s: %.9g vs %.9g", LVNAME(vi), v, ref);
     }
     ts_free(mem);
   }
@@ -468,7 +470,8 @@ static void test_unaligned(void) {
 }
 
 int main(void) {
-  printf("quant kernels at %s (supported %s)\n", ts_isa_name(ts_quant_isa()), ts_isa_name(ts_isa_supported()));
+  printf("quant kernels at %s (supported %s)\n", ts__level_name(ts__dispatch_level(&ts__quant_dispatch)),
+         ts_isa_name(ts_isa_supported()));
   test_types();
   test_dequant();
   test_quant_roundtrip();

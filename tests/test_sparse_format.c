@@ -5,7 +5,9 @@
 
 #include "tessera/io.h"
 #include "tessera/sparse.h"
+#include "sparse/format_internal.h"
 #include "tst.h"
+#include "tst_dispatch.h"
 
 /* Random dense 0/1 matrix with about `pct` percent ones (fixed seed). */
 static uint8_t *rand_dense(int64_t rows, int64_t cols, int pct, uint64_t seed) {
@@ -371,11 +373,16 @@ static void test_popcount(void) {
   ts_rng_seed(&r, 9);
   for (int i = 0; i < 41; i++) w[i] = ts_rng_next(&r) & ts_rng_next(&r);
   w[3] = ~0ull, w[4] = 0;
-  bool ok = true;
+  TST_EACH_VARIANT(&ts__popcount_dispatch, v, ts__popcount_variant, t) {
+    bool ok = true;
+    for (int n = 0; n <= 41; n++) ok &= t->fn(w, n) == ts_popcount_words_ref(w, n);
+    /* unaligned start: the kernel uses unaligned and masked loads */
+    for (int n = 0; n <= 40; n++) ok &= t->fn(w + 1, n) == ts_popcount_words_ref(w + 1, n);
+    CHECK(ok, "popcount kernel (%s) == reference", ts__level_name(ts__popcount_dispatch.variants[v].level));
+  }
+  bool ok = true; /* the dispatched entry */
   for (int n = 0; n <= 41; n++) ok &= ts_popcount_words(w, n) == ts_popcount_words_ref(w, n);
-  /* unaligned start: the kernel uses unaligned and masked loads */
-  for (int n = 0; n <= 40; n++) ok &= ts_popcount_words(w + 1, n) == ts_popcount_words_ref(w + 1, n);
-  CHECK(ok, "popcount kernel (%s) == reference", ts_isa_name(ts_isa_active()));
+  CHECK(ok, "ts_popcount_words (%s) == reference", ts__level_name(ts__dispatch_level(&ts__popcount_dispatch)));
   int64_t ref = 0;
   for (int i = 0; i < 41; i++)
     for (int b = 0; b < 64; b++) ref += (w[i] >> b) & 1u;

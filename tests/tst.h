@@ -1,5 +1,11 @@
 /* Minimal test harness: CHECK macros, seeded data, guarded buffers, and the closing line
- * "N passed, N failed" that CTest logs and CI reads. */
+ * "N passed, N failed" that CTest logs and CI reads.
+ *
+ * Tests that can fail: a program that cannot run at all (a model file absent) calls tst_skip(why),
+ * which prints "SKIPPED: why" and exits with TST_SKIP_CODE (77), reported by CTest as skipped
+ * (SKIP_RETURN_CODE in CMakeLists.txt), never as passed. A program that skips only a part calls
+ * tst_skip_part(why) ("SKIPPED (part): why") and goes on. tst_finish() fails a program that ran
+ * no check at all (exit 77 instead when it skipped parts and checked nothing). */
 #ifndef TST_H
 #define TST_H
 
@@ -10,7 +16,9 @@
 
 #include "tessera/core.h"
 
-static int tst_passed, tst_failed;
+static int tst_passed, tst_failed, tst_skipped;
+
+#define TST_SKIP_CODE 77
 
 #define CHECK(cond, ...)                                                      \
   do {                                                                        \
@@ -48,9 +56,32 @@ static int tst_passed, tst_failed;
           ts_last_error(), (needle));                                                        \
   } while (0)
 
+/* The whole program cannot run: "SKIPPED: why", exit 77. */
+__attribute__((noreturn)) static inline void tst_skip(const char *why) {
+  printf("SKIPPED: %s\n", why);
+  fflush(stdout);
+  exit(TST_SKIP_CODE);
+}
+
+/* A part of the program does not run: "SKIPPED (part): why"; the rest goes on. */
+static inline void tst_skip_part(const char *why) {
+  tst_skipped++;
+  printf("SKIPPED (part): %s\n", why);
+}
+
 static inline int tst_finish(void) {
-  printf("%d passed, %d failed\n", tst_passed, tst_failed);
-  return tst_failed ? 1 : 0;
+  if (tst_skipped) printf("%d passed, %d failed, %d skipped parts\n", tst_passed, tst_failed, tst_skipped);
+  else printf("%d passed, %d failed\n", tst_passed, tst_failed);
+  if (tst_failed) return 1;
+  if (tst_passed == 0) {
+    if (tst_skipped) {
+      printf("SKIPPED: every part of this program was skipped\n");
+      return TST_SKIP_CODE;
+    }
+    fprintf(stderr, "no check ran: a test program with zero checks fails\n");
+    return 1;
+  }
+  return 0;
 }
 
 /* Max |a-b| over n floats; NaN anywhere counts as infinite error. */

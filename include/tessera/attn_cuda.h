@@ -88,7 +88,7 @@ ts_status ts_attn_cuda_profile(ts_attn_cuda_costs *c, int64_t d, bool bf16);
  * newer version (TS_ERR_UNSUPPORTED), TS_ERR_NOT_FOUND when the file is absent. */
 ts_status ts_attn_cuda_costs_save(const ts_attn_cuda_costs *c, const char *path);
 ts_status ts_attn_cuda_costs_load(const char *path, ts_attn_cuda_costs *c);
-/* <cache>/attn_cuda_costs_d<D>_<f32|bf16>.json */
+/* The artifact's path: <cache>/attn-cuda-costs/d<D>-<f32|bf16>.json */
 ts_status ts_attn_cuda_costs_path(int64_t d, bool bf16, char *buf, size_t cap);
 /* The cached costs for (d, dtype) when they were measured on this device, else measured now
  * (ts_attn_cuda_profile) and saved; a failed save is reported on stderr only. cached (may be

@@ -19,9 +19,10 @@
  * block's work.
  *
  * Table layout: seconds[tile][density][row size][col size], overhead_s[row size][col size], the
- * same size grid on both axes. Stored as JSON (<cache>/attn_profile_<level>_d<d>_<dtype>.json) with provenance: cpu_model and
- * kernels (ts_isa_name(ts_isa_active())) as the machine profile (hwinfo.h) records them, threads
- * (always 1), date, tessera version, d, dtype, level, clock, the grid, densities and menu. A cached
+ * same size grid on both axes. Kept in the artifact store (artifact.h: attn-profile/<level>-d<d>-
+ * <dtype>-<kernels>) with a provenance record (measure.h: cpu_model and kernels
+ * (ts_isa_name(ts_isa_active())) as the machine profile (hwinfo.h) records them, threads (always
+ * 1), date, tessera version, clock) and d, dtype, level, the grid, densities and menu. A cached
  * profile is reused only when all of these match the request on this machine; otherwise
  * ts_attn_profile_get measures again and overwrites it. */
 #ifndef TESSERA_ATTN_PROFILE_H
@@ -32,6 +33,7 @@
 
 #include "tessera/attn.h"
 #include "tessera/core.h"
+#include "tessera/measure.h"
 #include "tessera/reorder.h"
 #include "tessera/sparse.h"
 
@@ -39,7 +41,7 @@
 extern "C" {
 #endif
 
-#define TS_ATTN_PROFILE_VERSION 1
+#define TS_ATTN_PROFILE_VERSION 2 /* 2: provenance is a ts_provenance record (clock inside it) */
 #define TS_ATTN_PROFILE_MAX_SIZES 32
 #define TS_ATTN_PROFILE_MAX_DENS 8
 #define TS_ATTN_PROFILE_MAX_MENU 64
@@ -91,18 +93,14 @@ ts_attn_profile_opts ts_attn_profile_opts_default(void);
 
 typedef struct ts_attn_profile {
   int version;            /* TS_ATTN_PROFILE_VERSION */
-  /* provenance */
-  char cpu_model[64];     /* ts_cpu()->model */
-  char kernels[16];       /* ts_isa_name(ts_isa_active()) */
-  int threads;            /* threads of the timed executes (1) */
-  char date[32];          /* ISO 8601 UTC */
-  char tessera_version[32];
+  /* where and when (measure.h): cpu_model, kernels (ts_isa_name(ts_isa_active())), threads of the
+   * timed executes (1), date, tessera_version, clock ("thread_cpu" or "wall"), machine profile key */
+  ts_provenance prov;
   char level[16];
   int64_t d;
   ts_dtype dtype;
   int warmup, repeats, passes;
   double min_time_s;
-  char clock[16];         /* "thread_cpu" or "wall" */
   double measure_s;       /* wall time of the whole measurement */
   /* grid */
   int nsizes, ndens, nmenu;
@@ -125,11 +123,11 @@ double *ts_attn_profile_at(const ts_attn_profile *p, int tile, int dens, int ri,
  * ts_progress on stderr when o->progress). */
 ts_status ts_attn_profile_measure(const ts_attn_profile_opts *o, ts_attn_profile *out);
 
-/* <cache>/attn_profile_<level>_d<d>_<dtype>.json */
+/* The artifact's path: <cache>/attn-profile/<level>-d<d>-<dtype>-<kernels>.json */
 ts_status ts_attn_profile_default_path(const ts_attn_profile_opts *o, char *buf, size_t cap);
 
-/* JSON: {"format":"tessera-attn-profile","version":1,"provenance":{cpu_model,kernels,threads,date,
- * tessera_version},"level","d","dtype","warmup","repeats","passes","min_time_s","clock",
+/* JSON: {"format":"tessera-attn-profile","version":2,"provenance":{cpu_model,kernels,threads,date,
+ * tessera_version,clock,profile},"level","d","dtype","warmup","repeats","passes","min_time_s",
  * "measure_s","sizes":[..],"densities":[..],"menu":[[br,bc],..],
  * "seconds":[tile][dens][row size][col size],"overhead_s":[row size][col size]}. from_json
  * validates everything (TS_ERR_FORMAT naming the field, e.g. "seconds[3][1][0][2]: expected a
@@ -148,9 +146,10 @@ ts_status ts_attn_profile_load(const char *path, ts_attn_profile *p);
  * menu).
  * why (may be NULL): the first mismatch, e.g. "d 64 != requested 128". */
 bool ts_attn_profile_matches(const ts_attn_profile *p, const ts_attn_profile_opts *o, char *why, size_t cap);
-/* The cached profile at path (NULL: the default path) when it matches, else measures and saves
- * it (a failed save is reported on stderr and does not fail the call; a malformed cached file is
- * reported on stderr and replaced). *measured (may be NULL) says which happened. */
+/* The cached profile when it matches, else measures and saves it: path NULL: the artifact store
+ * (ts__artifact_get: a corrupt file is moved aside); else the profile JSON file at path (a
+ * malformed one is reported on stderr and replaced). A failed save is reported on stderr and does
+ * not fail the call. *measured (may be NULL) says which happened. */
 ts_status ts_attn_profile_get(const ts_attn_profile_opts *o, const char *path, ts_attn_profile *out, bool *measured);
 
 /* ---- cost model ----------------------------------------------------------------------------- */

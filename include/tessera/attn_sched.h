@@ -274,29 +274,30 @@ typedef struct ts_attn_plan_desc {
 /* Fills cpu_model, kernels (this machine) and the given fields; dtype "f32", reorder "none". */
 void ts_attn_plan_desc_init(ts_attn_plan_desc *d, int64_t n, int64_t heads, int64_t hd, int threads);
 
-/* Key: 16 lower-case hex digits + NUL, FNV-1a 64 (over 8-byte words) of the PERMUTED mask's CSR (n, row pointers,
+/* Key: 16 lower-case hex digits + NUL, the key hash (measure.h ts_hash_*) of the PERMUTED mask's CSR (n, row pointers,
  * columns), the permutation (perm[new] = old; NULL = identity), and the desc fields n, heads, d,
  * dtype, reorder, options, cpu_model, kernels, threads. */
 ts_status ts_attn_plan_key(const ts_csr *permuted_mask, const int32_t *perm, const ts_attn_plan_desc *d,
                            char key[17]);
-/* Lookup key of a plan REQUEST, computable before reordering: FNV-1a 64 over the ORIGINAL mask's
+/* Lookup key of a plan REQUEST, computable before reordering: the key hash of the ORIGINAL mask's
  * CSR, `options` (any text fixing the reordering/extraction/solver knobs) and every desc field,
  * with desc.reorder the REQUESTED method (e.g. "auto") and desc.solver. The CLI keeps an index
- * <cache>/plans/src-<source key>.key holding the plan key, so a repeated request skips the
+ * (artifact attn-plan-src/<source key>) holding the plan key, so a repeated request skips the
  * reordering (ts_attn_plan_cache_find / _store below). */
 ts_status ts_attn_plan_source_key(const ts_csr *mask, const char *options, const ts_attn_plan_desc *d, char key[17]);
-/* The plan cache by request: <cache>/plans/src-<source key>.key holds the plan key, the plan is
- * <cache>/plans/<key>.json and records the source key it was stored for (desc.source). find
+/* The plan cache by request, in the artifact store (artifact.h): attn-plan-src/<source key> holds
+ * the plan key, the plan is attn-plan/<key> and records the source key it was stored for
+ * (desc.source) and a provenance with the machine profile's key. find
  * accepts a plan only when that record equals src, so a stale or tampered index entry is refused
  * (TS_ERR_INVALID_ARG) without rebuilding the permuted mask; TS_ERR_NOT_FOUND when there is no
- * entry. The check costs one source-key hash of the mask (a word-wise FNV-1a, < 1 ms for 3 MB of
+ * entry (or only a corrupt one, moved aside). The check costs one source-key hash of the mask (a word-wise FNV-1a, < 1 ms for 3 MB of
  * CSR) plus reading the plan; the schedule is validated again when a plan is made from it (every
  * allowed cell owned). store writes the plan (desc.source = src) then the index, atomically. */
 ts_status ts_attn_plan_cache_find(const char src[17], char key[17], ts_attn_plan_desc *d, int32_t **perm,
                                   ts_attn_schedule *s);
 ts_status ts_attn_plan_cache_store(const char src[17], const char key[17], const ts_attn_plan_desc *d, const int32_t *perm,
                                    const ts_attn_schedule *s, const ts_attn_sched_info *info);
-/* <ts_cache_dir()>/plans/<key>.json into buf. */
+/* The plan's artifact path, <ts_cache_dir()>/attn-plan/<key>.json, into buf. */
 ts_status ts_attn_plan_cache_path(const char key[17], char *buf, size_t cap);
 
 /* Writes {"format": "tessera-attn-plan", "version": 1, "key", "desc": {...}, "perm": [...] or null,

@@ -59,6 +59,29 @@ void *ts_calloc(size_t count, size_t size);
  * system allows them). Free with ts_free. */
 void *ts_malloc_huge(size_t bytes);
 void ts_free(void *p);
+/* Allocator hooks: route tessera's memory to an allocator of the caller's (the tests inject
+ * allocation failures with them, SQLite-style: tests/test_oom.c).
+ *   Covered: ts_malloc, ts_calloc, ts_malloc_huge and ts_free, hence ts_tensor_alloc/ts_tensor_free,
+ *   contexts, and the plans, workspaces, weights and tables that the rooms allocate with them; and
+ *   cJSON (cJSON_InitHooks) while an allocator is set: every cJSON item and printed string of the
+ *   process, tessera's (plans, profiles, JSON files read and written) and the caller's alike.
+ *   Not covered: the plain malloc/calloc/realloc/strdup calls in tessera (many readers' and
+ *   planners' own arrays and scratch), and the libraries' own memory (oneDNN, CBC, FFTW, METIS,
+ *   OpenMP, zlib).
+ * alloc(user, bytes, align): align is a power of two (16 for cJSON, 64 = TS_ALIGN, 2 MiB for large
+ * ts_malloc_huge buffers) and bytes a nonzero multiple of it; NULL means out of memory (ts_malloc
+ * then fails with TS_ERR_OOM, cJSON's calls with their own NULL). free(user, p): p came from alloc
+ * (never NULL). ts_malloc's memory check (a request of 256 MiB or more past ts_mem_available
+ * fails) runs before alloc. NULL restores the default (aligned_alloc and free; cJSON's own
+ * malloc/free). The allocator is global: set it while no other thread calls tessera or cJSON, and
+ * only when memory allocated under the previous one is freed first or the two allocators' free
+ * accept each other's memory (the default's is free(); tessera's objects are freed with ts_free). */
+typedef struct ts_allocator {
+  void *(*alloc)(void *user, size_t bytes, size_t align);
+  void (*free)(void *user, void *p);
+  void *user;
+} ts_allocator;
+void ts_set_allocator(const ts_allocator *a);
 /* Bytes the system can give without swapping (MemAvailable in /proc/meminfo, else the physical
  * memory); 0 when unknown. ts_malloc and friends refuse a request of 256 MiB or more past it with
  * TS_ERR_OOM: zeroing or filling it would otherwise end in the OOM killer, not in an error. */
@@ -126,6 +149,7 @@ int ts_default_threads(void);
 typedef struct ts_cpu_features {
   bool sse42, avx, avx2, fma, f16c;
   bool avx512f, avx512bw, avx512vl, avx512dq, avx512cd, avx512vnni, avx512bf16, avx512vpopcntdq;
+  bool gfni; /* Galois-field instructions (the AVX-512 forms also need avx512f) */
   bool os_avx, os_avx512; /* XCR0 says the OS saves the wide registers */
   char vendor[16];
   char model[64];

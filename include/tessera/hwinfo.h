@@ -1,6 +1,8 @@
 /* tessera machine profile ("wisdom"): measured peak fp32 FMA rate, sustained read bandwidth,
- * cache sizes and ISA, with provenance. Every benchmark reports its figures as % of this profile;
- * `tessera hwinfo` measures it and saves it as JSON (<cache>/machine.json). */
+ * cache sizes and ISA, with provenance. Every benchmark reports its figures as % of this profile,
+ * and planners and kernels size their blocks by its caches; `tessera hwinfo` measures it and keeps
+ * it in the artifact store (tessera/artifact.h: kind "machine", key "t<threads>", the file
+ * <cache>/machine/t<N>.json). */
 #ifndef TESSERA_HWINFO_H
 #define TESSERA_HWINFO_H
 
@@ -13,9 +15,10 @@
 extern "C" {
 #endif
 
-/* Format version written into machine.json; ts_hwinfo_load rejects newer files, and
- * ts_hwinfo_get re-measures when a cached profile is older. 2: the read bandwidth is measured on
- * transparent huge pages where the system allows them (1: 4 KiB pages). */
+/* Format version of the profile (its "version" field and its artifact kind's version);
+ * ts_hwinfo_load rejects newer files, and ts_hwinfo_get re-measures when a stored profile is older.
+ * 2: the read bandwidth is measured on transparent huge pages where the system allows them (1:
+ * 4 KiB pages). */
 #define TS_HWINFO_VERSION 2
 
 typedef struct ts_machine_profile {
@@ -60,23 +63,36 @@ ts_hwinfo_opts ts_hwinfo_opts_default(void);
 ts_status ts_hwinfo_measure(const ts_context *ctx, ts_machine_profile *out);
 ts_status ts_hwinfo_measure_opts(const ts_context *ctx, const ts_hwinfo_opts *opts, ts_machine_profile *out);
 
-/* <cache>/machine.json */
-ts_status ts_hwinfo_default_path(char *buf, size_t cap);
-/* The profile file for `threads` threads: the default path for the default thread count
- * (threads <= 0 or ts_default_threads()), <cache>/machine_t<N>.json for any other, so a run with
- * another thread count neither re-measures nor replaces the default profile. */
+/* The stored profile for `threads` threads (<= 0: the default thread count): the artifact
+ * ("machine", "t<N>"), <cache>/machine/t<N>.json; each thread count has its own, so a run with
+ * another count neither re-measures nor replaces the default one. */
 ts_status ts_hwinfo_path_threads(int threads, char *buf, size_t cap);
-/* Writes the profile as JSON (temp file + rename). path NULL: the default path. */
+/* ts_hwinfo_path_threads(0): the default thread count's profile. */
+ts_status ts_hwinfo_default_path(char *buf, size_t cap);
+/* Writes the profile atomically. path NULL or the store's path for p->threads: into the artifact
+ * store (the envelope of docs/FORMATS.md, "Artifacts", with the profile as its data); any other
+ * path: the bare profile object (an export, as `tessera hwinfo --json` prints it). */
 ts_status ts_hwinfo_save(const ts_machine_profile *p, const char *path);
-/* Reads a profile. path NULL: the default path. TS_ERR_NOT_FOUND when the file is absent,
- * TS_ERR_FORMAT naming the field when it is malformed, TS_ERR_UNSUPPORTED for a newer version. */
+/* Reads a profile: a "machine" artifact envelope or a bare profile object. path NULL: the default
+ * thread count's. TS_ERR_NOT_FOUND when the file is absent, TS_ERR_FORMAT naming the field when it
+ * is malformed, TS_ERR_UNSUPPORTED for a newer version. */
 ts_status ts_hwinfo_load(const char *path, ts_machine_profile *p);
-/* True when p was measured on this CPU model, at this format version and kernel level, with
- * `threads` threads (<= 0: the default thread count). */
+/* True when p was measured on this CPU model and kernel level (ts_provenance_matches with
+ * TS_PROV_THREADS), at this format version, with `threads` threads (<= 0: the default count). */
 bool ts_hwinfo_matches(const ts_machine_profile *p, int threads);
-/* The cached profile of the ctx's thread count (ts_hwinfo_path_threads) when it matches, else
- * measures and saves it there. A failed save
- * (read-only cache) is reported on stderr and does not fail the call. A matching profile that was
+/* The profile's key: 16 hex digits and a NUL, the one hash (ts_hash) of its identifying fields
+ * (cpu, vendor, isa, kernels, threads, version, date, host) and its figures (peaks, bandwidths,
+ * cache sizes). A plan records it (ts_provenance.profile) to say which profile it was made with;
+ * it survives a save/load round trip. */
+ts_status ts_hwinfo_profile_key(const ts_machine_profile *p, char key[17]);
+/* The key of this machine's stored profile for `threads` threads (<= 0: the default count) when one
+ * is stored and matches; "" otherwise. Never measures (planning does not start a measurement of the
+ * machine) and never fails. */
+void ts_hwinfo_profile_key_here(int threads, char key[17]);
+/* The stored profile of the ctx's thread count (the artifact store's get()) when it matches, else
+ * measures and stores it; a corrupt or foreign file is moved aside with a note on stderr and
+ * re-measured. A failed store (read-only cache) is reported on stderr and does not fail the call.
+ * A matching profile that was
  * measured on a busy machine is re-measured once the machine is quiet (ts_hwinfo_should_refresh),
  * and the two are merged by ts_hwinfo_merge_max: a peak measured low under load would otherwise
  * inflate every later "% of peak". */
@@ -102,9 +118,13 @@ struct cJSON;
 struct cJSON *ts_hwinfo_to_json(const ts_machine_profile *p);
 ts_status ts_hwinfo_from_json(const struct cJSON *j, ts_machine_profile *p);
 
-/* Cache sizes in bytes from /sys/devices/system/cpu/cpu0/cache (sysconf fallback); 0 = unknown.
- * Any pointer may be NULL. */
+/* Cache sizes in bytes from /sys/devices/system/cpu/cpu0/cache (sysconf fallback), read once per
+ * process (the profile's l1d/l2/l3_bytes); 0 = unknown. Any pointer may be NULL. */
 void ts_hwinfo_cache_sizes(int64_t *l1d, int64_t *l2, int64_t *l3);
+/* How a kernel or planner sizes a block by this machine's caches: ref_value x (this machine's level
+ * `level` cache, 1 = L1d, 2, 3) / ref_size, clamped to [lo, hi]; exactly ref_value when the size is
+ * unknown (and on the reference machine, whose cache is ref_size). Cheap after the first call. */
+int64_t ts_hwinfo_cache_scaled(int level, int64_t ref_size, int64_t ref_value, int64_t lo, int64_t hi);
 
 /* Building blocks, for benchmarks that want one figure (both run in the calling process):
  * fp32 FMA GFLOP/s of `isa`'s loop with nthreads threads, best of `runs` runs of duration_s each;

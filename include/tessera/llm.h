@@ -3,7 +3,7 @@
  * workspaces) that runs batched prefill and single-token decode on a ts_context's threads.
  *
  *   ts_llm_model_load ──► ts_llm_state_create (n_ctx, n_batch, threads) ──► ts_llm_eval (tokens at
- *   positions pos.., logits out) many times ──► ts_llm_state_destroy ──► ts_llm_model_free
+ *   positions pos.., logits out) many times ──► ts_llm_state_destroy ──► ts_llm_model_destroy
  *
  * Architecture (`general.architecture` = "llama"): x = embed[token]; per block
  *   x += Wo attn(rope(Wq rms(x)), rope(Wk rms(x)), Wv rms(x))      (grouped-query, causal, KV cache)
@@ -65,7 +65,7 @@ typedef struct ts_llm_vocab ts_llm_vocab;
 ts_status ts_llm_model_load(const char *path, ts_llm_model **out);
 /* The same from an opened file; takes ownership of g (closed on failure too). */
 ts_status ts_llm_model_from_gguf(ts_gguf *g, const char *name, ts_llm_model **out);
-void ts_llm_model_free(ts_llm_model *m);
+void ts_llm_model_destroy(ts_llm_model *m);
 const ts_llm_config *ts_llm_model_config(const ts_llm_model *m);
 const ts_llm_vocab *ts_llm_model_vocab(const ts_llm_model *m);
 const ts_gguf *ts_llm_model_gguf(const ts_llm_model *m);
@@ -89,10 +89,13 @@ ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, 
  * decode), so by default it is measured: the first state created for a team size streams the
  * weights (as ts_llm_model_stream_gbs) at each candidate distance, rounds interleaved, and keeps
  * the largest distance within 2% of the best median rate, none unless some distance beats none by
- * 3% (models under 8 MiB of weights keep none: their passes are too short to time). Results do not
- * depend on it. ts_llm_model_set_weight_prefetch(m, bytes) fixes it (0 none, up to 1 MiB) or, with
- * -1, asks for the measurement again when the next state is created while no other state uses the
- * model (until then decode runs without). */
+ * 3% (models under 8 MiB of weights keep none: their passes are too short to time). The
+ * measurement is kept in the artifact store (kind "llm-wpf", keyed by the weights' names, types and
+ * shapes, the team, the cpu and the kernels): a later process loading the same model on this
+ * machine reads it instead of measuring (report.cached). Results do not depend on it.
+ * ts_llm_model_set_weight_prefetch(m, bytes) fixes it (0 none, up to 1 MiB) or, with -1, asks for
+ * the measurement again, ignoring and replacing the stored one, when the next state is created
+ * while no other state uses the model (until then decode runs without). */
 #define TS_LLM_WPF_CANDIDATES 5
 typedef struct ts_llm_wpf_report {
   int bytes;    /* the distance in use (0: none) */
@@ -100,6 +103,8 @@ typedef struct ts_llm_wpf_report {
   int team;     /* threads the measurement ran with */
   int candidates[TS_LLM_WPF_CANDIDATES];
   double gbs[TS_LLM_WPF_CANDIDATES]; /* median stream GB/s at each candidate distance */
+  int cached;   /* 1: the measurement was read from the artifact store (kind "llm-wpf"), made by an
+                   earlier process for the same weights, team, cpu and kernels; 0: measured now */
 } ts_llm_wpf_report;
 ts_status ts_llm_model_set_weight_prefetch(ts_llm_model *m, int bytes);
 void ts_llm_model_weight_prefetch(const ts_llm_model *m, ts_llm_wpf_report *out);
@@ -161,7 +166,7 @@ typedef enum ts_llm_vocab_kind { TS_LLM_VOCAB_BPE = 0, TS_LLM_VOCAB_SPM = 1 } ts
 /* Reads the tokenizer from GGUF metadata (tokenizer.ggml.model, tokens, token_type, scores, merges,
  * pre, bos/eos ids, add_bos_token, add_space_prefix). Errors name the key and the index. */
 ts_status ts_llm_vocab_load(const ts_gguf *g, const char *name, ts_llm_vocab **out);
-void ts_llm_vocab_free(ts_llm_vocab *v);
+void ts_llm_vocab_destroy(ts_llm_vocab *v);
 ts_llm_vocab_kind ts_llm_vocab_kind_of(const ts_llm_vocab *v);
 int ts_llm_vocab_size(const ts_llm_vocab *v);
 int32_t ts_llm_vocab_bos(const ts_llm_vocab *v); /* -1 when none */

@@ -71,6 +71,8 @@ typedef struct ts_measure_opts {
                          prune x the fastest candidate's are dropped (result.pruned); default 0 */
   const bool *prunable; /* NULL: all may be pruned; else prunable[i] */
   int baseline;       /* the candidate paired ratios are taken against (default 0) */
+  bool alternate;     /* odd rounds run the candidates in reverse order, so a cost of going first or
+                         second (a cache the previous call left warm) falls on each alike */
   bool flush_cache;   /* ts_flush_cache() before every timed call, outside the timing */
   void (*before)(void *arg); /* when set, before(before_arg) before every timed call (after any
                                 flush), outside the timing */
@@ -87,6 +89,7 @@ typedef struct ts_measure_result {
   double best_warmup_s;/* the fastest warm-up call (what pruning judged) */
   double ratio, ratio_lo, ratio_hi; /* paired: median over rounds of t_i / t_baseline, 95% CI; NaN
                                        when either was dropped */
+  double ratio_q1, ratio_q3;        /* quartiles of the per-round ratios */
 } ts_measure_result;
 
 typedef struct ts_measure_info {

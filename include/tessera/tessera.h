@@ -1,7 +1,12 @@
-/* tessera: one include for the whole public API (CUDA entry points: tessera/attn_cuda.h). */
+/* tessera: one include for the whole public API: every header in include/tessera/ but one.
+ * tessera/attn_cuda.h (the CUDA entry points) stays separate on purpose: its functions live in the
+ * ts_cuda library, built only where nvcc exists (cmake/cuda.cmake), so only code that links
+ * ts_cuda includes it; a CPU-only build would otherwise declare functions it cannot link. */
 #ifndef TESSERA_H
 #define TESSERA_H
 #include "tessera/core.h"
+#include "tessera/measure.h"
+#include "tessera/artifact.h"
 #include "tessera/hwinfo.h"
 #include "tessera/io.h"
 #include "tessera/kernels.h"
@@ -18,4 +23,5 @@
 #include "tessera/gconv.h"
 #include "tessera/gguf.h"
 #include "tessera/quant.h"
+#include "tessera/llm.h"
 #endif

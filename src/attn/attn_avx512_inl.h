@@ -1,5 +1,6 @@
 /* Inline helpers shared by the AVX-512 attention kernel files (attn_kern_avx512.c,
- * attn_kern_bf16_avx512.c); include only from files compiled with the AVX-512 flags. */
+ * attn_kern_bf16_avx512.c, attn_kern_diag_avx512.c); include only from files compiled with the
+ * AVX-512 flags. Helpers other rooms use too live in kernels/simd_avx512.h. */
 #ifndef TS_ATTN_AVX512_INL_H
 #define TS_ATTN_AVX512_INL_H
 
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "attn/attn_internal.h"
+#include "kernels/simd_avx512.h" /* ts__mask16, ts__transpose16 */
 
 #define UNROLL _Pragma("GCC unroll 16")
 
@@ -36,11 +38,6 @@ static inline __attribute__((always_inline)) __m512 exp2_ps(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
-/* The first min(count, 16) lanes (count >= 0). */
-static inline __attribute__((always_inline)) __mmask16 lanes(int64_t count) {
-  return count >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << count) - 1);
-}
-
 /* Online-softmax update for one sub-tile (contract: ts__attn_kern.softmax). pp == NULL: P^T
  * overwrites st in fp32. pp != NULL (bf16 dot path): P goes to pp [ceil(bc/2)][lds] as bf16 pairs,
  * dword (pair p, row i) = (P[i][2p], P[i][2p+1]) in the (low, high) halves, zero past bc; st is
@@ -57,7 +54,7 @@ static inline __attribute__((always_inline)) void softmax_impl(float *st, int64_
   (void)pp; /* NULL in files built without BF16 */
 #endif
   for (int v = 0; v < nv; v++) {
-    const __mmask16 lm = lanes(br - 16 * v);
+    const __mmask16 lm = ts__mask16(br - 16 * v);
     const uint16_t *mk = mask ? mask + v : NULL;
     float *s = st + 16 * v;
     __m512 mt0 = ninf, mt1 = ninf;
@@ -124,26 +121,6 @@ static inline __attribute__((always_inline)) void store_lanes4(float *st, int64_
   if (T > 1) _mm_storeu_ps(st + lds, _mm512_extractf32x4_ps(s, 1));
   if (T > 2) _mm_storeu_ps(st + 2 * lds, _mm512_extractf32x4_ps(s, 2));
   if (T > 3) _mm_storeu_ps(st + 3 * lds, _mm512_extractf32x4_ps(s, 3));
-}
-
-/* In-register transpose of 16 rows of 16 floats: r[c] becomes column c. */
-static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
-  __m512 t[16], u[16];
-  for (int a = 0; a < 16; a += 2) t[a] = _mm512_unpacklo_ps(r[a], r[a + 1]), t[a + 1] = _mm512_unpackhi_ps(r[a], r[a + 1]);
-  for (int a = 0; a < 16; a += 4) {
-    u[a] = _mm512_shuffle_ps(t[a], t[a + 2], 0x44), u[a + 1] = _mm512_shuffle_ps(t[a], t[a + 2], 0xEE);
-    u[a + 2] = _mm512_shuffle_ps(t[a + 1], t[a + 3], 0x44), u[a + 3] = _mm512_shuffle_ps(t[a + 1], t[a + 3], 0xEE);
-  }
-  /* u[4g + c] lane L = column 4L + c of rows 4g..4g+3 */
-  for (int h = 0; h < 16; h += 8)
-    for (int c = 0; c < 4; c++) {
-      t[h + c] = _mm512_shuffle_f32x4(u[h + c], u[h + 4 + c], 0x88);     /* columns c, c + 8 */
-      t[h + 4 + c] = _mm512_shuffle_f32x4(u[h + c], u[h + 4 + c], 0xDD); /* columns c + 4, c + 12 */
-    }
-  for (int c = 0; c < 8; c++) {
-    r[c] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0x88);
-    r[c + 8] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0xDD);
-  }
 }
 
 #endif

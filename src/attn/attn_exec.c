@@ -12,13 +12,13 @@
 
 typedef enum exec_mode { MODE_F32 = 0, MODE_BF16_CONVERT, MODE_BF16_DOT } exec_mode;
 
-const ts__attn_kern *ts__attn_kern_for(ts_isa isa) {
-  switch (isa) {
-    case TS_ISA_AVX512: return &ts__attn_kern_avx512;
-    case TS_ISA_AVX2: return &ts__attn_kern_avx2;
-    default: return &ts__attn_kern_ref;
-  }
-}
+static const ts__variant g_variants[] = {{TS__LV_SCALAR, &ts__attn_kern_ref},
+                                         {TS__LV_AVX2, &ts__attn_kern_avx2},
+                                         {TS__LV_AVX512, &ts__attn_kern_avx512},
+                                         {TS__LV_AVX512_BF16, &ts__attn_kern_avx512_bf16}};
+ts__dispatch ts__attn_dispatch = TS__DISPATCH("attn", g_variants);
+
+const ts__attn_kern *ts__attn_kern_for(ts_isa isa) { return ts__dispatch_for(&ts__attn_dispatch, ts__level_top(isa), NULL); }
 
 static inline float bf16f(uint16_t h) {
   uint32_t u = (uint32_t)h << 16;
@@ -293,8 +293,7 @@ static ts_status execute(const ts_context *ctx, ts_attn_plan *pl, const exec_io 
   if (bh == 0) return TS_OK;
   const ts__attn_kern *kn = ts__attn_kern_for(pl->isa);
   exec_mode mode = MODE_F32;
-  if (!io->q32) mode = (pl->isa == TS_ISA_AVX512 && pl->bf16_dot && ts_cpu()->avx512bf16 && kn->pv_pairs) ? MODE_BF16_DOT
-                                                                                                      : MODE_BF16_CONVERT;
+  if (!io->q32) mode = pl->bf16_dot && kn->pv_pairs ? MODE_BF16_DOT : MODE_BF16_CONVERT; /* the AVX-512 BF16 table's */
   int nt = ctx ? ts_context_threads(ctx) : pl->nthreads;
   if (nt > pl->nthreads) nt = pl->nthreads;
   if (nt < 1) nt = 1;

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/dispatch.h"
 #include "tessera/attn.h"
 
 /* One sub-tile the kernels run: panel-relative query rows [i0, i0+br) x bc keys: the key columns
@@ -231,13 +232,16 @@ void ts__attn_pack_q_ref(const float *q, int64_t nr, int64_t d, int64_t ldq, flo
 
 extern const ts__attn_kern ts__attn_kern_ref;
 extern const ts__attn_kern ts__attn_kern_avx2;
-extern const ts__attn_kern ts__attn_kern_avx512;
+extern const ts__attn_kern ts__attn_kern_avx512;      /* bf16 dot entries NULL */
+extern const ts__attn_kern ts__attn_kern_avx512_bf16; /* with them: CPUs with AVX-512 BF16 */
 
 /* Initial running max: finite, so exp2(m_old - m_new) is never inf - inf. */
 #define TS__ATTN_M0 (-3.0e38f)
 
-/* The table for a level. The bf16 dot entries are set in the AVX-512 table but usable only when
- * ts_cpu()->avx512bf16 (the executor checks). */
+/* The room's variants in the core dispatcher (scalar, AVX2, AVX-512, AVX-512 BF16), and the table
+ * a plan's ISA family runs on this CPU (the best variant of that family; a plan's family is
+ * ts_isa_active() when it is made, so TESSERA_ISA / TESSERA_REF apply, or ts_attn_plan_set_isa's). */
+extern ts__dispatch ts__attn_dispatch;
 const ts__attn_kern *ts__attn_kern_for(ts_isa isa);
 
 /* Workspace layout for a plan's maxima. */

@@ -10,24 +10,19 @@
 
 cJSON *ts_attn_schedule_to_json(const ts_attn_schedule *s) {
   if (!s) return NULL;
-  cJSON *root = cJSON_CreateObject(), *panels = cJSON_CreateArray();
-  if (!root || !panels || !cJSON_AddNumberToObject(root, "n", (double)s->n)) goto fail;
-  cJSON_AddItemToObject(root, "panels", panels);
+  /* cJSON_Add*ToObject creates and attaches in one step: nothing is left unowned when its key
+   * cannot be allocated (cJSON_AddItemToObject then fails, leaving the item to the caller) */
+  cJSON *root = cJSON_CreateObject(), *panels = NULL;
+  if (!root || !cJSON_AddNumberToObject(root, "n", (double)s->n) || !(panels = cJSON_AddArrayToObject(root, "panels")))
+    goto fail;
   for (int64_t p = 0; p < s->npanels; p++) {
     const ts_attn_panel *P = &s->panels[p];
-    cJSON *jp = cJSON_CreateObject(), *segs = cJSON_CreateArray();
-    if (!jp || !segs) {
-      cJSON_Delete(jp);
-      cJSON_Delete(segs);
-      goto fail;
-    }
+    cJSON *jp = cJSON_CreateObject(), *segs = NULL;
+    if (!jp) goto fail;
     cJSON_AddItemToArray(panels, jp);
     if (!cJSON_AddNumberToObject(jp, "r0", P->r0) || !cJSON_AddNumberToObject(jp, "nr", P->nr) ||
-        (s->thread && !cJSON_AddNumberToObject(jp, "thread", s->thread[p]))) {
-      cJSON_Delete(segs);
+        (s->thread && !cJSON_AddNumberToObject(jp, "thread", s->thread[p])) || !(segs = cJSON_AddArrayToObject(jp, "segs")))
       goto fail;
-    }
-    cJSON_AddItemToObject(jp, "segs", segs);
     for (int64_t k = 0; k < P->nseg; k++) {
       const ts_attn_segment *g = &s->segs[P->seg0 + k];
       int v[6] = {g->r0, g->nr, g->c0, g->nc, g->br, g->bc};

@@ -6,6 +6,7 @@
 
 #include "attn/attn_internal.h"
 #include "attn/attn_rows4_inl.h"
+#include "kernels/simd_avx2.h" /* ts__mask8 */
 
 #define UNROLL _Pragma("GCC unroll 16")
 
@@ -35,10 +36,6 @@ static inline __attribute__((always_inline)) __m256 bits8(unsigned b) {
   return _mm256_castsi256_ps(_mm256_cmpeq_epi32(x, sel));
 }
 
-static inline __m256i lane_mask(int64_t count) { /* first min(count, 8) lanes on */
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(count > 8 ? 8 : count)), idx);
-}
 
 /* ---- Q K^T ------------------------------------------------------------------------------------ */
 
@@ -98,7 +95,7 @@ static inline __attribute__((always_inline)) void qk_small_impl(const float *qt,
       __m256 acc[8];
       UNROLL for (int x = 0; x < 8; x++) acc[x] = _mm256_setzero_ps();
       _Pragma("GCC unroll 8") for (int64_t c = 0; c < d; c += 8) {
-        const __m256i m = lane_mask(d - c);
+        const __m256i m = ts__mask8(d - c);
         const __m256 ka = _mm256_maskload_ps(k0 + c, m), kb = _mm256_maskload_ps(k1 + c, m);
         UNROLL for (int r = 0; r < 4; r++) {
           const __m256 q = _mm256_maskload_ps(qr + r * d + c, m);
@@ -161,7 +158,7 @@ static void softmax(float *st, int64_t lds, int bc, int br, const uint16_t *mask
       else sum0 = _mm256_add_ps(sum0, p);
     }
     /* Lanes past br belong to other sub-tiles of the panel: write their old values back. */
-    const __m256 on = _mm256_castsi256_ps(lane_mask(br - 8 * v));
+    const __m256 on = _mm256_castsi256_ps(ts__mask8(br - 8 * v));
     const __m256 lo = _mm256_loadu_ps(l + 8 * v);
     const __m256 ln = _mm256_fmadd_ps(lo, al, _mm256_add_ps(sum0, sum1));
     _mm256_storeu_ps(m + 8 * v, _mm256_blendv_ps(mo, mn, on));
@@ -216,7 +213,7 @@ static void pv_keys(const float *pt, int64_t lds, const float *v, int64_t ldv, i
   const int64_t nvec = (d + 7) / 8;
   for (int64_t e0 = 0; e0 < nvec; e0 += 2) {
     int dv = nvec - e0 >= 2 ? 2 : 1;
-    __m256i tm = e0 + dv == nvec ? lane_mask(d - 8 * (nvec - 1)) : _mm256_set1_epi32(-1);
+    __m256i tm = e0 + dv == nvec ? ts__mask8(d - 8 * (nvec - 1)) : _mm256_set1_epi32(-1);
     for (int i0 = 0; i0 < br; i0 += 4) {
       int rows = br - i0 >= 4 ? 4 : br - i0;
       pv_table[rows - 1][dv - 1](pt + i0, lds, v + 8 * e0, ldv, starts, nruns, runlen, o + (int64_t)i0 * ldo + 8 * e0, ldo,
@@ -242,7 +239,7 @@ static void finish(const float *o, int64_t ldo, const float *l, int64_t nr, int6
   for (int64_t i = 0; i < nr; i++) {
     const __m256 inv = _mm256_set1_ps(l[i] > 0.0f ? 1.0f / l[i] : 0.0f);
     for (int64_t e = 0; e < d; e += 8) {
-      __m256i tm = lane_mask(d - e);
+      __m256i tm = ts__mask8(d - e);
       _mm256_maskstore_ps(dst + i * d + e, tm, _mm256_mul_ps(_mm256_loadu_ps(o + i * ldo + e), inv));
     }
   }

@@ -120,7 +120,7 @@ static inline __attribute__((always_inline)) void qk_small_impl(const float *qt,
       __m512 acc[16];
       UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_setzero_ps();
       _Pragma("GCC unroll 4") for (int64_t c = 0; c < d; c += 16) {
-        const __mmask16 m = lanes(d - c);
+        const __mmask16 m = ts__mask16(d - c);
         __m512 qv[4], kv[4];
         UNROLL for (int r = 0; r < 4; r++) qv[r] = _mm512_maskz_loadu_ps(m, qr + r * d + c);
         UNROLL for (int t = 0; t < 4; t++) {
@@ -261,7 +261,7 @@ static void pv_keys(int table, const float *pt, int64_t lds, const float *v, int
   const int64_t nvec = (d + 15) / 16;
   for (int64_t e0 = 0; e0 < nvec; e0 += 4) {
     int dv = nvec - e0 >= 4 ? 4 : (int)(nvec - e0);
-    __mmask16 tm = e0 + dv == nvec ? lanes(d - 16 * (nvec - 1)) : (__mmask16)0xFFFF;
+    __mmask16 tm = e0 + dv == nvec ? ts__mask16(d - 16 * (nvec - 1)) : (__mmask16)0xFFFF;
     for (int i0 = 0; i0 < br; i0 += 4) {
       int rows = br - i0 >= 4 ? 4 : br - i0;
       pv_table[table][rows - 1][dv - 1](pt + i0, lds, v + 16 * e0, ldv, starts, nruns, runlen,
@@ -322,7 +322,7 @@ static void pv_runs(const float *pt, int64_t lds, const float *v, int64_t ldv, i
   const int nw = (nq * rl + 63) / 64;
   for (int64_t e0 = 0; e0 < nvec; e0 += 4) {
     int dv = nvec - e0 >= 4 ? 4 : (int)(nvec - e0);
-    __mmask16 tm = e0 + dv == nvec ? lanes(d - 16 * (nvec - 1)) : (__mmask16)0xFFFF;
+    __mmask16 tm = e0 + dv == nvec ? ts__mask16(d - 16 * (nvec - 1)) : (__mmask16)0xFFFF;
     for (int i0 = 0; i0 < br; i0 += 4) {
       int rows = br - i0 >= 4 ? 4 : br - i0;
       pvs_table[rl == 1][rows - 1][dv - 1](pt + i0, lds, v + 16 * e0, ldv, runs, skip + (int64_t)(i0 / 4) * nw, nw,
@@ -339,10 +339,10 @@ static void pack_q(const float *q, int64_t nr, int64_t d, int64_t ldq, float *qt
   for (int64_t i0 = 0; i0 < nr; i0 += 16)
     for (int64_t k0 = 0; k0 < d; k0 += 16) {
       __m512 r[16];
-      const __mmask16 km = lanes(d - k0);
+      const __mmask16 km = ts__mask16(d - k0);
       UNROLL for (int a = 0; a < 16; a++)
         r[a] = i0 + a < nr ? _mm512_maskz_loadu_ps(km, q + (i0 + a) * d + k0) : _mm512_setzero_ps();
-      transpose16(r);
+      ts__transpose16(r);
       const int kc = d - k0 < 16 ? (int)(d - k0) : 16;
       for (int c = 0; c < kc; c++) _mm512_storeu_ps(qt + (k0 + c) * ldq + i0, r[c]);
     }
@@ -352,21 +352,28 @@ static void finish(const float *o, int64_t ldo, const float *l, int64_t nr, int6
   for (int64_t i = 0; i < nr; i++) {
     const __m512 inv = _mm512_set1_ps(l[i] > 0.0f ? 1.0f / l[i] : 0.0f);
     for (int64_t e = 0; e < d; e += 16)
-      _mm512_mask_storeu_ps(dst + i * d + e, lanes(d - e), _mm512_mul_ps(_mm512_loadu_ps(o + i * ldo + e), inv));
+      _mm512_mask_storeu_ps(dst + i * d + e, ts__mask16(d - e), _mm512_mul_ps(_mm512_loadu_ps(o + i * ldo + e), inv));
   }
 }
 
-const ts__attn_kern ts__attn_kern_avx512 = {.pack_q = pack_q,
-                                            .finish = finish,
-                                            .qk_f32 = qk_f32,
-                                            .qk_bf16 = ts__attn_avx512_qk_bf16,
-                                            .softmax = softmax,
-                                            .pv = pv,
-                                            .qk_runs = qk_runs,
-                                            .pv_runs = pv_runs,
-                                            .vpack = ts__attn_avx512_vpack,
-                                            .softmax_pairs = ts__attn_avx512_softmax_pairs,
-                                            .pv_pairs = ts__attn_avx512_pv_pairs,
-                                            .qk_diag = ts__attn_avx512_qk_diag,
-                                            .qk_diag_dot = ts__attn_avx512_qk_diag_dot,
-                                            .pv_diag = ts__attn_avx512_pv_diag};
+/* Two tables: plain AVX-512, and with the bf16 dot entries (attn_kern_bf16_avx512.c,
+ * attn_kern_diag_bf16_avx512.c) for CPUs with AVX-512 BF16; the dispatcher (attn_exec.c) picks. */
+#define TS__ATTN_KERN_AVX512(QK_BF16, VPACK, SOFTMAX_PAIRS, PV_PAIRS, QK_DIAG_DOT)                                       \
+  {.pack_q = pack_q,                                                                                                     \
+   .finish = finish,                                                                                                     \
+   .qk_f32 = qk_f32,                                                                                                     \
+   .qk_bf16 = QK_BF16,                                                                                                   \
+   .softmax = softmax,                                                                                                   \
+   .pv = pv,                                                                                                             \
+   .qk_runs = qk_runs,                                                                                                   \
+   .pv_runs = pv_runs,                                                                                                   \
+   .vpack = VPACK,                                                                                                       \
+   .softmax_pairs = SOFTMAX_PAIRS,                                                                                       \
+   .pv_pairs = PV_PAIRS,                                                                                                 \
+   .qk_diag = ts__attn_avx512_qk_diag,                                                                                   \
+   .qk_diag_dot = QK_DIAG_DOT,                                                                                           \
+   .pv_diag = ts__attn_avx512_pv_diag}
+const ts__attn_kern ts__attn_kern_avx512 = TS__ATTN_KERN_AVX512(NULL, NULL, NULL, NULL, NULL);
+const ts__attn_kern ts__attn_kern_avx512_bf16 =
+    TS__ATTN_KERN_AVX512(ts__attn_avx512_qk_bf16, ts__attn_avx512_vpack, ts__attn_avx512_softmax_pairs,
+                         ts__attn_avx512_pv_pairs, ts__attn_avx512_qk_diag_dot);

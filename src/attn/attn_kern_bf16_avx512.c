@@ -129,7 +129,7 @@ static inline __attribute__((always_inline)) void qkb_small_impl(const uint32_t 
       __m512 acc[16];
       UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_setzero_ps();
       _Pragma("GCC unroll 4") for (int64_t c = 0; c < np; c += 16) {
-        const __mmask16 m = lanes(np - c);
+        const __mmask16 m = ts__mask16(np - c);
         __m512bh qv[4], kv[4];
         UNROLL for (int r = 0; r < 4; r++) qv[r] = (__m512bh)_mm512_maskz_loadu_epi32(m, qr + r * np + c);
         UNROLL for (int t = 0; t < 4; t++) kv[t] = (__m512bh)_mm512_maskz_loadu_epi32(m, kr[t] + 2 * c);
@@ -183,7 +183,7 @@ void ts__attn_avx512_vpack(const uint16_t *v, int64_t ldv, int64_t d, int bc, ui
     const uint16_t *a = v + (runs ? (int64_t)runs[ja / rl] + ja % rl : ja) * ldv;
     const uint16_t *b = hasb ? v + (runs ? (int64_t)runs[jb / rl] + jb % rl : jb) * ldv : a;
     for (int64_t e = 0; e < ldvp; e += 16) {
-      __mmask16 km = lanes(d - e);
+      __mmask16 km = ts__mask16(d - e);
       __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(km, a + e));
       __m512i hi = hasb ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(km, b + e)) : _mm512_setzero_si512();
       _mm512_storeu_si512(vp + p * ldvp + e, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));

@@ -52,7 +52,7 @@ static inline __attribute__((always_inline)) void qk_block(const void *q, const 
   __m512 acc[16];
   UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_setzero_ps();
   for (int64_t c = 0; c < d; c += 16) {
-    const __mmask16 m = lanes(d - c);
+    const __mmask16 m = ts__mask16(d - c);
     __m512 qv[4];
     UNROLL for (int r = 0; r < 4; r++) qv[r] = ld16(q, bf, qr[r] * d + c, m);
     UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_fmadd_ps(qv[x / 4], ld16(k, bf, kr[x] * d + c, m), acc[x]);
@@ -72,7 +72,7 @@ static inline __attribute__((always_inline)) void qk_block_run(const void *q, co
   __m512 acc[16];
   UNROLL for (int x = 0; x < 16; x++) acc[x] = _mm512_setzero_ps();
   _Pragma("GCC unroll 4") for (int64_t c = 0; c < d; c += 16) {
-    const __mmask16 m = lanes(d - c);
+    const __mmask16 m = ts__mask16(d - c);
     __m512 qv[4], kv[7];
     UNROLL for (int r = 0; r < 4; r++) qv[r] = ld16(qp + (r * d + c) * es, bf, 0, m);
     UNROLL for (int x = 0; x < 7; x++) {
@@ -302,7 +302,7 @@ static inline __attribute__((always_inline)) void pv_diag_impl(const float *pt, 
   const bool perm = bf && d == 64;
   for (int64_t e0 = 0; e0 < d; e0 += 64) {
     __mmask16 cm[4];
-    for (int c = 0; c < 4; c++) cm[c] = e0 + 16 * c < d ? lanes(d - e0 - 16 * c) : 0;
+    for (int c = 0; c < 4; c++) cm[c] = e0 + 16 * c < d ? ts__mask16(d - e0 - 16 * c) : 0;
     int i = 0;
     for (; i + 4 <= br; i += 4)
       pv_block(pt + i, lds, v, bf, perm, d, n, row0 + i, offs, &R, 4, i, e0, cm, o + (int64_t)i * ldo, ldo, alpha ? alpha + i : NULL);

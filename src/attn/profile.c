@@ -4,9 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "attn/profile_internal.h"
+#include "core/artifact_internal.h"
+#include "tessera/hwinfo.h"
 
 static const char *const level_names[TS_ATTN_PROFILE_LEVEL_COUNT] = {"quick", "standard", "full"};
 
@@ -56,21 +57,17 @@ ts_status ts_attn_profile_init(ts_attn_profile *p, const ts_attn_profile_opts *o
     return ts_error(TS_ERR_DTYPE, "attn profile: dtype %s is not f32 or bf16", ts_dtype_name(o->dtype));
   const level_def *L = &levels[o->level];
   p->version = TS_ATTN_PROFILE_VERSION;
-  snprintf(p->cpu_model, sizeof p->cpu_model, "%s", ts_cpu()->model);
-  snprintf(p->kernels, sizeof p->kernels, "%s", ts_isa_name(ts_isa_active()));
-  snprintf(p->tessera_version, sizeof p->tessera_version, "%s", ts_version());
+  ts_provenance_here(&p->prov, ts_isa_active(), 1); /* the timed executes run on one thread */
+  snprintf(p->prov.clock, sizeof p->prov.clock, "%s", ts_clock_name(o->wall_clock ? TS_CLOCK_WALL : TS_CLOCK_THREAD_CPU));
+  ts_hwinfo_profile_key_here(0, p->prov.profile);
   snprintf(p->level, sizeof p->level, "%s", level_names[o->level]);
-  time_t now = time(NULL);
-  struct tm tm;
-  if (gmtime_r(&now, &tm)) strftime(p->date, sizeof p->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  p->threads = 1, p->d = o->d, p->dtype = o->dtype;
+  p->d = o->d, p->dtype = o->dtype;
   p->warmup = o->warmup >= 0 ? o->warmup : L->warmup;
   p->repeats = o->repeats > 0 ? o->repeats : L->repeats;
   p->passes = o->passes > 0 ? o->passes : L->passes;
   if (p->passes > TS_ATTN_PROFILE_MAX_PASSES)
     return ts_error(TS_ERR_INVALID_ARG, "attn profile: passes = %d is more than %d", p->passes, TS_ATTN_PROFILE_MAX_PASSES);
   p->min_time_s = o->min_time_s >= 0 ? o->min_time_s : L->min_time_s;
-  snprintf(p->clock, sizeof p->clock, "%s", o->wall_clock ? "wall" : "thread_cpu");
   /* grid */
   const int32_t *sizes = o->sizes && o->nsizes > 0 ? o->sizes : L->sizes;
   int ns = o->sizes && o->nsizes > 0 ? o->nsizes : L->nsizes;
@@ -143,11 +140,6 @@ static ts_status random_cells(ts_bitmap *b, int64_t rows, int64_t cols, double d
   return TS_OK;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* One pass over the grid: every entry's median into sec [nmenu][ndens][ns][ns], ov [ns][ns]. */
 static ts_status measure_pass(const ts_attn_profile_opts *o, ts_attn_profile *p, ts__attn_timer *t, double *sec,
                               double *ov, ts_progress *pr, int64_t *done) {
@@ -183,8 +175,7 @@ static void median_of_passes(const double *src, int passes, size_t n, double *ds
   double v[TS_ATTN_PROFILE_MAX_PASSES];
   for (size_t i = 0; i < n; i++) {
     for (int k = 0; k < passes; k++) v[k] = src[(size_t)k * n + i];
-    qsort(v, (size_t)passes, sizeof *v, cmp_double);
-    dst[i] = ts__attn_round9(passes % 2 ? v[passes / 2] : 0.5 * (v[passes / 2 - 1] + v[passes / 2]));
+    dst[i] = ts__attn_round9(ts_median(v, passes));
   }
 }
 
@@ -219,15 +210,22 @@ ts_status ts_attn_profile_measure(const ts_attn_profile_opts *o, ts_attn_profile
   return st;
 }
 
+#define PROFILE_KIND "attn-profile"
+
+/* The store's key of a request: <level>-d<d>-<dtype>-<kernels>. */
+static ts_status store_key(const ts_attn_profile_opts *o, char *key, size_t cap) {
+  int w = snprintf(key, cap, "%s-d%lld-%s-%s", ts_attn_profile_level_name(o->level), (long long)o->d,
+                   ts_dtype_name(o->dtype), ts_isa_name(ts_isa_active()));
+  if (w < 0 || (size_t)w >= cap) return ts_error(TS_ERR_INVALID_ARG, "attn profile: key longer than %zu bytes", cap);
+  return TS_OK;
+}
+
 ts_status ts_attn_profile_default_path(const ts_attn_profile_opts *o, char *buf, size_t cap) {
   ts_attn_profile_opts def = ts_attn_profile_opts_default();
   if (!o) o = &def;
-  char dir[4096];
-  TS_TRY(ts_cache_dir(dir, sizeof dir));
-  int w = snprintf(buf, cap, "%s/attn_profile_%s_d%lld_%s.json", dir, ts_attn_profile_level_name(o->level),
-                   (long long)o->d, ts_dtype_name(o->dtype));
-  if (w < 0 || (size_t)w >= cap) return ts_error(TS_ERR_INVALID_ARG, "attn profile: path buffer of %zu bytes is too small", cap);
-  return TS_OK;
+  char key[80];
+  TS_TRY(store_key(o, key, sizeof key));
+  return ts_artifact_path(PROFILE_KIND, key, buf, cap);
 }
 
 #define WHY(...) (why && cap ? (void)snprintf(why, cap, __VA_ARGS__) : (void)0, false)
@@ -237,14 +235,10 @@ bool ts_attn_profile_matches(const ts_attn_profile *p, const ts_attn_profile_opt
   if (ts_attn_profile_init(&want, o) != TS_OK) return WHY("invalid request: %s", ts_last_error());
   ts_attn_profile_free(&want);
   if (p->version != TS_ATTN_PROFILE_VERSION) return WHY("format version %d != %d", p->version, TS_ATTN_PROFILE_VERSION);
-  if (strcmp(p->cpu_model, want.cpu_model)) return WHY("cpu_model '%s' != this machine's '%s'", p->cpu_model, want.cpu_model);
-  if (strcmp(p->kernels, want.kernels)) return WHY("kernels %s != active %s", p->kernels, want.kernels);
-  if (p->threads != 1) return WHY("threads %d != 1", p->threads);
-  if (strcmp(p->tessera_version, want.tessera_version))
-    return WHY("tessera version %s != %s", p->tessera_version, want.tessera_version);
+  if (!ts_provenance_matches(&p->prov, &want.prov, TS_PROV_THREADS | TS_PROV_VERSION, why, cap)) return false;
   if (strcmp(p->level, want.level)) return WHY("level %s != requested %s", p->level, want.level);
   if (p->d != want.d) return WHY("d %lld != requested %lld", (long long)p->d, (long long)want.d);
-  if (strcmp(p->clock, want.clock)) return WHY("clock %s != requested %s", p->clock, want.clock);
+  if (strcmp(p->prov.clock, want.prov.clock)) return WHY("clock %s != requested %s", p->prov.clock, want.prov.clock);
   if (p->dtype != want.dtype) return WHY("dtype %s != requested %s", ts_dtype_name(p->dtype), ts_dtype_name(want.dtype));
   if (p->nsizes != want.nsizes || memcmp(p->sizes, want.sizes, (size_t)want.nsizes * sizeof *want.sizes))
     return WHY("size grid differs from the request");
@@ -255,18 +249,49 @@ bool ts_attn_profile_matches(const ts_attn_profile *p, const ts_attn_profile_opt
   return true;
 }
 
-ts_status ts_attn_profile_get(const ts_attn_profile_opts *o, const char *path, ts_attn_profile *out, bool *measured) {
-  char def_path[4200];
-  if (!path) {
-    TS_TRY(ts_attn_profile_default_path(o, def_path, sizeof def_path));
-    path = def_path;
+/* ---- the cached profile: artifact "attn-profile" (payload: the profile JSON) ------------------ */
+
+typedef struct get_ctx {
+  const ts_attn_profile_opts *o;
+  ts_attn_profile *out;
+} get_ctx;
+
+static ts_status get_accept(void *ctx, const cJSON *data, const ts_provenance *prov) {
+  (void)prov; /* the payload carries the same record; matches() judges it with the request */
+  get_ctx *c = ctx;
+  TS_TRY(ts_attn_profile_from_json(data, c->out));
+  char why[256];
+  if (ts_attn_profile_matches(c->out, c->o, why, sizeof why)) return TS_OK;
+  if (c->o->progress) fprintf(stderr, "tessera: the cached attn profile is stale (%s): measuring again\n", why);
+  ts_attn_profile_free(c->out);
+  return ts_error(TS_ERR_NOT_FOUND, "attn profile: stale (%s)", why);
+}
+
+static ts_status get_compute(void *ctx, cJSON **data, ts_provenance *prov) {
+  get_ctx *c = ctx;
+  TS_TRY(ts_attn_profile_measure(c->o, c->out));
+  *prov = c->out->prov;
+  if (!(*data = ts_attn_profile_to_json(c->out))) { /* measured but not kept: still a result */
+    fprintf(stderr, "tessera: cannot build the attn profile's JSON: not cached\n");
   }
-  if (measured) *measured = false;
+  return TS_OK;
+}
+
+static ts_status get_check(void *ctx, const cJSON *data) {
+  (void)ctx;
+  ts_attn_profile q;
+  TS_TRY(ts_attn_profile_from_json(data, &q));
+  ts_attn_profile_free(&q);
+  return TS_OK;
+}
+
+/* An explicit file: the profile JSON itself (no envelope). */
+static ts_status get_file(const ts_attn_profile_opts *o, const char *path, ts_attn_profile *out, bool *measured) {
   ts_status st = ts_attn_profile_load(path, out);
   if (st == TS_OK) {
     char why[256];
     if (ts_attn_profile_matches(out, o, why, sizeof why)) return TS_OK;
-    if (!o || o->progress) fprintf(stderr, "tessera: attn profile %s is stale (%s): measuring again\n", path, why);
+    if (o->progress) fprintf(stderr, "tessera: attn profile %s is stale (%s): measuring again\n", path, why);
     ts_attn_profile_free(out);
   } else if (st != TS_ERR_NOT_FOUND) {
     fprintf(stderr, "tessera: ignoring attn profile %s: %s\n", path, ts_last_error());
@@ -276,4 +301,18 @@ ts_status ts_attn_profile_get(const ts_attn_profile_opts *o, const char *path, t
   if (ts_attn_profile_save(out, path) != TS_OK)
     fprintf(stderr, "tessera: cannot save the attn profile: %s\n", ts_last_error());
   return TS_OK;
+}
+
+ts_status ts_attn_profile_get(const ts_attn_profile_opts *o, const char *path, ts_attn_profile *out, bool *measured) {
+  ts_attn_profile_opts def = ts_attn_profile_opts_default();
+  if (!o) o = &def;
+  if (!out) return ts_error(TS_ERR_INVALID_ARG, "attn profile get: NULL output");
+  memset(out, 0, sizeof *out);
+  if (measured) *measured = false;
+  if (path) return get_file(o, path, out, measured);
+  char key[80];
+  TS_TRY(store_key(o, key, sizeof key));
+  static const ts__artifact_ops ops = {{PROFILE_KIND, TS_ATTN_PROFILE_VERSION}, get_accept, get_compute, get_check};
+  get_ctx c = {o, out};
+  return ts__artifact_get(&ops, key, &c, measured);
 }

@@ -15,10 +15,9 @@ typedef struct ts__attn_timer {
   bool wall_clock;
   float *q, *k, *v, *o;
   uint16_t *qb, *kb, *vb;
-  double *samples; /* [TS__ATTN_MAX_CALLS] */
 } ts__attn_timer;
 
-#define TS__ATTN_MAX_CALLS 1000
+#define TS__ATTN_MAX_CALLS 1000 /* timed calls of one time_plan at most */
 
 ts_status ts__attn_timer_init(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype dtype, int warmup, int repeats,
                               double min_time_s, bool wall_clock);

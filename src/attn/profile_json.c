@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/artifact_internal.h"
 #include "tessera/attn_profile.h"
 #include "tessera/io.h"
 
@@ -20,19 +21,15 @@ static cJSON *int_array(const int32_t *v, int n) {
 
 cJSON *ts_attn_profile_to_json(const ts_attn_profile *p) {
   if (!p || !p->seconds || !p->overhead) return NULL;
-  cJSON *j = cJSON_CreateObject(), *prov = cJSON_CreateObject();
+  cJSON *j = cJSON_CreateObject(), *prov = ts__provenance_json(&p->prov);
   if (!j || !prov) return cJSON_Delete(j), cJSON_Delete(prov), NULL;
   bool ok = cJSON_AddStringToObject(j, "format", FORMAT_NAME) && cJSON_AddNumberToObject(j, "version", p->version) &&
             cJSON_AddItemToObject(j, "provenance", prov);
   if (!ok) return cJSON_Delete(prov), cJSON_Delete(j), NULL;
-  ok = cJSON_AddStringToObject(prov, "cpu_model", p->cpu_model) && cJSON_AddStringToObject(prov, "kernels", p->kernels) &&
-       cJSON_AddNumberToObject(prov, "threads", p->threads) && cJSON_AddStringToObject(prov, "date", p->date) &&
-       cJSON_AddStringToObject(prov, "tessera_version", p->tessera_version) &&
-       cJSON_AddStringToObject(j, "level", p->level) && cJSON_AddNumberToObject(j, "d", (double)p->d) &&
+  ok = cJSON_AddStringToObject(j, "level", p->level) && cJSON_AddNumberToObject(j, "d", (double)p->d) &&
        cJSON_AddStringToObject(j, "dtype", ts_dtype_name(p->dtype)) && cJSON_AddNumberToObject(j, "warmup", p->warmup) &&
        cJSON_AddNumberToObject(j, "repeats", p->repeats) && cJSON_AddNumberToObject(j, "passes", p->passes) &&
-       cJSON_AddNumberToObject(j, "min_time_s", p->min_time_s) && cJSON_AddStringToObject(j, "clock", p->clock) &&
-       cJSON_AddNumberToObject(j, "measure_s", p->measure_s);
+       cJSON_AddNumberToObject(j, "min_time_s", p->min_time_s) && cJSON_AddNumberToObject(j, "measure_s", p->measure_s);
   cJSON *sizes = ok ? int_array(p->sizes, p->nsizes) : NULL;
   ok = ok && sizes && cJSON_AddItemToObject(j, "sizes", sizes);
   cJSON *dens = ok ? cJSON_CreateDoubleArray(p->densities, p->ndens) : NULL;
@@ -207,13 +204,10 @@ ts_status ts_attn_profile_from_json(const cJSON *j, ts_attn_profile *p) {
   q.version = (int)v;
   const cJSON *prov = cJSON_GetObjectItemCaseSensitive(j, "provenance");
   if (!cJSON_IsObject(prov)) return ts_error(TS_ERR_FORMAT, "attn profile: key 'provenance': expected an object");
-  TS_TRY(get_str(prov, "provenance", "cpu_model", q.cpu_model, sizeof q.cpu_model));
-  TS_TRY(get_str(prov, "provenance", "kernels", q.kernels, sizeof q.kernels));
-  TS_TRY(get_str(prov, "provenance", "date", q.date, sizeof q.date));
-  TS_TRY(get_str(prov, "provenance", "tessera_version", q.tessera_version, sizeof q.tessera_version));
-  TS_TRY(as_format(ts_json_get_int(prov, "threads", &v), "provenance"));
-  if (v < 1 || v > 1 << 20) return ts_error(TS_ERR_FORMAT, "attn profile: provenance 'threads': %lld is not >= 1", (long long)v);
-  q.threads = (int)v;
+  TS_TRY(ts__provenance_parse(prov, "attn profile", &q.prov));
+  if (!q.prov.cpu_model[0] || !q.prov.kernels[0])
+    return ts_error(TS_ERR_FORMAT, "attn profile: provenance: 'cpu_model' and 'kernels' must be non-empty strings");
+  if (q.prov.threads < 1) return ts_error(TS_ERR_FORMAT, "attn profile: provenance 'threads': %d is not >= 1", q.prov.threads);
   TS_TRY(get_str(j, "", "level", q.level, sizeof q.level));
   ts_attn_profile_level lvl;
   if (ts_attn_profile_level_parse(q.level, &lvl) != TS_OK)
@@ -230,9 +224,10 @@ ts_status ts_attn_profile_from_json(const cJSON *j, ts_attn_profile *p) {
   q.passes = (int)v;
   TS_TRY(as_format(ts_json_get_number(j, "min_time_s", &q.min_time_s), ""));
   TS_TRY(as_format(ts_json_get_number(j, "measure_s", &q.measure_s), ""));
-  TS_TRY(get_str(j, "", "clock", q.clock, sizeof q.clock));
-  if (strcmp(q.clock, "wall") && strcmp(q.clock, "thread_cpu"))
-    return ts_error(TS_ERR_FORMAT, "attn profile: key 'clock': '%s' is not thread_cpu or wall", q.clock);
+  if (!q.prov.clock[0]) /* version 1: the clock beside the provenance */
+    TS_TRY(get_str(j, "", "clock", q.prov.clock, sizeof q.prov.clock));
+  if (strcmp(q.prov.clock, "wall") && strcmp(q.prov.clock, "thread_cpu"))
+    return ts_error(TS_ERR_FORMAT, "attn profile: key 'clock': '%s' is not thread_cpu or wall", q.prov.clock);
   TS_TRY(read_grid(j, &q));
   q.seconds = ts_calloc((size_t)q.nmenu * q.ndens * q.nsizes * q.nsizes, sizeof(double));
   q.overhead = ts_calloc((size_t)q.nsizes * q.nsizes, sizeof(double));

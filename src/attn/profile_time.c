@@ -3,9 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
 #include "attn/profile_internal.h"
+#include "tessera/measure.h"
 
 static ts_status timer_init(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype dtype, int warmup, int repeats,
                             double min_time_s, bool wall_clock, int64_t heads) {
@@ -29,8 +28,7 @@ static ts_status timer_init(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype
   t->q = ts_malloc(ne * sizeof(float)), t->k = ts_malloc(ne * sizeof(float));
   t->v = ts_malloc(ne * sizeof(float)), t->o = ts_malloc(ne * sizeof(float));
   t->qb = ts_malloc(ne * 2), t->kb = ts_malloc(ne * 2), t->vb = ts_malloc(ne * 2);
-  t->samples = malloc(TS__ATTN_MAX_CALLS * sizeof(double));
-  if (!t->q || !t->k || !t->v || !t->o || !t->qb || !t->kb || !t->vb || !t->samples) {
+  if (!t->q || !t->k || !t->v || !t->o || !t->qb || !t->kb || !t->vb) {
     ts__attn_timer_free(t);
     return ts_error(TS_ERR_OOM, "attn profile: cannot allocate Q/K/V/O for %lld x %lld", (long long)nmax, (long long)d);
   }
@@ -62,7 +60,6 @@ void ts__attn_timer_free(ts__attn_timer *t) {
   ts_context_destroy(t->ctx);
   ts_free(t->q), ts_free(t->k), ts_free(t->v), ts_free(t->o);
   ts_free(t->qb), ts_free(t->kb), ts_free(t->vb);
-  free(t->samples);
   memset(t, 0, sizeof *t);
 }
 
@@ -72,73 +69,61 @@ double ts__attn_round9(double x) {
   return strtod(buf, NULL);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
+typedef struct run_arg {
+  ts__attn_timer *t;
+  ts_attn_plan *plan;
+  int64_t n;
+} run_arg;
 
-/* Seconds on the wall clock, or of this thread's CPU time (the one-thread execute runs on the
- * calling thread: OpenMP's team of one is the caller). */
-static double clock_now(bool wall) {
-  if (wall) return ts_now();
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return ts_now();
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static ts_status run_once(ts__attn_timer *t, ts_attn_plan *plan, int64_t n) {
+/* One execute of the plan (a timed candidate of the measure engine). */
+static ts_status run_once(void *arg) {
+  const run_arg *a = arg;
+  ts__attn_timer *t = a->t;
   /* heads > 1: the timer's arrays are [heads][nmax][d]; a plan for n < nmax reads [heads][n][d] of them */
-  if (t->dtype == TS_BF16) return ts_attn_execute_bf16(t->ctx, plan, t->qb, t->kb, t->vb, t->o, 1, t->heads, n, t->d);
-  return ts_attn_execute(t->ctx, plan, t->q, t->k, t->v, t->o, 1, t->heads, n, t->d);
+  if (t->dtype == TS_BF16) return ts_attn_execute_bf16(t->ctx, a->plan, t->qb, t->kb, t->vb, t->o, 1, t->heads, a->n, t->d);
+  return ts_attn_execute(t->ctx, a->plan, t->q, t->k, t->v, t->o, 1, t->heads, a->n, t->d);
+}
+
+/* The engine's options for this timer: thread CPU time (the one-thread execute runs on the calling
+ * thread: OpenMP's team of one is the caller) unless the wall clock was asked for. */
+static ts_measure_opts timer_opts(const ts__attn_timer *t, int warmup, int rounds, int max_rounds, double min_time_s) {
+  ts_measure_opts o = ts_measure_opts_default();
+  o.clock = t->wall_clock ? TS_CLOCK_WALL : TS_CLOCK_THREAD_CPU;
+  o.warmup = warmup, o.rounds = rounds, o.max_rounds = max_rounds, o.min_time_s = min_time_s;
+  return o;
 }
 
 ts_status ts__attn_time_plan(ts__attn_timer *t, ts_attn_plan *plan, int64_t n, double *seconds) {
   if (n > t->nmax)
     return ts_error(TS_ERR_INVALID_ARG, "attn profile: a plan for n = %lld on a timer for %lld", (long long)n, (long long)t->nmax);
-  ts_status st = TS_OK;
-  for (int w = 0; st == TS_OK && w < t->warmup; w++) st = run_once(t, plan, n);
-  int calls = 0;
-  double total = 0;
-  while (st == TS_OK && calls < TS__ATTN_MAX_CALLS && (calls < t->repeats || total < t->min_time_s)) {
-    double t0 = clock_now(t->wall_clock);
-    st = run_once(t, plan, n);
-    double dt = clock_now(t->wall_clock) - t0;
-    t->samples[calls++] = dt, total += dt;
-  }
-  if (st == TS_OK) {
-    qsort(t->samples, (size_t)calls, sizeof(double), cmp_double);
-    double med = calls % 2 ? t->samples[calls / 2] : 0.5 * (t->samples[calls / 2 - 1] + t->samples[calls / 2]);
-    *seconds = ts__attn_round9(med > 1e-9 ? med : 1e-9); /* a table entry is always positive */
-  }
-  return st;
+  run_arg a = {t, plan, n};
+  const ts_measure_opts o = timer_opts(t, t->warmup, t->repeats, TS__ATTN_MAX_CALLS, t->min_time_s);
+  ts_measure_result r;
+  TS_TRY(ts_measure_one(run_once, &a, &o, &r));
+  if (r.status != TS_OK) return r.status;
+  *seconds = ts__attn_round9(r.s.median > 1e-9 ? r.s.median : 1e-9); /* a table entry is always positive */
+  return TS_OK;
 }
 
 ts_status ts__attn_time_plans(ts__attn_timer *t, ts_attn_plan *const *plans, int np, int64_t n, int rounds, double *seconds) {
   if (n > t->nmax)
     return ts_error(TS_ERR_INVALID_ARG, "attn profile: plans for n = %lld on a timer for %lld", (long long)n, (long long)t->nmax);
   if (np < 1 || rounds < 1 || rounds > 64) return ts_error(TS_ERR_INVALID_ARG, "attn profile: %d plans, %d rounds", np, rounds);
-  double *tm = malloc((size_t)np * (size_t)rounds * sizeof *tm), ratio[64];
-  if (!tm) return ts_error(TS_ERR_OOM, "attn profile: %d x %d timings", np, rounds);
-  ts_status st = TS_OK;
-  for (int i = 0; st == TS_OK && i < np; i++) st = run_once(t, plans[i], n);
-  for (int r = 0; st == TS_OK && r < rounds; r++)
-    for (int i = 0; st == TS_OK && i < np; i++) {
-      double t0 = clock_now(t->wall_clock);
-      st = run_once(t, plans[i], n);
-      double dt = clock_now(t->wall_clock) - t0;
-      tm[i * rounds + r] = dt > 1e-9 ? dt : 1e-9;
-    }
+  run_arg *a = malloc((size_t)np * sizeof *a);
+  void **args = malloc((size_t)np * sizeof *args);
+  ts_measure_fn *fn = malloc((size_t)np * sizeof *fn);
+  ts_measure_result *res = malloc((size_t)np * sizeof *res);
+  ts_status st = a && args && fn && res ? TS_OK : ts_error(TS_ERR_OOM, "attn profile: %d x %d timings", np, rounds);
+  for (int i = 0; st == TS_OK && i < np; i++) a[i] = (run_arg){t, plans[i], n}, args[i] = &a[i], fn[i] = run_once;
+  /* one warm-up call each, then exactly `rounds` interleaved rounds */
+  const ts_measure_opts o = timer_opts(t, 1, rounds, rounds, 0.0);
+  if (st == TS_OK) st = ts_measure_run(np, fn, args, &o, res, NULL);
+  for (int i = 0; st == TS_OK && i < np; i++) st = res[i].status; /* every plan must run */
   if (st == TS_OK) {
-    double m0 = tm[0];
-    for (int r = 1; r < rounds; r++) m0 = tm[r] < m0 ? tm[r] : m0;
-    for (int i = 0; i < np; i++) {
-      for (int r = 0; r < rounds; r++) ratio[r] = tm[i * rounds + r] / tm[r];
-      qsort(ratio, (size_t)rounds, sizeof *ratio, cmp_double);
-      double med = rounds % 2 ? ratio[rounds / 2] : 0.5 * (ratio[rounds / 2 - 1] + ratio[rounds / 2]);
-      seconds[i] = m0 * med;
-    }
+    const double m0 = res[0].s.min > 1e-9 ? res[0].s.min : 1e-9; /* plan 0's fastest call */
+    for (int i = 0; i < np; i++) seconds[i] = m0 * res[i].ratio;
   }
-  free(tm);
+  free(a), free(args), free(fn), free(res);
   return st;
 }
 

@@ -124,44 +124,49 @@ ts_status ts__sched_build_schedule(const ts__sched_build *B, const int *choice, 
   return TS_OK;
 }
 
-ts_status ts_attn_schedule_solve(const ts_blocks *blk, const ts_bitmap *mask, const ts_attn_sched_opts *opts,
-                                 ts_attn_schedule *out, ts_attn_sched_info *info) {
-  double t0 = ts_now();
-  if (!out) return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: NULL schedule");
-  memset(out, 0, sizeof *out);
+/* The arguments and options of ts_attn_schedule_solve: o (the defaults when opts is NULL), the
+ * tile menu (the default one when o has none). */
+static ts_status solve_args(const ts_blocks *blk, const ts_bitmap *mask, const ts_attn_sched_opts *opts, ts_attn_sched_opts *o,
+                            const ts_attn_tile **menu, int *nmenu) {
   if (!blk || (blk->nblocks > 0 && !blk->blocks)) return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: NULL blocks");
   if (!mask || !mask->bits || mask->rows != blk->rows || mask->cols != blk->cols || blk->rows != blk->cols)
     return ts_error(TS_ERR_SHAPE, "attn scheduler: mask %lld x %lld does not match the %lld x %lld blocks' pattern",
                     mask ? (long long)mask->rows : 0LL, mask ? (long long)mask->cols : 0LL, (long long)blk->rows,
                     (long long)blk->cols);
-  ts_attn_sched_opts o;
-  if (opts) o = *opts;
-  else ts_attn_sched_opts_default(&o);
-  const ts_attn_tile *menu = o.menu;
-  int nmenu = o.nmenu;
-  if (!menu || nmenu < 1) nmenu = ts_attn_default_menu(&menu);
-  for (int t = 0; t < nmenu; t++)
-    if (menu[t].br < 1 || menu[t].br > TS_ATTN_TILE_MAX || menu[t].bc < 1 || menu[t].bc > TS_ATTN_TILE_MAX)
-      return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: menu tile %d is %d x %d, not in [1, %d]^2", t, menu[t].br, menu[t].bc,
+  if (opts) *o = *opts;
+  else ts_attn_sched_opts_default(o);
+  *menu = o->menu;
+  *nmenu = o->nmenu;
+  if (!*menu || *nmenu < 1) *nmenu = ts_attn_default_menu(menu);
+  for (int t = 0; t < *nmenu; t++) {
+    const ts_attn_tile *m = &(*menu)[t];
+    if (m->br < 1 || m->br > TS_ATTN_TILE_MAX || m->bc < 1 || m->bc > TS_ATTN_TILE_MAX)
+      return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: menu tile %d is %d x %d, not in [1, %d]^2", t, m->br, m->bc,
                       TS_ATTN_TILE_MAX);
-  if (o.nheights < 0 || o.nheights > 4 || (o.nheights > 0 && (o.compact_bc < 1 || o.compact_bc > TS_ATTN_TILE_MAX)))
-    return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: nheights = %d (0..4), compact_bc = %d (1..%d)", o.nheights, o.compact_bc,
-                    TS_ATTN_TILE_MAX);
-  for (int h = 0; h < o.nheights; h++)
-    if (o.heights[h] < 1 || o.heights[h] > TS_ATTN_TILE_MAX)
-      return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: compact height %d = %d is not in [1, %d]", h, o.heights[h], TS_ATTN_TILE_MAX);
-  ts_attn_cost_fn cost = o.cost ? o.cost : ts_attn_cost_default;
-  const int64_t n = blk->rows, nb = blk->nblocks;
+  }
+  if (o->nheights < 0 || o->nheights > 4 || (o->nheights > 0 && (o->compact_bc < 1 || o->compact_bc > TS_ATTN_TILE_MAX)))
+    return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: nheights = %d (0..4), compact_bc = %d (1..%d)", o->nheights,
+                    o->compact_bc, TS_ATTN_TILE_MAX);
+  for (int h = 0; h < o->nheights; h++)
+    if (o->heights[h] < 1 || o->heights[h] > TS_ATTN_TILE_MAX)
+      return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: compact height %d = %d is not in [1, %d]", h, o->heights[h],
+                      TS_ATTN_TILE_MAX);
+  return TS_OK;
+}
+
+/* The blocks' panels (every block in the menu's first tile) into out; *ni: the block pieces they
+ * hold, *nrmax: the tallest panel's rows. */
+static ts_status solve_panels(const ts_blocks *blk, const ts_bitmap *mask, const ts_attn_sched_opts *o, const ts_attn_tile *menu,
+                              ts_attn_schedule *out, int64_t *ni, int64_t *nrmax) {
+  const int64_t nb = blk->nblocks;
   ts_attn_tile *t0s = malloc((size_t)(nb ? nb : 1) * sizeof *t0s);
   if (!t0s) return ts_error(TS_ERR_OOM, "attn scheduler: cannot allocate %lld tiles", (long long)nb);
   for (int64_t b = 0; b < nb; b++) t0s[b] = menu[0];
-  ts_status st = ts_attn_schedule_from_blocks(out, n, blk->blocks, t0s, nb, mask, &o.blocks);
+  ts_status st = ts_attn_schedule_from_blocks(out, blk->rows, blk->blocks, t0s, nb, mask, &o->blocks);
   free(t0s);
-  if (st != TS_OK) return st;
-
-  const int64_t np = out->npanels, W = mask->stride;
-  int64_t ni = 0, nrmax = 1;
-  for (int64_t p = 0; p < np; p++) {
+  TS_TRY(st);
+  *ni = 0, *nrmax = 1;
+  for (int64_t p = 0; p < out->npanels; p++) {
     const ts_attn_panel *P = &out->panels[p];
     int64_t c = blocks_meeting(blk->blocks, nb, P->r0, (int64_t)P->r0 + P->nr);
     if (c > P->nseg) {
@@ -169,102 +174,170 @@ ts_status ts_attn_schedule_solve(const ts_blocks *blk, const ts_bitmap *mask, co
       return ts_error(TS_ERR_INTERNAL, "attn scheduler: panel %lld lists %lld segments for %lld block pieces", (long long)p,
                       (long long)P->nseg, (long long)c);
     }
-    ni += c;
-    nrmax = P->nr > nrmax ? P->nr : nrmax;
+    *ni += c;
+    *nrmax = P->nr > *nrmax ? P->nr : *nrmax;
   }
-  const int nh = o.nheights;
-  int64_t *pp = malloc((size_t)(ni ? ni : 1) * sizeof *pp), *segof = malloc((size_t)(ni ? ni : 1) * sizeof *segof);
-  double *cost_m = malloc((size_t)(ni ? ni : 1) * (size_t)nmenu * sizeof *cost_m), *base = calloc((size_t)np, sizeof *base);
-  double *merge = nh ? malloc((size_t)(ni ? ni : 1) * (size_t)nh * sizeof *merge) : NULL;
-  double *open = nh ? calloc((size_t)(np * nh), sizeof *open) : NULL;
-  unsigned char *must = nh ? calloc((size_t)np, 1) : NULL;
-  uint64_t *R = malloc((size_t)(nrmax * W) * sizeof *R), *u = malloc((size_t)W * sizeof *u);
-  int *tile = malloc((size_t)(ni ? ni : 1) * sizeof *tile), *height = malloc((size_t)np * sizeof *height);
-  int32_t *thread = malloc((size_t)np * sizeof *thread);
-  if (!pp || !segof || !cost_m || !base || !R || !u || !tile || !height || !thread || (nh && (!merge || !open || !must)))
-    st = ts_error(TS_ERR_OOM, "attn scheduler: cannot allocate the costs of %lld pieces x %d tiles", (long long)ni, nmenu);
+  return TS_OK;
+}
+
+/* The problem's arrays: per piece its panel, segment, price per menu tile and (nh heights) share
+ * of each compact pass; per panel its residue's price, its compact passes' own prices and whether
+ * it must run one; the solution (tile, height, thread); row scratch. */
+typedef struct solve_buf {
+  int64_t *pp, *segof;
+  double *cost_m, *base, *merge, *open;
+  unsigned char *must;
+  uint64_t *R, *u;
+  int *tile, *height;
+  int32_t *thread;
+} solve_buf;
+
+static ts_status solve_buf_alloc(solve_buf *b, int64_t ni, int64_t np, int nmenu, int nh, int64_t nrmax, int64_t W) {
+  const size_t n1 = (size_t)(ni ? ni : 1);
+  b->pp = malloc(n1 * sizeof *b->pp), b->segof = malloc(n1 * sizeof *b->segof);
+  b->cost_m = malloc(n1 * (size_t)nmenu * sizeof *b->cost_m), b->base = calloc((size_t)np, sizeof *b->base);
+  b->merge = nh ? malloc(n1 * (size_t)nh * sizeof *b->merge) : NULL;
+  b->open = nh ? calloc((size_t)(np * nh), sizeof *b->open) : NULL;
+  b->must = nh ? calloc((size_t)np, 1) : NULL;
+  b->R = malloc((size_t)(nrmax * W) * sizeof *b->R), b->u = malloc((size_t)W * sizeof *b->u);
+  b->tile = malloc(n1 * sizeof *b->tile), b->height = malloc((size_t)np * sizeof *b->height);
+  b->thread = malloc((size_t)np * sizeof *b->thread);
+  if (!b->pp || !b->segof || !b->cost_m || !b->base || !b->R || !b->u || !b->tile || !b->height || !b->thread ||
+      (nh && (!b->merge || !b->open || !b->must)))
+    return ts_error(TS_ERR_OOM, "attn scheduler: cannot allocate the costs of %lld pieces x %d tiles", (long long)ni, nmenu);
+  return TS_OK;
+}
+
+static void solve_buf_free(solve_buf *b) {
+  free(b->pp), free(b->segof), free(b->cost_m), free(b->base), free(b->merge), free(b->open), free(b->must), free(b->R),
+      free(b->u), free(b->tile), free(b->height), free(b->thread);
+}
+
+/* Prices every block piece for every menu tile, and either each panel's residue (no compact
+ * passes) or every panel's compact pass at every height (the pieces' shares and the residue's). */
+static ts_status solve_price(const ts_blocks *blk, const ts_bitmap *mask, const ts_attn_sched_opts *o, const ts_attn_tile *menu,
+                             int nmenu, ts_attn_cost_fn cost, const ts_attn_schedule *out, solve_buf *b) {
+  const int64_t W = mask->stride;
+  const int nh = o->nheights;
+  ts_status st = TS_OK;
   int64_t i = 0;
-  for (int64_t p = 0; p < np && st == TS_OK; p++) {
+  for (int64_t p = 0; p < out->npanels && st == TS_OK; p++) {
     const ts_attn_panel *P = &out->panels[p];
-    int64_t c = blocks_meeting(blk->blocks, nb, P->r0, (int64_t)P->r0 + P->nr), i0 = i;
-    load_rows(mask, P, W, R);
+    int64_t c = blocks_meeting(blk->blocks, blk->nblocks, P->r0, (int64_t)P->r0 + P->nr), i0 = i;
+    load_rows(mask, P, W, b->R);
     for (int64_t k = 0; k < P->nseg; k++) {
       const ts_attn_segment *g = &out->segs[P->seg0 + k];
       if (k < c) { /* a block piece: its cells, then its price for every menu tile */
-        ts_block b = {.row0 = g->r0, .col0 = g->c0, .rows = g->nr, .cols = g->nc};
-        b.nnz = ts__attn_rect_count(R, W, g->r0 - P->r0, g->nr, g->c0, g->nc, true);
-        for (int t = 0; t < nmenu; t++) cost_m[i * nmenu + t] = cost(&b, menu[t], o.cost_user);
-        pp[i] = p, segof[i] = P->seg0 + k;
+        ts_block bl = {.row0 = g->r0, .col0 = g->c0, .rows = g->nr, .cols = g->nc};
+        bl.nnz = ts__attn_rect_count(b->R, W, g->r0 - P->r0, g->nr, g->c0, g->nc, true);
+        for (int t = 0; t < nmenu; t++) b->cost_m[i * nmenu + t] = cost(&bl, menu[t], o->cost_user);
+        b->pp[i] = p, b->segof[i] = P->seg0 + k;
         i++;
       } else if (!nh) { /* residue (no compact passes): priced per non-empty sub-tile of its own tile */
-        base[p] += price_segment(R, W, P, g, cost, o.cost_user, true, u);
+        b->base[p] += price_segment(b->R, W, P, g, cost, o->cost_user, true, b->u);
       }
     }
     if (nh) { /* the compact pass at every height: the pieces' shares and the residue's */
       int64_t rc;
-      st = ts__attn_price_compact(mask, P, &out->segs[P->seg0], c, &o, cost, merge + i0 * nh, open + p * nh, &rc);
-      must[p] = rc > 0;
+      st = ts__attn_price_compact(mask, P, &out->segs[P->seg0], c, o, cost, b->merge + i0 * nh, b->open + p * nh, &rc);
+      b->must[p] = rc > 0;
     }
   }
+  return st;
+}
+
+/* The family scales (given, or measured from the unscaled prices) applied to b's prices: [0] tiles,
+ * [1 + h] compact passes of height h. */
+static ts_status solve_scale(const ts__sched_build *B, const ts_attn_sched_problem *pb, const ts_attn_sched_opts *o, solve_buf *b,
+                             double scale[5]) {
+  const int64_t ni = pb->npieces, np = pb->npanels;
+  const int nmenu = pb->ntiles, nh = pb->nheights;
+  if (o->calibrate_d > 0 && !o->family_given) TS_TRY(ts__sched_calibrate(B, pb, o, scale));
+  for (int f = 0; f < 5; f++)
+    if (!(scale[f] > 0 && scale[f] < 1e300))
+      return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: family scale %d = %g must be > 0", f, scale[f]);
+  for (int64_t x = 0; x < ni; x++) {
+    for (int t = 0; t < nmenu; t++) b->cost_m[x * nmenu + t] *= scale[0];
+    for (int h = 0; h < nh; h++) b->merge[x * nh + h] *= scale[1 + h];
+  }
+  for (int64_t p = 0; p < np; p++) {
+    b->base[p] *= scale[0];
+    for (int h = 0; h < nh; h++) b->open[p * nh + h] *= scale[1 + h];
+  }
+  return TS_OK;
+}
+
+/* Solves pb and writes the chosen tiles, compact passes and threads into B's schedule. With
+ * compact passes the ILP starts from the greedy's solution, then (unless DIAG passes measured
+ * faster) solves the exact coverage model of every panel (sched_cover.c); without passes the
+ * linear problem is exact. Then the measured guard, when calibrating. */
+static ts_status solve_schedule(ts__sched_build *B, const ts_attn_sched_problem *pb, const ts_attn_sched_opts *o,
+                                const double scale[5], solve_buf *b, ts_attn_schedule *out, ts_attn_sched_info *inf) {
+  const bool cover = o->solver == TS_ATTN_SOLVER_ILP && pb->nheights > 0 && out->n >= TS__ATTN_RUN;
+  ts_attn_sched_opts og = *o;
+  if (cover) og.solver = TS_ATTN_SOLVER_GREEDY;
+  TS_TRY(ts_attn_sched_problem_solve(pb, &og, b->tile, b->height, b->thread, inf));
+  if (cover && o->calibrate_d > 0 && o->guard) { /* DIAG passes measured faster: no coverage stage */
+    ts_attn_schedule gs;
+    ts_status st = ts__sched_build_schedule(B, b->tile, b->height, &gs);
+    if (st == TS_OK) st = ts_attn_schedule_set_threads(&gs, b->thread);
+    if (st == TS_OK) st = ts__sched_diag_first(B, o, &gs, &inf->diag_first);
+    ts_attn_schedule_free(&gs);
+    TS_TRY(st);
+  }
+  if (cover && !inf->diag_first) {
+    inf->ilp_run = true;
+    TS_TRY(ts__sched_cover_solve(B, pb, o, scale, b->tile, b->height, b->thread, inf));
+  }
+  ts_attn_schedule fin;
+  TS_TRY(ts__sched_build_schedule(B, b->tile, b->height, &fin));
+  ts_attn_schedule_free(out), *out = fin;
+  TS_TRY(ts_attn_schedule_set_threads(out, b->thread));
+  double tg = ts_now();
+  ts_status st = TS_OK;
+  if (o->calibrate_d > 0 && o->guard) st = ts__sched_guard(B, pb, o, out, inf);
+  inf->guard_ms = inf->guarded ? (ts_now() - tg) * 1e3 : 0.0;
+  return st;
+}
+
+ts_status ts_attn_schedule_solve(const ts_blocks *blk, const ts_bitmap *mask, const ts_attn_sched_opts *opts,
+                                 ts_attn_schedule *out, ts_attn_sched_info *info) {
+  double t0 = ts_now();
+  if (!out) return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: NULL schedule");
+  memset(out, 0, sizeof *out);
+  ts_attn_sched_opts o;
+  const ts_attn_tile *menu = NULL;
+  int nmenu = 0;
+  TS_TRY(solve_args(blk, mask, opts, &o, &menu, &nmenu));
+  ts_attn_cost_fn cost = o.cost ? o.cost : ts_attn_cost_default;
+  int64_t ni = 0, nrmax = 1;
+  TS_TRY(solve_panels(blk, mask, &o, menu, out, &ni, &nrmax));
+  const int64_t np = out->npanels;
+  const int nh = o.nheights;
+  solve_buf b = {0};
+  ts_status st = solve_buf_alloc(&b, ni, np, nmenu, nh, nrmax, mask->stride);
+  if (st == TS_OK) st = solve_price(blk, mask, &o, menu, nmenu, cost, out, &b);
   ts_attn_sched_info inf;
   memset(&inf, 0, sizeof inf);
-  ts__sched_build B = {.s = out, .mask = mask, .segof = segof, .npieces = ni, .menu = menu, .nmenu = nmenu, .o = &o,
-                       .diag_ratio = INFINITY, .blocks = blk->blocks, .nblocks = nb};
+  ts__sched_build B = {.s = out, .mask = mask, .segof = b.segof, .npieces = ni, .menu = menu, .nmenu = nmenu, .o = &o,
+                       .diag_ratio = INFINITY, .blocks = blk->blocks, .nblocks = blk->nblocks};
   if (st == TS_OK && o.calibrate_d > 0 && o.guard) st = ts__attn_diag_ratio(mask, &B.diag_ratio);
-  ts_attn_sched_problem pb = {.npanels = np, .npieces = ni, .ntiles = nmenu, .piece_panel = pp, .cost = cost_m, .base = base,
-                              .nheights = nh, .merge = merge, .open = open, .must_open = must};
+  ts_attn_sched_problem pb = {.npanels = np, .npieces = ni, .ntiles = nmenu, .piece_panel = b.pp, .cost = b.cost_m,
+                              .base = b.base, .nheights = nh, .merge = b.merge, .open = b.open, .must_open = b.must};
   double scale[5], tc = ts_now();
   memcpy(scale, o.family_scale, sizeof scale);
-  if (st == TS_OK && o.calibrate_d > 0 && !o.family_given) st = ts__sched_calibrate(&B, &pb, &o, scale);
-  for (int f = 0; f < 5 && st == TS_OK; f++)
-    if (!(scale[f] > 0 && scale[f] < 1e300)) st = ts_error(TS_ERR_INVALID_ARG, "attn scheduler: family scale %d = %g must be > 0", f, scale[f]);
-  if (st == TS_OK) {
-    for (int64_t x = 0; x < ni; x++) {
-      for (int t = 0; t < nmenu; t++) cost_m[x * nmenu + t] *= scale[0];
-      for (int h = 0; h < nh; h++) merge[x * nh + h] *= scale[1 + h];
-    }
-    for (int64_t p = 0; p < np; p++) {
-      base[p] *= scale[0];
-      for (int h = 0; h < nh; h++) open[p * nh + h] *= scale[1 + h];
-    }
-  }
+  if (st == TS_OK) st = solve_scale(&B, &pb, &o, &b, scale);
   tc = ts_now() - tc;
-  /* the ILP with compact passes: the greedy's solution first (warm start), then the exact coverage
-   * model of every panel (sched_cover.c); without passes the linear problem is exact */
-  const bool cover = o.solver == TS_ATTN_SOLVER_ILP && nh > 0 && n >= TS__ATTN_RUN;
-  ts_attn_sched_opts og = o;
-  if (cover) og.solver = TS_ATTN_SOLVER_GREEDY;
-  if (st == TS_OK) st = ts_attn_sched_problem_solve(&pb, &og, tile, height, thread, &inf);
-  if (st == TS_OK && cover && o.calibrate_d > 0 && o.guard) { /* DIAG passes measured faster: no coverage stage */
-    ts_attn_schedule gs;
-    st = ts__sched_build_schedule(&B, tile, height, &gs);
-    if (st == TS_OK) st = ts_attn_schedule_set_threads(&gs, thread);
-    if (st == TS_OK) st = ts__sched_diag_first(&B, &o, &gs, &inf.diag_first);
-    ts_attn_schedule_free(&gs);
-  }
-  if (st == TS_OK && cover && !inf.diag_first) {
-    inf.ilp_run = true;
-    st = ts__sched_cover_solve(&B, &pb, &o, scale, tile, height, thread, &inf);
-  }
-  if (st == TS_OK) {
-    ts_attn_schedule fin;
-    st = ts__sched_build_schedule(&B, tile, height, &fin);
-    if (st == TS_OK) ts_attn_schedule_free(out), *out = fin;
-  }
-  if (st == TS_OK) st = ts_attn_schedule_set_threads(out, thread);
-  double tg = ts_now();
-  if (st == TS_OK && o.calibrate_d > 0 && o.guard) st = ts__sched_guard(&B, &pb, &o, out, &inf);
-  inf.guard_ms = inf.guarded ? (ts_now() - tg) * 1e3 : 0.0;
+  if (st == TS_OK) st = solve_schedule(&B, &pb, &o, scale, &b, out, &inf);
   if (st == TS_OK && info) {
-    inf.nblocks = nb;
+    inf.nblocks = blk->nblocks;
     inf.calibrated = o.calibrate_d > 0 && !o.family_given;
     memcpy(inf.calib_scale, scale, sizeof scale);
     inf.calib_ms = inf.calibrated ? tc * 1e3 : 0.0;
     inf.ms = (ts_now() - t0) * 1e3;
     *info = inf;
   }
-  free(pp), free(segof), free(cost_m), free(base), free(merge), free(open), free(must), free(R), free(u), free(tile), free(height),
-      free(thread);
+  solve_buf_free(&b);
   if (st != TS_OK) ts_attn_schedule_free(out);
   return st;
 }

@@ -1,36 +1,18 @@
-/* Attention plans on disk: a schedule plus the permutation that made its mask, keyed by an FNV-1a
- * 64 hash of the permuted mask, the permutation and the machine, and the "run on the original
- * token order" helper (gather Q/K/V rows by the permutation, execute, scatter O back). */
+/* Attention plans on disk: a schedule plus the permutation that made its mask, keyed by the one key
+ * hash (ts_hash_*) of the permuted mask, the permutation and the machine, kept in the artifact store
+ * (kinds "attn-plan" and the index "attn-plan-src"), and the "run on the original token order" helper (gather Q/K/V rows by the permutation, execute, scatter O back). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn/profile_internal.h"
 #include "attn/sched_internal.h"
+#include "tessera/hwinfo.h"
+#include "core/artifact_internal.h"
 #include "tessera/attn_sched.h"
 #include "tessera/io.h"
-
-#define FNV_OFFSET 0xcbf29ce484222325ull
-#define FNV_PRIME 0x100000001b3ull
-
-/* FNV-1a over 8-byte words (each word multiplied in, then the high half folded down so every
- * input bit reaches the low bits), bytes for the tail: 8x fewer multiplies than byte-wise FNV-1a,
- * so the mask of a 4096-token window2d (2.8 MB of CSR) hashes in well under a millisecond. */
-static uint64_t fnv(uint64_t h, const void *data, size_t len) {
-  const unsigned char *p = data;
-  size_t i = 0;
-  for (; i + 8 <= len; i += 8) {
-    uint64_t w;
-    memcpy(&w, p + i, 8);
-    h = (h ^ w) * FNV_PRIME;
-    h ^= h >> 32;
-  }
-  for (; i < len; i++) h = (h ^ p[i]) * FNV_PRIME;
-  return h;
-}
-static uint64_t fnv_i64(uint64_t h, int64_t v) { return fnv(h, &v, sizeof v); }
-static uint64_t fnv_str(uint64_t h, const char *s) { return fnv(h, s, strlen(s) + 1); }
 
 static void copy_str(char *dst, size_t cap, const char *src) {
   snprintf(dst, cap, "%s", src ? src : "");
@@ -46,11 +28,28 @@ void ts_attn_plan_desc_init(ts_attn_plan_desc *d, int64_t n, int64_t heads, int6
   copy_str(d->kernels, sizeof d->kernels, ts_isa_name(ts_isa_active()));
 }
 
-/* The planner's version, salted into both keys: a plan cached by an earlier scheduler is made
- * again (3: the ILP's exact compact-pass model, 128-key compact items, the calibration's residue
- * pricing; 4: the guard times the plans on the schedule's threads with the deployment's heads). */
-#define PLANNER_SALT "tessera-attn-plan-4"
-#define SOURCE_SALT "tessera-attn-plan-source-4"
+/* The planner's version, salted into both keys and the plans' artifact version: a plan cached by
+ * an earlier scheduler is made again (3: the ILP's exact compact-pass model, 128-key compact items,
+ * the calibration's residue pricing; 4: the guard times the plans on the schedule's threads with
+ * the deployment's heads). */
+#define PLANNER_VERSION 4
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define PLANNER_SALT "tessera-attn-plan-" STR(PLANNER_VERSION)
+#define SOURCE_SALT "tessera-attn-plan-source-" STR(PLANNER_VERSION)
+
+/* Plans and the index from a request's source key to its plan's key, in the artifact store. */
+static const ts__artifact_kind plan_kind = {"attn-plan", PLANNER_VERSION};
+static const ts__artifact_kind index_kind = {"attn-plan-src", PLANNER_VERSION};
+
+/* The request's and the machine's part of both keys (after the mask). */
+static void hash_desc(ts_hash *h, const ts_attn_plan_desc *d, bool solver) {
+  ts_hash_i64(h, d->n), ts_hash_i64(h, d->heads), ts_hash_i64(h, d->d);
+  ts_hash_str(h, d->dtype), ts_hash_str(h, d->reorder);
+  if (solver) ts_hash_str(h, d->solver);
+  ts_hash_str(h, d->options), ts_hash_str(h, d->cpu_model), ts_hash_str(h, d->kernels);
+  ts_hash_i64(h, d->threads);
+}
 
 ts_status ts_attn_plan_key(const ts_csr *m, const int32_t *perm, const ts_attn_plan_desc *d, char key[17]) {
   if (!m || !d || !key) return ts_error(TS_ERR_INVALID_ARG, "attn plan key: NULL argument");
@@ -59,41 +58,35 @@ ts_status ts_attn_plan_key(const ts_csr *m, const int32_t *perm, const ts_attn_p
     return ts_error(TS_ERR_SHAPE, "attn plan key: mask is %lld x %lld, desc n = %lld", (long long)m->rows, (long long)m->cols,
                     (long long)d->n);
   if (perm) TS_TRY(ts_perm_validate(perm, m->rows));
-  uint64_t h = fnv_str(FNV_OFFSET, PLANNER_SALT);
-  h = fnv_i64(h, m->rows);
-  h = fnv(h, m->rowptr, (size_t)(m->rows + 1) * sizeof *m->rowptr);
-  h = fnv(h, m->col, (size_t)m->nnz * sizeof *m->col);
-  if (perm) h = fnv(h, perm, (size_t)m->rows * sizeof *perm);
-  else h = fnv_str(h, "identity");
-  h = fnv_i64(fnv_i64(fnv_i64(h, d->n), d->heads), d->d);
-  h = fnv_str(fnv_str(fnv_str(fnv_str(fnv_str(h, d->dtype), d->reorder), d->options), d->cpu_model), d->kernels);
-  h = fnv_i64(h, d->threads);
-  snprintf(key, 17, "%016llx", (unsigned long long)h);
+  ts_hash h;
+  ts_hash_init(&h, PLANNER_SALT);
+  ts_hash_i64(&h, m->rows);
+  ts_hash_bytes(&h, m->rowptr, (size_t)(m->rows + 1) * sizeof *m->rowptr);
+  ts_hash_bytes(&h, m->col, (size_t)m->nnz * sizeof *m->col);
+  if (perm) ts_hash_bytes(&h, perm, (size_t)m->rows * sizeof *perm);
+  else ts_hash_str(&h, "identity");
+  hash_desc(&h, d, false);
+  ts_hash_hex(&h, key);
   return TS_OK;
 }
 
 ts_status ts_attn_plan_source_key(const ts_csr *m, const char *options, const ts_attn_plan_desc *d, char key[17]) {
   if (!m || !d || !key) return ts_error(TS_ERR_INVALID_ARG, "attn plan source key: NULL argument");
   TS_TRY(ts_csr_validate(m));
-  uint64_t h = fnv_str(FNV_OFFSET, SOURCE_SALT);
-  h = fnv_i64(fnv_i64(h, m->rows), m->cols);
-  h = fnv(h, m->rowptr, (size_t)(m->rows + 1) * sizeof *m->rowptr);
-  h = fnv(h, m->col, (size_t)m->nnz * sizeof *m->col);
-  h = fnv_str(h, options ? options : "");
-  h = fnv_i64(fnv_i64(fnv_i64(h, d->n), d->heads), d->d);
-  h = fnv_str(fnv_str(fnv_str(fnv_str(fnv_str(fnv_str(h, d->dtype), d->reorder), d->solver), d->options), d->cpu_model),
-              d->kernels);
-  h = fnv_i64(h, d->threads);
-  snprintf(key, 17, "%016llx", (unsigned long long)h);
+  ts_hash h;
+  ts_hash_init(&h, SOURCE_SALT);
+  ts_hash_i64(&h, m->rows), ts_hash_i64(&h, m->cols);
+  ts_hash_bytes(&h, m->rowptr, (size_t)(m->rows + 1) * sizeof *m->rowptr);
+  ts_hash_bytes(&h, m->col, (size_t)m->nnz * sizeof *m->col);
+  ts_hash_str(&h, options);
+  hash_desc(&h, d, true);
+  ts_hash_hex(&h, key);
   return TS_OK;
 }
 
 ts_status ts_attn_plan_cache_path(const char key[17], char *buf, size_t cap) {
-  char dir[4096];
-  TS_TRY(ts_cache_dir(dir, sizeof dir));
-  if ((size_t)snprintf(buf, cap, "%s/plans/%s.json", dir, key) >= cap)
-    return ts_error(TS_ERR_OVERFLOW, "attn plan: cache path longer than %zu bytes", cap);
-  return TS_OK;
+  if (!key || !buf) return ts_error(TS_ERR_INVALID_ARG, "attn plan cache path: NULL argument");
+  return ts_artifact_path(plan_kind.name, key, buf, cap);
 }
 
 static cJSON *desc_json(const ts_attn_plan_desc *d) {
@@ -113,35 +106,29 @@ static cJSON *desc_json(const ts_attn_plan_desc *d) {
   return j;
 }
 
-ts_status ts_attn_plan_save(const char *path, const char key[17], const ts_attn_plan_desc *d, const int32_t *perm,
-                            const ts_attn_schedule *s, const ts_attn_sched_info *info) {
-  if (!path || !key || !d || !s) return ts_error(TS_ERR_INVALID_ARG, "attn plan save: NULL argument");
-  TS_TRY(ts_attn_schedule_validate(s));
-  if (s->n != d->n)
-    return ts_error(TS_ERR_SHAPE, "attn plan save: schedule n = %lld, desc n = %lld", (long long)s->n, (long long)d->n);
-  cJSON *j = cJSON_CreateObject(), *sj = ts_attn_schedule_to_json(s), *dj = desc_json(d), *pj = NULL;
-  if (perm) {
-    pj = cJSON_CreateArray();
-    for (int64_t i = 0; pj && i < s->n; i++) {
-      cJSON *v = cJSON_CreateNumber(perm[i]);
-      if (!v) {
-        cJSON_Delete(pj);
-        pj = NULL;
-      } else {
-        cJSON_AddItemToArray(pj, v);
-      }
-    }
-  } else {
-    pj = cJSON_CreateNull();
-  }
-  if (!j || !sj || !dj || !pj) {
-    cJSON_Delete(j), cJSON_Delete(sj), cJSON_Delete(dj), cJSON_Delete(pj);
-    return ts_error(TS_ERR_OOM, "attn plan save: cannot build the JSON document");
+/* The provenance a plan records: this machine, the desc's kernels and threads, the machine profile. */
+static void plan_provenance(const ts_attn_plan_desc *d, ts_provenance *p) {
+  ts_provenance_here(p, ts_isa_active(), d->threads);
+  copy_str(p->cpu_model, sizeof p->cpu_model, d->cpu_model);
+  copy_str(p->kernels, sizeof p->kernels, d->kernels);
+  ts_hwinfo_profile_key_here(0, p->profile);
+}
+
+/* The plan document (docs/FORMATS.md, "attention plan"); NULL on OOM (error set). */
+static cJSON *plan_doc(const char key[17], const ts_attn_plan_desc *d, const int32_t *perm, const ts_attn_schedule *s,
+                       const ts_attn_sched_info *info, const ts_provenance *prov) {
+  cJSON *j = cJSON_CreateObject(), *sj = ts_attn_schedule_to_json(s), *dj = desc_json(d), *vj = ts__provenance_json(prov);
+  cJSON *pj = perm ? cJSON_CreateIntArray(perm, (int)s->n) : cJSON_CreateNull(); /* int32_t is int; n < 2^31 */
+  if (!j || !sj || !dj || !pj || !vj) {
+    cJSON_Delete(j), cJSON_Delete(sj), cJSON_Delete(dj), cJSON_Delete(pj), cJSON_Delete(vj);
+    ts_error(TS_ERR_OOM, "attn plan save: cannot build the JSON document");
+    return NULL;
   }
   cJSON_AddStringToObject(j, "format", "tessera-attn-plan");
   cJSON_AddNumberToObject(j, "version", 1);
   cJSON_AddStringToObject(j, "key", key);
   cJSON_AddItemToObject(j, "desc", dj);
+  cJSON_AddItemToObject(j, "provenance", vj);
   cJSON_AddItemToObject(j, "perm", pj);
   if (info) {
     cJSON *pr = cJSON_AddObjectToObject(j, "predicted");
@@ -155,6 +142,25 @@ ts_status ts_attn_plan_save(const char *path, const char key[17], const ts_attn_
     }
   }
   cJSON_AddItemToObject(j, "schedule", sj);
+  return j;
+}
+
+static ts_status check_save(const char *key, const ts_attn_plan_desc *d, const ts_attn_schedule *s) {
+  if (!key || !d || !s) return ts_error(TS_ERR_INVALID_ARG, "attn plan save: NULL argument");
+  TS_TRY(ts_attn_schedule_validate(s));
+  if (s->n != d->n)
+    return ts_error(TS_ERR_SHAPE, "attn plan save: schedule n = %lld, desc n = %lld", (long long)s->n, (long long)d->n);
+  return TS_OK;
+}
+
+ts_status ts_attn_plan_save(const char *path, const char key[17], const ts_attn_plan_desc *d, const int32_t *perm,
+                            const ts_attn_schedule *s, const ts_attn_sched_info *info) {
+  if (!path) return ts_error(TS_ERR_INVALID_ARG, "attn plan save: NULL path");
+  TS_TRY(check_save(key, d, s));
+  ts_provenance prov;
+  plan_provenance(d, &prov);
+  cJSON *j = plan_doc(key, d, perm, s, info, &prov);
+  if (!j) return TS_ERR_OOM;
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
@@ -209,6 +215,9 @@ static ts_status parse_plan(const cJSON *j, const char *path, const char *expect
   TS_TRY(get_str(dj, "kernels", d->kernels, sizeof d->kernels, path));
   const cJSON *sk = cJSON_GetObjectItemCaseSensitive(dj, "source_key"); /* optional: "" when absent */
   copy_str(d->source, sizeof d->source, cJSON_IsString(sk) ? sk->valuestring : "");
+  const cJSON *pv = cJSON_GetObjectItemCaseSensitive(j, "provenance"); /* optional (plans before it) */
+  ts_provenance prov;
+  if (pv) TS_TRY(ts__provenance_parse(pv, path, &prov));
   TS_TRY(ts_attn_schedule_from_json(cJSON_GetObjectItemCaseSensitive(j, "schedule"), s));
   if (s->n != d->n)
     return ts_error(TS_ERR_FORMAT, "attn plan %s: schedule n = %lld but desc n = %lld", path, (long long)s->n, (long long)d->n);
@@ -259,37 +268,36 @@ ts_status ts_attn_plan_load(const char *path, const char *expect_key, ts_attn_pl
   return st;
 }
 
-/* <cache>/plans/src-<source key>.key */
-static ts_status index_path(const char src[17], char *buf, size_t cap) {
-  char dir[4096];
-  TS_TRY(ts_cache_dir(dir, sizeof dir));
-  if ((size_t)snprintf(buf, cap, "%s/plans/src-%s.key", dir, src) >= cap)
-    return ts_error(TS_ERR_OVERFLOW, "attn plan: cache path longer than %zu bytes", cap);
-  return TS_OK;
-}
-
 ts_status ts_attn_plan_cache_find(const char src[17], char key[17], ts_attn_plan_desc *d, int32_t **perm,
                                   ts_attn_schedule *s) {
   if (!src || !key || !perm || !s) return ts_error(TS_ERR_INVALID_ARG, "attn plan cache: NULL argument");
   *perm = NULL;
   memset(s, 0, sizeof *s);
-  char ipath[4200], path[4200], *txt = NULL;
-  size_t len = 0;
-  TS_TRY(index_path(src, ipath, sizeof ipath));
-  if (ts_read_file(ipath, &txt, &len) != TS_OK) return ts_error(TS_ERR_NOT_FOUND, "attn plan cache: no entry %s", ipath);
-  bool ok = len >= 16;
-  for (size_t i = 0; ok && i < 16; i++) ok = (txt[i] >= '0' && txt[i] <= '9') || (txt[i] >= 'a' && txt[i] <= 'f');
-  if (ok) memcpy(key, txt, 16), key[16] = 0;
-  free(txt);
-  if (!ok) return ts_error(TS_ERR_FORMAT, "attn plan cache %s: not a 16-digit key", ipath);
-  TS_TRY(ts_attn_plan_cache_path(key, path, sizeof path));
+  cJSON *ij = NULL, *pj = NULL;
+  TS_TRY(ts__artifact_load(&index_kind, src, &ij, NULL));
+  const cJSON *k = cJSON_GetObjectItemCaseSensitive(ij, "key");
+  bool ok = cJSON_IsString(k) && strlen(k->valuestring) == 16;
+  for (size_t i = 0; ok && i < 16; i++)
+    ok = (k->valuestring[i] >= '0' && k->valuestring[i] <= '9') || (k->valuestring[i] >= 'a' && k->valuestring[i] <= 'f');
+  if (ok) memcpy(key, k->valuestring, 17);
+  cJSON_Delete(ij);
+  if (!ok) {
+    ts__artifact_reject(&index_kind, src, "its key is not 16 hex digits");
+    return ts_error(TS_ERR_FORMAT, "attn plan cache: the entry of request %s holds no 16-digit key", src);
+  }
+  TS_TRY(ts__artifact_load(&plan_kind, key, &pj, NULL));
   ts_attn_plan_desc fd;
-  TS_TRY(ts_attn_plan_load(path, key, &fd, perm, s));
+  ts_status st = ts__attn_plan_parse(pj, key, key, &fd, perm, s);
+  cJSON_Delete(pj);
+  if (st != TS_OK) {
+    if (st != TS_ERR_OOM) ts__artifact_reject(&plan_kind, key, ts_last_error());
+    return st;
+  }
   if (strcmp(fd.source, src) != 0) {
     ts_free(*perm);
     *perm = NULL;
     ts_attn_schedule_free(s);
-    return ts_error(TS_ERR_INVALID_ARG, "attn plan cache %s: the plan was made for request %s, not %s", path,
+    return ts_error(TS_ERR_INVALID_ARG, "attn plan cache: plan %s was made for request %s, not %s", key,
                     fd.source[0] ? fd.source : "(none recorded)", src);
   }
   if (d) *d = fd;
@@ -298,14 +306,18 @@ ts_status ts_attn_plan_cache_find(const char src[17], char key[17], ts_attn_plan
 
 ts_status ts_attn_plan_cache_store(const char src[17], const char key[17], const ts_attn_plan_desc *d, const int32_t *perm,
                                    const ts_attn_schedule *s, const ts_attn_sched_info *info) {
-  if (!src || !key || !d) return ts_error(TS_ERR_INVALID_ARG, "attn plan cache: NULL argument");
-  char ipath[4200], path[4200];
+  if (!src) return ts_error(TS_ERR_INVALID_ARG, "attn plan cache: NULL argument");
+  TS_TRY(check_save(key, d, s));
   ts_attn_plan_desc dd = *d;
   copy_str(dd.source, sizeof dd.source, src);
-  TS_TRY(index_path(src, ipath, sizeof ipath));
-  TS_TRY(ts_attn_plan_cache_path(key, path, sizeof path));
-  TS_TRY(ts_attn_plan_save(path, key, &dd, perm, s, info));
-  return ts_write_file_atomic(ipath, key, 16);
+  ts_provenance prov;
+  plan_provenance(&dd, &prov);
+  cJSON *j = plan_doc(key, &dd, perm, s, info, &prov), *ij = cJSON_CreateObject();
+  ts_status st = j && ij && cJSON_AddStringToObject(ij, "key", key) ? TS_OK : ts_error(TS_ERR_OOM, "attn plan cache: out of memory");
+  if (st == TS_OK) st = ts__artifact_store(&plan_kind, key, j, &prov);
+  if (st == TS_OK) st = ts__artifact_store(&index_kind, src, ij, &prov);
+  cJSON_Delete(j), cJSON_Delete(ij);
+  return st;
 }
 
 ts_status ts_attn_execute_original(const ts_context *ctx, ts_attn_plan *plan, const int32_t *perm, const float *Q,

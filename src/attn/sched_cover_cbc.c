@@ -75,169 +75,228 @@ static ts_status row2(cmodel *M, int a, double ca, int b, double cb, ts_ilp_cmp 
   return ts_ilp_row_add(M->m, &M->rb, cmp, rhs);
 }
 
-/* Sub-tile s of the component (see the file comment). The mode is fixed when the bounds decide it
- * (every need set between the fixed keys and all reachable ones picks the same rule), else m_s with
- * each piece split into a single-key and a run share (w0 + w1 = x_i, w0 <= 1 - m, w1 <= m: the
- * tight form of the switch). */
-static ts_status sub_model(cmodel *M, int64_t s) {
+/* One sub-tile of the component while its rows are written: which rule prices its keys (mode 0:
+ * single keys, 1: runs, -1: open, the binary m_s = variable mv decides) and its figures. */
+typedef struct subtile {
+  int64_t s;
+  int mode, wmode, mv; /* wmode: the warm start's mode */
+  double beta;         /* the sub-tile's per-key price, scaled */
+  int64_t kfix, khi;   /* fixed keys; keys reachable at all */
+} subtile;
+
+/* The pieces meeting sub-tile s: s0/s1 = -1 for those (-2 for the others), F its fixed keys, A
+ * the keys the pieces reach, Nw the keys of the warm start (fixed ones and merged pieces'), and the
+ * fewest keys and runs (*kmin, *rmin) one piece alone needs. False when no piece meets s. */
+static bool sub_scan(cmodel *M, int64_t s, int64_t *kmin, int64_t *rmin) {
   const cov *C = M->C;
   const int64_t n = C->n, W = C->W, np = M->K->npiece;
   memcpy(M->F, C->fixed + s * W, (size_t)W * sizeof *M->F);
   memset(M->A, 0, (size_t)W * sizeof *M->A);
   memcpy(M->Nw, M->F, (size_t)W * sizeof *M->Nw);
-  int64_t kmin = INT64_MAX, rmin = INT64_MAX, k_, r_;
+  int64_t k_, r_;
   bool meets = false;
+  *kmin = *rmin = INT64_MAX;
   for (int64_t a = 0; a < np; a++) {
     M->s0[a] = M->s1[a] = -2; /* -2: the piece has no cell in s */
     memset(M->t, 0, (size_t)W * sizeof *M->t);
     if (!need_or(C, M->K->piece[a], s, M->t)) continue;
     M->s0[a] = M->s1[a] = -1, meets = true;
     ts__cov_keys_runs(M->t, 0, W, n, &k_, &r_);
-    kmin = k_ < kmin ? k_ : kmin, rmin = r_ < rmin ? r_ : rmin;
+    *kmin = k_ < *kmin ? k_ : *kmin, *rmin = r_ < *rmin ? r_ : *rmin;
     for (int64_t w = 0; w < W; w++) M->A[w] |= M->t[w], M->Nw[w] |= M->merged[M->K->piece[a]] ? M->t[w] : 0;
   }
-  if (!meets) return TS_OK;
+  return meets;
+}
+
+/* A sub-tile without fixed keys is open (o_s, priced alpha) when any piece meeting it is: o_s >= x_i. */
+static ts_status sub_open(cmodel *M, int64_t s) {
+  const int64_t np = M->K->npiece;
+  int ov = -1;
+  TS_TRY(mv_add(M->m, &M->V, false, 0.0, &ov));
+  M->V.obj[ov] += M->scale * M->C->alpha[s];
+  for (int64_t a = 0; a < np; a++)
+    if (M->s0[a] != -2) {
+      TS_TRY(row2(M, ov, 1.0, M->xv[a], -1.0, TS_ILP_GE, 0.0));
+      if (M->merged[M->K->piece[a]]) M->V.w[ov] = 1.0;
+    }
+  return TS_OK;
+}
+
+/* Each meeting piece's single-key (s0) and run (s1) share: x_i itself when the mode is decided,
+ * else w0 + w1 = x_i, w0 <= 1 - m, w1 <= m. */
+static ts_status sub_shares(cmodel *M, const subtile *T) {
+  const int64_t np = M->K->npiece;
+  for (int64_t a = 0; a < np; a++) {
+    if (M->s0[a] == -2) continue;
+    const double xw = M->merged[M->K->piece[a]] ? 1.0 : 0.0;
+    if (T->mode == 0) {
+      M->s0[a] = M->xv[a];
+    } else if (T->mode == 1) {
+      M->s1[a] = M->xv[a];
+    } else {
+      TS_TRY(mv_add(M->m, &M->V, false, xw * (1 - T->wmode), &M->s0[a]));
+      TS_TRY(mv_add(M->m, &M->V, false, xw * T->wmode, &M->s1[a]));
+      TS_TRY(ts_ilp_row_push(&M->rb, M->s0[a], 1.0));
+      TS_TRY(row2(M, M->s1[a], 1.0, M->xv[a], -1.0, TS_ILP_EQ, 0.0));
+      TS_TRY(row2(M, M->s0[a], 1.0, T->mv, 1.0, TS_ILP_LE, 1.0));
+      TS_TRY(row2(M, M->s1[a], 1.0, T->mv, -1.0, TS_ILP_LE, 0.0));
+    }
+  }
+  return TS_OK;
+}
+
+/* single keys: 1.1 beta per computed key. Fixed keys are a constant (times 1 - m when the mode
+ * is free); a modelled key reached by one share adds to that share, by several gets z_k >= each. */
+static ts_status sub_singles(cmodel *M, const subtile *T) {
+  const cov *C = M->C;
+  const int64_t W = C->W, np = M->K->npiece, s = T->s;
+  const double beta = T->beta;
+  if (T->mode < 0) M->V.obj[T->mv] -= 1.1 * beta * (double)T->kfix;
+  /* the modelled keys by their set of sources: keys reached by the same shares share one z */
+  int64_t nv = 0, *kidx = NULL;
+  int *lists = NULL;
+  for (int64_t w = 0; w < W; w++) nv += __builtin_popcountll(M->var[w]);
+  kidx = malloc((size_t)nv * sizeof *kidx), lists = malloc((size_t)(nv * (np + 1)) * sizeof *lists);
+  if (!kidx || !lists) {
+    free(kidx), free(lists);
+    return ts_error(TS_ERR_OOM, "attn scheduler: cannot allocate %lld coverage keys", (long long)nv);
+  }
+  nv = 0;
+  for (int64_t w = 0; w < W; w++)
+    for (uint64_t x = M->var[w]; x; x &= x - 1) {
+      const int64_t k = w * 64 + __builtin_ctzll(x);
+      int *l = lists + nv * (np + 1), c = 0;
+      for (int64_t a2 = 0; a2 < np; a2++)
+        if (M->s0[a2] >= 0 && need_has(C, M->K->piece[a2], s, k)) l[1 + c++] = M->s0[a2];
+      l[0] = c, kidx[nv++] = k;
+    }
+  ts_status st = TS_OK;
+  unsigned char *done = calloc((size_t)(nv ? nv : 1), 1);
+  if (!done) st = ts_error(TS_ERR_OOM, "attn scheduler: coverage key groups");
+  for (int64_t i = 0; i < nv && st == TS_OK; i++) {
+    if (done[i]) continue;
+    const int *l = lists + i * (np + 1);
+    double cnt = 0, warm = 0;
+    for (int64_t j = i; j < nv; j++) { /* the keys with this very list (np is small: quadratic is fine) */
+      const int *l2 = lists + j * (np + 1);
+      if (done[j] || l2[0] != l[0] || memcmp(l2 + 1, l + 1, (size_t)l[0] * sizeof *l)) continue;
+      done[j] = 1, cnt++;
+      warm += T->wmode == 0 && ((M->Nw[kidx[j] >> 6] >> (kidx[j] & 63)) & 1);
+    }
+    if (l[0] == 1) {
+      M->V.obj[l[1]] += 1.1 * beta * cnt;
+      continue;
+    }
+    int z;
+    st = mv_add(M->m, &M->V, false, warm > 0 ? 1.0 : 0.0, &z);
+    if (st == TS_OK) M->V.obj[z] += 1.1 * beta * cnt;
+    for (int b2 = 0; b2 < l[0] && st == TS_OK; b2++) st = row2(M, z, 1.0, l[1 + b2], -1.0, TS_ILP_GE, 0.0);
+  }
+  free(kidx), free(lists), free(done);
+  return st;
+}
+
+/* The start variables of one cluster keys[a..e) of modelled keys, one per q(k), with the warm
+ * start's greedy runs. */
+static ts_status cluster_starts(cmodel *M, const subtile *T, const int64_t *keys, int64_t a, int64_t e) {
+  const int64_t n = M->C->n;
+  int64_t next = -1;
+  for (int64_t t = a; t < e; t++) {
+    const int64_t k = keys[t], q = run_start(k, n);
+    const bool start = T->wmode == 1 && ((M->Nw[k >> 6] >> (k & 63)) & 1) && k >= next;
+    if (start) next = q + TS__ATTN_RUN;
+    if (t > a && q == run_start(keys[t - 1], n)) {
+      M->yv[k] = M->yv[keys[t - 1]];
+      if (start) M->V.w[M->yv[k]] = 1.0;
+      continue;
+    }
+    TS_TRY(mv_add(M->m, &M->V, false, start ? 1.0 : 0.0, &M->yv[k]));
+    M->V.obj[M->yv[k]] += 4.0 * T->beta;
+  }
+  return TS_OK;
+}
+
+/* Per key of the cluster keys[a..e), per source (fixed: 1, or m; a piece: its run share): the sum
+ * of the starts in [k - 3, k] >= the source. */
+static ts_status cluster_covers(cmodel *M, const subtile *T, const int64_t *keys, int64_t a, int64_t e) {
+  const int64_t np = M->K->npiece, s = T->s;
+  for (int64_t t = a; t < e; t++) {
+    const int64_t k = keys[t];
+    const bool fixed = (M->F[k >> 6] >> (k & 63)) & 1;
+    int ns_ = 0;
+    if (fixed) M->src[ns_++] = T->mode < 0 ? T->mv : -1;
+    else
+      for (int64_t b = 0; b < np; b++)
+        if (M->s1[b] >= 0 && need_has(M->C, M->K->piece[b], s, k)) M->src[ns_++] = M->s1[b];
+    for (int b = 0; b < ns_; b++) {
+      int last = -1;
+      for (int64_t u2 = t; u2 >= a && keys[u2] >= k - (TS__ATTN_RUN - 1); u2--)
+        if (M->yv[keys[u2]] != last) {
+          TS_TRY(ts_ilp_row_push(&M->rb, M->yv[keys[u2]], 1.0));
+          last = M->yv[keys[u2]];
+        }
+      if (M->src[b] >= 0) TS_TRY(ts_ilp_row_push(&M->rb, M->src[b], -1.0));
+      TS_TRY(ts_ilp_row_add(M->m, &M->rb, TS_ILP_GE, M->src[b] >= 0 ? 0.0 : 1.0));
+    }
+  }
+  return TS_OK;
+}
+
+/* runs: 4 beta per run. Clusters of keys closer than 4 apart cover independently; those without a
+ * modelled key are a constant (times m when the mode is free), the others get a start variable
+ * per q(k) and per key a cover row for each source. */
+static ts_status sub_runs(cmodel *M, const subtile *T) {
+  const int64_t n = M->C->n, W = M->C->W;
+  int64_t *keys = malloc((size_t)(T->khi + 1) * sizeof *keys), nk = 0, rconst = 0;
+  if (!keys) return ts_error(TS_ERR_OOM, "attn scheduler: cannot allocate %lld coverage keys", (long long)T->khi);
+  for (int64_t w = 0; w < W; w++)
+    for (uint64_t x = M->A[w]; x; x &= x - 1) keys[nk++] = w * 64 + __builtin_ctzll(x);
+  ts_status st = TS_OK;
+  for (int64_t a = 0, e; a < nk && st == TS_OK; a = e) {
+    bool modelled = false;
+    for (e = a + 1; e < nk && keys[e] - keys[e - 1] < TS__ATTN_RUN; e++) {}
+    for (int64_t t = a; t < e; t++) modelled |= (M->var[keys[t] >> 6] >> (keys[t] & 63)) & 1;
+    if (!modelled) {
+      int64_t next = -1;
+      for (int64_t t = a; t < e; t++)
+        if (keys[t] >= next) rconst++, next = run_start(keys[t], n) + TS__ATTN_RUN;
+      continue;
+    }
+    st = cluster_starts(M, T, keys, a, e);
+    if (st == TS_OK) st = cluster_covers(M, T, keys, a, e);
+  }
+  free(keys);
+  TS_TRY(st);
+  if (T->mode < 0) M->V.obj[T->mv] += 4.0 * T->beta * (double)rconst;
+  return TS_OK;
+}
+
+/* Sub-tile s of the component (see the file comment). The mode is fixed when the bounds decide it
+ * (every need set between the fixed keys and all reachable ones picks the same rule), else m_s with
+ * each piece split into a single-key and a run share (w0 + w1 = x_i, w0 <= 1 - m, w1 <= m: the
+ * tight form of the switch). */
+static ts_status sub_model(cmodel *M, int64_t s) {
+  const cov *C = M->C;
+  const int64_t n = C->n, W = C->W;
+  int64_t kmin, rmin;
+  if (!sub_scan(M, s, &kmin, &rmin)) return TS_OK;
   bool anyvar = false;
   for (int64_t w = 0; w < W; w++) M->var[w] = M->A[w] & ~M->F[w], anyvar |= M->var[w] != 0, M->A[w] |= M->F[w];
   const bool hasfix = C->hasfix[s];
-  int ov = -1;
-  if (!hasfix) { /* open: o_s >= x_i (also when the keys are all fixed: then none are) */
-    TS_TRY(mv_add(M->m, &M->V, false, 0.0, &ov));
-    M->V.obj[ov] += M->scale * C->alpha[s];
-    for (int64_t a = 0; a < np; a++)
-      if (M->s0[a] != -2) {
-        TS_TRY(row2(M, ov, 1.0, M->xv[a], -1.0, TS_ILP_GE, 0.0));
-        if (M->merged[M->K->piece[a]]) M->V.w[ov] = 1.0;
-      }
-  }
-  if (!anyvar) return TS_OK; /* every reachable key is computed anyway: a constant */
+  if (!hasfix) TS_TRY(sub_open(M, s)); /* also when the keys are all fixed: then none are */
+  if (!anyvar) return TS_OK;           /* every reachable key is computed anyway: a constant */
   int64_t klo, rlo, khi, rhi, kw, rw;
   ts__cov_keys_runs(M->F, 0, W, n, &klo, &rlo);
   ts__cov_keys_runs(M->A, 0, W, n, &khi, &rhi);
   ts__cov_keys_runs(M->Nw, 0, W, n, &kw, &rw);
-  const int64_t kfix = klo; /* the fixed keys (klo becomes a bound below) */
+  subtile T = {.s = s, .kfix = klo, .khi = khi, .mv = -1, .beta = M->scale * C->beta[s]}; /* klo becomes a bound below */
   if (!hasfix) klo = kmin, rlo = rmin; /* a nonempty need set holds at least one piece's keys */
-  const int mode = 1.1 * (double)khi < 4.0 * (double)rlo ? 0 : !(1.1 * (double)klo < 4.0 * (double)rhi) ? 1 : -1;
-  const int wmode = kw > 0 ? ts__attn_compact_rl(kw, rw) != 1 : (mode >= 0 ? mode : 0);
-  const double beta = M->scale * C->beta[s];
-  int mv = -1;
-  if (mode < 0) TS_TRY(mv_add(M->m, &M->V, true, wmode, &mv));
-  for (int64_t a = 0; a < np; a++) {
-    if (M->s0[a] == -2) continue;
-    const double xw = M->merged[M->K->piece[a]] ? 1.0 : 0.0;
-    if (mode == 0) {
-      M->s0[a] = M->xv[a];
-    } else if (mode == 1) {
-      M->s1[a] = M->xv[a];
-    } else {
-      TS_TRY(mv_add(M->m, &M->V, false, xw * (1 - wmode), &M->s0[a]));
-      TS_TRY(mv_add(M->m, &M->V, false, xw * wmode, &M->s1[a]));
-      TS_TRY(ts_ilp_row_push(&M->rb, M->s0[a], 1.0));
-      TS_TRY(row2(M, M->s1[a], 1.0, M->xv[a], -1.0, TS_ILP_EQ, 0.0));
-      TS_TRY(row2(M, M->s0[a], 1.0, mv, 1.0, TS_ILP_LE, 1.0));
-      TS_TRY(row2(M, M->s1[a], 1.0, mv, -1.0, TS_ILP_LE, 0.0));
-    }
-  }
-  /* single keys: 1.1 beta per computed key. Fixed keys are a constant (times 1 - m when the mode
-   * is free); a modelled key reached by one share adds to that share, by several gets z_k >= each. */
-  if (mode != 1) {
-    if (mode < 0) M->V.obj[mv] -= 1.1 * beta * (double)kfix;
-    /* the modelled keys by their set of sources: keys reached by the same shares share one z */
-    int64_t nv = 0, *kidx = NULL;
-    int *lists = NULL;
-    for (int64_t w = 0; w < W; w++) nv += __builtin_popcountll(M->var[w]);
-    kidx = malloc((size_t)nv * sizeof *kidx), lists = malloc((size_t)(nv * (np + 1)) * sizeof *lists);
-    if (!kidx || !lists) {
-      free(kidx), free(lists);
-      return ts_error(TS_ERR_OOM, "attn scheduler: cannot allocate %lld coverage keys", (long long)nv);
-    }
-    nv = 0;
-    for (int64_t w = 0; w < W; w++)
-      for (uint64_t x = M->var[w]; x; x &= x - 1) {
-        const int64_t k = w * 64 + __builtin_ctzll(x);
-        int *l = lists + nv * (np + 1), c = 0;
-        for (int64_t a2 = 0; a2 < np; a2++)
-          if (M->s0[a2] >= 0 && need_has(C, M->K->piece[a2], s, k)) l[1 + c++] = M->s0[a2];
-        l[0] = c, kidx[nv++] = k;
-      }
-    ts_status st = TS_OK;
-    unsigned char *done = calloc((size_t)(nv ? nv : 1), 1);
-    if (!done) st = ts_error(TS_ERR_OOM, "attn scheduler: coverage key groups");
-    for (int64_t i = 0; i < nv && st == TS_OK; i++) {
-      if (done[i]) continue;
-      const int *l = lists + i * (np + 1);
-      double cnt = 0, warm = 0;
-      for (int64_t j = i; j < nv; j++) { /* the keys with this very list (np is small: quadratic is fine) */
-        const int *l2 = lists + j * (np + 1);
-        if (done[j] || l2[0] != l[0] || memcmp(l2 + 1, l + 1, (size_t)l[0] * sizeof *l)) continue;
-        done[j] = 1, cnt++;
-        warm += wmode == 0 && ((M->Nw[kidx[j] >> 6] >> (kidx[j] & 63)) & 1);
-      }
-      if (l[0] == 1) {
-        M->V.obj[l[1]] += 1.1 * beta * cnt;
-        continue;
-      }
-      int z;
-      st = mv_add(M->m, &M->V, false, warm > 0 ? 1.0 : 0.0, &z);
-      if (st == TS_OK) M->V.obj[z] += 1.1 * beta * cnt;
-      for (int b2 = 0; b2 < l[0] && st == TS_OK; b2++) st = row2(M, z, 1.0, l[1 + b2], -1.0, TS_ILP_GE, 0.0);
-    }
-    free(kidx), free(lists), free(done);
-    TS_TRY(st);
-  }
-  /* runs: 4 beta per run. Clusters of keys closer than 4 apart cover independently; those without a
-   * modelled key are a constant (times m when the mode is free), the others get a start variable
-   * per q(k) and per key a cover row for each source (fixed: 1, or m; a piece: its run share). */
-  if (mode != 0) {
-    int64_t *keys = malloc((size_t)(khi + 1) * sizeof *keys), nk = 0, rconst = 0;
-    if (!keys) return ts_error(TS_ERR_OOM, "attn scheduler: cannot allocate %lld coverage keys", (long long)khi);
-    for (int64_t w = 0; w < W; w++)
-      for (uint64_t x = M->A[w]; x; x &= x - 1) keys[nk++] = w * 64 + __builtin_ctzll(x);
-    ts_status st = TS_OK;
-    for (int64_t a = 0, e; a < nk && st == TS_OK; a = e) {
-      bool modelled = false;
-      for (e = a + 1; e < nk && keys[e] - keys[e - 1] < TS__ATTN_RUN; e++) {}
-      for (int64_t t = a; t < e; t++) modelled |= (M->var[keys[t] >> 6] >> (keys[t] & 63)) & 1;
-      if (!modelled) {
-        int64_t next = -1;
-        for (int64_t t = a; t < e; t++)
-          if (keys[t] >= next) rconst++, next = run_start(keys[t], n) + TS__ATTN_RUN;
-        continue;
-      }
-      int64_t next = -1;
-      for (int64_t t = a; t < e && st == TS_OK; t++) { /* starts, with the warm start's greedy runs */
-        const int64_t k = keys[t], q = run_start(k, n);
-        const bool start = wmode == 1 && ((M->Nw[k >> 6] >> (k & 63)) & 1) && k >= next;
-        if (start) next = q + TS__ATTN_RUN;
-        if (t > a && q == run_start(keys[t - 1], n)) {
-          M->yv[k] = M->yv[keys[t - 1]];
-          if (start) M->V.w[M->yv[k]] = 1.0;
-          continue;
-        }
-        st = mv_add(M->m, &M->V, false, start ? 1.0 : 0.0, &M->yv[k]);
-        if (st == TS_OK) M->V.obj[M->yv[k]] += 4.0 * beta;
-      }
-      for (int64_t t = a; t < e && st == TS_OK; t++) { /* sum of the starts in [k - 3, k] >= each source */
-        const int64_t k = keys[t];
-        const bool fixed = (M->F[k >> 6] >> (k & 63)) & 1;
-        int ns_ = 0;
-        if (fixed) M->src[ns_++] = mode < 0 ? mv : -1;
-        else
-          for (int64_t b = 0; b < np; b++)
-            if (M->s1[b] >= 0 && need_has(C, M->K->piece[b], s, k)) M->src[ns_++] = M->s1[b];
-        for (int b = 0; b < ns_ && st == TS_OK; b++) {
-          int last = -1;
-          for (int64_t u2 = t; u2 >= a && keys[u2] >= k - (TS__ATTN_RUN - 1) && st == TS_OK; u2--)
-            if (M->yv[keys[u2]] != last) st = ts_ilp_row_push(&M->rb, M->yv[keys[u2]], 1.0), last = M->yv[keys[u2]];
-          if (st == TS_OK && M->src[b] >= 0) st = ts_ilp_row_push(&M->rb, M->src[b], -1.0);
-          if (st == TS_OK) st = ts_ilp_row_add(M->m, &M->rb, TS_ILP_GE, M->src[b] >= 0 ? 0.0 : 1.0);
-        }
-      }
-    }
-    free(keys);
-    TS_TRY(st);
-    if (mode < 0) M->V.obj[mv] += 4.0 * beta * (double)rconst;
-  }
+  T.mode = 1.1 * (double)khi < 4.0 * (double)rlo ? 0 : !(1.1 * (double)klo < 4.0 * (double)rhi) ? 1 : -1;
+  T.wmode = kw > 0 ? ts__attn_compact_rl(kw, rw) != 1 : (T.mode >= 0 ? T.mode : 0);
+  if (T.mode < 0) TS_TRY(mv_add(M->m, &M->V, true, T.wmode, &T.mv));
+  TS_TRY(sub_shares(M, &T));
+  if (T.mode != 1) TS_TRY(sub_singles(M, &T));
+  if (T.mode != 0) TS_TRY(sub_runs(M, &T));
   return TS_OK;
 }
 

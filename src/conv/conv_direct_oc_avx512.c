@@ -20,7 +20,7 @@
  * group's last one zero; a block with at most 16 channels runs one vector wide. */
 #include <immintrin.h>
 
-#include "conv/conv_avx512_inl.h"
+#include "kernels/simd_avx512.h" /* ts__transpose16 */
 #include "conv/conv_internal.h"
 
 static inline __attribute__((always_inline)) void tile(const ts__dconv_args *a, int p, int q0, const int OCV,

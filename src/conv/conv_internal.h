@@ -115,6 +115,9 @@ ts_status ts__wino_execute_avx512(const ts__wino_geom *g, const float *in, float
 /* The channel-lane schedule (conv_winograd_cl_avx512.c): blocking and workspace, then one group. */
 void ts__wino_cl_setup(ts__wino_geom *g);
 void ts__wino_cl_group(const ts__wino_geom *g, int grp, const float *in, float *out, unsigned char *ws);
+/* The L2 size per core the AVX-512 Winograd blocking is scaled by (ts_hwinfo_cache_sizes, read once;
+ * 1 MiB, the machine its constants were tuned on, when the OS does not say). */
+size_t ts__conv_l2_bytes(void);
 
 /* AVX-512 direct kernel with output channels in the lanes (conv_direct_oc_avx512.c): output rows
  * [p0, p1) of one block of TS__CONV_KB_AVX512 (32) packed output channels of image n and one

@@ -1,11 +1,12 @@
 /* The per-layer selection table (conv.h): measured per-algorithm times keyed by the layer
- * descriptor, its JSON file with provenance, and the choice of the fastest algorithm.
+ * descriptor, kept in the artifact store, and the choice of the fastest algorithm.
  *
- * File <cache>/conv_profile_<kernels>_t<threads>.json:
- *   {"format": "tessera-conv-profile", "version": 1,
- *    "provenance": {"cpu_model", "kernels", "threads", "onednn", "tessera_version", "updated"},
+ * Artifact "conv-profile", key "<kernels>-t<threads>" (<cache>/conv-profile/<key>.json, provenance
+ * in the envelope: cpu model, kernels, threads, date, version); its data:
+ *   {"format": "tessera-conv-profile", "onednn": "3.1.1",
  *    "entries": {"<key>": {"date", "load_avg", "ms": {"<algorithm>": median ms, ...},
  *                          "pruned": ["<algorithm>", ...]}, ...}}
+ * A profile opened at an explicit path is that object with "version" and "provenance" added.
  * Only measured algorithms appear under "ms"; a pruned one's time is its fastest warm-up call. */
 #include <cjson/cJSON.h>
 #include <dnnl.h>
@@ -13,13 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "conv/conv_internal.h"
+#include "core/artifact_internal.h"
 #include "tessera/io.h"
 
 #define FORMAT_NAME "tessera-conv-profile"
 enum { KEY_CAP = 96 };
+static const ts__artifact_kind KIND = {"conv-profile", TS_CONV_PROFILE_VERSION};
 
 typedef struct prof_item {
   char key[KEY_CAP];
@@ -27,9 +29,9 @@ typedef struct prof_item {
 } prof_item;
 
 struct ts_conv_profile {
-  char path[1024];
-  char cpu_model[64], kernels[16];
-  int threads;
+  char path[4400];
+  char key[40];  /* the artifact's key; "" for a profile at an explicit path */
+  ts_provenance here;
   prof_item *items;
   int n, cap;
 };
@@ -38,13 +40,6 @@ void ts_conv_desc_key(const ts_conv_desc *d, char *buf, size_t cap) {
   snprintf(buf, cap, "n%d-c%d-h%d-w%d-k%d-r%d-s%d-st%dx%d-p%d.%d.%d.%d-d%dx%d-g%d", d->n, d->c, d->h, d->w, d->k, d->r,
            d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h,
            d->dilation_w, d->groups);
-}
-
-static void utc_now(char *buf, size_t cap) {
-  const time_t now = time(NULL);
-  struct tm tm;
-  gmtime_r(&now, &tm);
-  strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
 /* A new slot at the end (NULL on OOM). */
@@ -99,54 +94,70 @@ static ts_status read_entry(const char *path, const char *key, const cJSON *j, t
   return TS_OK;
 }
 
-ts_status ts__conv_profile_from_json(ts_conv_profile *p, const cJSON *j, const char *path, bool *stale) {
+/* The entries of an artifact's data (prov: the envelope's) or of a file at an explicit path (its
+ * own "version" and "provenance"); measured elsewhere: left empty, *stale set. */
+static ts_status from_json(ts_conv_profile *p, const cJSON *j, const ts_provenance *prov, const char *path, bool *stale) {
+  const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format"), *ent = cJSON_GetObjectItemCaseSensitive(j, "entries");
+  ts_provenance own;
+  if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, FORMAT_NAME)) return fmt_err(path, "expected \"format\": \"" FORMAT_NAME "\"");
+  if (!cJSON_IsObject(ent)) return fmt_err(path, "expected an \"entries\" object");
+  if (!prov) {
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(j, "version");
+    if (!cJSON_IsNumber(ver)) return fmt_err(path, "expected a version");
+    TS_TRY(ts__provenance_parse(cJSON_GetObjectItemCaseSensitive(j, "provenance"), path, &own));
+    if (ver->valueint != TS_CONV_PROFILE_VERSION) own.kernels[0] = 0; /* another format: stale */
+    prov = &own;
+  }
+  if (!ts_provenance_matches(prov, &p->here, TS_PROV_THREADS, NULL, 0)) {
+    if (stale) *stale = true; /* measured elsewhere: start empty, replaced on save */
+    return TS_OK;
+  }
   ts_status s = TS_OK;
-  const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format"), *ver = cJSON_GetObjectItemCaseSensitive(j, "version");
-  const cJSON *prov = cJSON_GetObjectItemCaseSensitive(j, "provenance"), *ent = cJSON_GetObjectItemCaseSensitive(j, "entries");
-  if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, FORMAT_NAME) || !cJSON_IsNumber(ver)) {
-    s = fmt_err(path, "expected \"format\": \"" FORMAT_NAME "\" and a version");
-  } else if (!cJSON_IsObject(prov) || !cJSON_IsObject(ent)) {
-    s = fmt_err(path, "expected \"provenance\" and \"entries\" objects");
-  } else {
-    const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(prov, "cpu_model");
-    const cJSON *ker = cJSON_GetObjectItemCaseSensitive(prov, "kernels");
-    const cJSON *thr = cJSON_GetObjectItemCaseSensitive(prov, "threads");
-    if (!cJSON_IsString(cpu) || !cJSON_IsString(ker) || !cJSON_IsNumber(thr)) {
-      s = fmt_err(path, "provenance: expected cpu_model, kernels (strings) and threads (number)");
-    } else if (ver->valueint != TS_CONV_PROFILE_VERSION || strcmp(cpu->valuestring, p->cpu_model) ||
-               strcmp(ker->valuestring, p->kernels) || thr->valueint != p->threads) {
-      if (stale) *stale = true; /* measured elsewhere: start empty, replaced on save */
-    } else {
-      const cJSON *it;
-      cJSON_ArrayForEach(it, ent) {
-        ts_conv_profile_entry e;
-        if ((s = read_entry(path, it->string, it, &e)) != TS_OK) break;
-        if (strlen(it->string) >= KEY_CAP) {
-          s = fmt_err(path, "an entry key is too long");
-          break;
-        }
-        prof_item *slot = append(p);
-        if (!slot) {
-          s = ts_error(TS_ERR_OOM, "conv profile: out of memory");
-          break;
-        }
-        snprintf(slot->key, KEY_CAP, "%s", it->string);
-        slot->e = e;
-      }
+  const cJSON *it;
+  cJSON_ArrayForEach(it, ent) {
+    ts_conv_profile_entry e;
+    if ((s = read_entry(path, it->string, it, &e)) != TS_OK) break;
+    if (strlen(it->string) >= KEY_CAP) {
+      s = fmt_err(path, "an entry key is too long");
+      break;
     }
+    prof_item *slot = append(p);
+    if (!slot) {
+      s = ts_error(TS_ERR_OOM, "conv profile: out of memory");
+      break;
+    }
+    snprintf(slot->key, KEY_CAP, "%s", it->string);
+    slot->e = e;
   }
   if (s != TS_OK) p->n = 0;
   return s;
 }
 
-static ts_status load_file(ts_conv_profile *p, bool *stale) {
+ts_status ts__conv_profile_from_json(ts_conv_profile *p, const cJSON *j, const char *path, bool *stale) {
+  return from_json(p, j, NULL, path, stale);
+}
+
+static ts_status load(ts_conv_profile *p, bool *stale) {
   cJSON *j = NULL;
-  FILE *f = fopen(p->path, "rb");
-  if (!f) return TS_OK; /* no file yet: empty profile */
-  fclose(f);
-  TS_TRY(ts_json_read_file(p->path, &j));
-  ts_status s = ts__conv_profile_from_json(p, j, p->path, stale);
+  if (!p->key[0]) { /* an explicit path */
+    FILE *f = fopen(p->path, "rb");
+    if (!f) return TS_OK; /* no file yet: empty profile */
+    fclose(f);
+    TS_TRY(ts_json_read_file(p->path, &j));
+    const ts_status s = from_json(p, j, NULL, p->path, stale);
+    cJSON_Delete(j);
+    return s;
+  }
+  ts_provenance prov;
+  ts_status s = ts__artifact_load(&KIND, p->key, &j, &prov);
+  if (s != TS_OK) return s == TS_ERR_NOT_FOUND ? (ts_error_clear(), TS_OK) : s;
+  s = from_json(p, j, &prov, p->path, stale);
   cJSON_Delete(j);
+  if (s != TS_OK && s != TS_ERR_OOM) { /* a payload this reader rejects: moved aside, measured again */
+    ts__artifact_reject(&KIND, p->key, ts_last_error());
+    ts_error_clear();
+    s = TS_OK;
+  }
   return s;
 }
 
@@ -156,18 +167,16 @@ ts_status ts_conv_profile_open(ts_conv_profile **out, const ts_context *ctx, con
   if (stale) *stale = false;
   ts_conv_profile *p = calloc(1, sizeof *p);
   if (!p) return ts_error(TS_ERR_OOM, "ts_conv_profile_open: out of memory");
-  p->threads = ctx ? ts_context_threads(ctx) : ts_default_threads();
-  snprintf(p->cpu_model, sizeof p->cpu_model, "%s", ts_cpu()->model);
-  snprintf(p->kernels, sizeof p->kernels, "%s", ts_isa_name(ts_isa_active()));
+  ts_provenance_here(&p->here, ts_isa_active(), ctx ? ts_context_threads(ctx) : ts_default_threads());
+  snprintf(p->here.clock, sizeof p->here.clock, "%s", ts_clock_name(TS_CLOCK_WALL));
   ts_status s = TS_OK;
   if (path) {
     snprintf(p->path, sizeof p->path, "%s", path);
   } else {
-    char dir[900];
-    s = ts_cache_dir(dir, sizeof dir);
-    if (s == TS_OK) snprintf(p->path, sizeof p->path, "%s/conv_profile_%s_t%d.json", dir, p->kernels, p->threads);
+    snprintf(p->key, sizeof p->key, "%s-t%d", p->here.kernels, p->here.threads);
+    s = ts_artifact_path(KIND.name, p->key, p->path, sizeof p->path);
   }
-  if (s == TS_OK) s = load_file(p, stale);
+  if (s == TS_OK) s = load(p, stale);
   if (s != TS_OK) {
     ts_conv_profile_destroy(p);
     return s;
@@ -212,18 +221,14 @@ ts_status ts_conv_profile_put(ts_conv_profile *p, const ts_conv_desc *d, const t
 
 ts_status ts_conv_profile_save(const ts_conv_profile *p) {
   if (!p) return ts_error(TS_ERR_INVALID_ARG, "ts_conv_profile_save: NULL profile");
-  cJSON *j = cJSON_CreateObject(), *prov = cJSON_AddObjectToObject(j, "provenance");
-  cJSON *ent = cJSON_AddObjectToObject(j, "entries");
-  char now[32], dn[32];
-  utc_now(now, sizeof now);
+  ts_provenance prov = p->here, now;
+  ts_provenance_here(&now, ts_isa_active(), 0);
+  memcpy(prov.date, now.date, sizeof prov.date); /* dated now */
+  cJSON *j = cJSON_CreateObject(), *ent = cJSON_AddObjectToObject(j, "entries");
+  char dn[32];
   const dnnl_version_t *v = dnnl_version();
   snprintf(dn, sizeof dn, "%d.%d.%d", v->major, v->minor, v->patch);
-  bool ok = j && prov && ent && cJSON_AddStringToObject(j, "format", FORMAT_NAME) &&
-            cJSON_AddNumberToObject(j, "version", TS_CONV_PROFILE_VERSION) &&
-            cJSON_AddStringToObject(prov, "cpu_model", p->cpu_model) &&
-            cJSON_AddStringToObject(prov, "kernels", p->kernels) && cJSON_AddNumberToObject(prov, "threads", p->threads) &&
-            cJSON_AddStringToObject(prov, "onednn", dn) && cJSON_AddStringToObject(prov, "tessera_version", ts_version()) &&
-            cJSON_AddStringToObject(prov, "updated", now);
+  bool ok = j && ent && cJSON_AddStringToObject(j, "format", FORMAT_NAME) && cJSON_AddStringToObject(j, "onednn", dn);
   for (int i = 0; ok && i < p->n; i++) {
     const ts_conv_profile_entry *e = &p->items[i].e;
     cJSON *o = cJSON_AddObjectToObject(ent, p->items[i].key), *ms = o ? cJSON_AddObjectToObject(o, "ms") : NULL;
@@ -235,7 +240,12 @@ ts_status ts_conv_profile_save(const ts_conv_profile *p) {
       if (ok && e->pruned[a]) ok = cJSON_AddItemToArray(pr, cJSON_CreateString(ts_conv_algo_name((ts_conv_algo)a)));
     }
   }
-  ts_status s = ok ? ts_json_write_file(p->path, j) : ts_error(TS_ERR_OOM, "conv profile: out of memory for JSON");
+  cJSON *pj = ok && !p->key[0] ? ts__provenance_json(&prov) : NULL;
+  if (pj) cJSON_AddItemToObject(j, "provenance", pj);
+  if (ok && !p->key[0]) ok = pj && cJSON_AddNumberToObject(j, "version", TS_CONV_PROFILE_VERSION);
+  ts_status s = !ok                 ? ts_error(TS_ERR_OOM, "conv profile: out of memory for JSON")
+                : p->key[0] ? ts__artifact_store(&KIND, p->key, j, &prov)
+                                    : ts_json_write_file(p->path, j);
   cJSON_Delete(j);
   return s;
 }
@@ -248,7 +258,9 @@ void ts_conv_trial_entry(const ts_conv_trial *t, ts_conv_profile_entry *e) {
     e->ms[a] = in.ran ? in.ms : NAN;
     e->pruned[a] = in.ran && in.pruned;
   }
-  utc_now(e->date, sizeof e->date);
+  ts_provenance now;
+  ts_provenance_here(&now, ts_isa_active(), 0);
+  memcpy(e->date, now.date, sizeof e->date);
   double la;
   e->load_avg = getloadavg(&la, 1) == 1 ? la : -1;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "conv/conv_internal.h"
+#include "tessera/measure.h"
 
 ts_conv_time_opts ts_conv_time_opts_default(void) {
   ts_conv_time_opts o;
@@ -21,75 +22,32 @@ ts_conv_time_opts ts_conv_time_opts_default(void) {
   return o;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median_of(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
+/* A thin layer over the core engine (tessera/measure.h): the same rounds, warm-up, pruning and
+ * stopping rule; a contender that failed reads NaN, a pruned one its fastest warm-up call. */
 ts_status ts_conv_time_rounds(int n, const ts_conv_timed_fn *fn, void *const *arg, const bool *prunable,
                               const ts_conv_time_opts *opts, double *ms, bool *pruned) {
   const ts_conv_time_opts o = opts ? *opts : ts_conv_time_opts_default();
   if (n < 1 || !fn || !ms || o.repeats < 1 || o.warmup < 0 || o.max_rounds < o.repeats)
     return ts_error(TS_ERR_INVALID_ARG, "ts_conv_time_rounds: n = %d, repeats = %d, warmup = %d, max_rounds = %d", n,
                     o.repeats, o.warmup, o.max_rounds);
-  double *samples = malloc((size_t)n * o.max_rounds * sizeof(double)), *last = calloc((size_t)n, sizeof(double));
-  double *sum = calloc((size_t)n, sizeof(double));
-  char *state = calloc((size_t)n, 1); /* 0 active, 1 failed, 2 pruned */
-  if (!samples || !last || !sum || !state) {
-    free(samples), free(last), free(sum), free(state);
-    return ts_error(TS_ERR_OOM, "ts_conv_time_rounds: out of memory");
-  }
-  ts_status err = TS_OK;
-  char msg[512] = "";
-  for (int i = 0; i < n; i++) ms[i] = NAN;
-  int rounds = 0;
-  for (int it = 0;; it++) {
-    const int timed = it >= o.warmup;
-    if (timed && rounds >= o.max_rounds) break;
-    int active = 0;
-    for (int i = 0; i < n; i++) {
-      if (state[i]) continue;
-      const double t0 = ts_now();
-      const ts_status s = fn[i](arg ? arg[i] : NULL);
-      const double dt = ts_now() - t0;
-      if (s != TS_OK) {
-        state[i] = 1, err = s;
-        snprintf(msg, sizeof msg, "%s", ts_last_error());
-        continue;
-      }
-      active++;
-      if (timed) samples[(size_t)i * o.max_rounds + rounds] = dt, sum[i] += dt;
-      else if (it == 0 || dt < last[i]) last[i] = dt; /* the fastest warm-up call: one spike of load prunes nothing */
-    }
-    if (!active) break;
-    if (it + 1 == o.warmup && o.prune > 0) { /* prune after the last warm-up round */
-      double best = INFINITY;
-      for (int i = 0; i < n; i++)
-        if (!state[i] && last[i] < best) best = last[i];
-      for (int i = 0; i < n; i++)
-        if (!state[i] && (!prunable || prunable[i]) && last[i] > o.prune * best) state[i] = 2, ms[i] = last[i] * 1e3;
-    }
-    if (!timed) continue;
-    rounds++;
-    double least = INFINITY;
-    for (int i = 0; i < n; i++)
-      if (!state[i] && sum[i] < least) least = sum[i];
-    if (rounds >= o.repeats && least >= o.min_time_s) break;
-  }
+  ts_measure_opts mo = ts_measure_opts_default();
+  mo.warmup = o.warmup, mo.rounds = o.repeats, mo.max_rounds = o.max_rounds, mo.min_time_s = o.min_time_s;
+  mo.prune = o.prune > 0 ? o.prune : 0, mo.prunable = prunable;
+  ts_measure_result *res = calloc((size_t)n, sizeof *res);
+  if (!res) return ts_error(TS_ERR_OOM, "ts_conv_time_rounds: out of memory");
+  ts_status s = ts_measure_run(n, (const ts_measure_fn *)fn, arg, &mo, res, NULL);
   int ok = 0;
   for (int i = 0; i < n; i++) {
-    if (pruned) pruned[i] = state[i] == 2;
-    if (state[i] == 0 && rounds > 0) ms[i] = 1e3 * median_of(samples + (size_t)i * o.max_rounds, rounds);
-    if (state[i] != 1) ok++;
+    const bool live = res[i].status == TS_OK;
+    ms[i] = !live ? NAN : res[i].pruned ? 1e3 * res[i].best_warmup_s : res[i].s.n > 0 ? 1e3 * res[i].s.median : NAN;
+    if (pruned) pruned[i] = live && res[i].pruned;
+    ok += live;
   }
-  free(samples), free(last), free(sum), free(state);
-  if (!ok) return ts_error(err, "%s", msg);
-  return TS_OK;
+  if (s == TS_OK && !ok) { /* every contender failed (some after timed rounds): the last error stands */
+    for (int i = n - 1; i >= 0 && s == TS_OK; i--) s = res[i].status;
+  }
+  free(res);
+  return s;
 }
 
 /* ---- trials --------------------------------------------------------------------------------- */

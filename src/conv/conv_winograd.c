@@ -11,11 +11,25 @@
  *   V [a*a][cg][T] = B^T d B;   M[xi] [kg][T] = U[xi] [kg][cg] x V[xi]  (a*a ts_sgemm calls);
  *   out = A^T M A (+ bias, ReLU), clipped at the output edge. U [groups][a*a][kg][cg] is made once.
  * On AVX-512 the transforms run 16 tiles per vector (conv_winograd_avx512.c); elsewhere per tile. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conv/conv_internal.h"
+#include "tessera/hwinfo.h"
 #include "tessera/kernels.h"
+
+static size_t g_l2 = (size_t)1 << 20;
+static pthread_once_t g_l2_once = PTHREAD_ONCE_INIT;
+static void read_l2(void) {
+  int64_t l2 = 0;
+  ts_hwinfo_cache_sizes(NULL, &l2, NULL);
+  if (l2 > 0) g_l2 = (size_t)l2;
+}
+size_t ts__conv_l2_bytes(void) {
+  pthread_once(&g_l2_once, read_l2);
+  return g_l2;
+}
 
 enum { TILE_BLOCK = 512, AMAX = 6 };
 

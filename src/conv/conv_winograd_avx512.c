@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv/conv_avx512_inl.h"
+#include "kernels/simd_avx512.h" /* ts__transpose16 */
 #include "conv/conv_internal.h"
 #include "conv/conv_wino_avx512_inl.h"
 
@@ -246,7 +246,9 @@ void ts__wino_setup_avx512(ts__wino_geom *g) {
   if (force && (!strcmp(force, "fused") || !strcmp(force, "staged") || !strncmp(force, "clane", 5)))
     g->sched = !strcmp(force, "fused") ? TS__WINO_FUSED : !strcmp(force, "staged") ? TS__WINO_STAGED : TS__WINO_CLANE;
   else
-    g->sched = g->A == 6 || g->tw < CLANE_TW_F2 ? TS__WINO_CLANE : ubytes <= ((size_t)4 << 20) ? TS__WINO_FUSED : TS__WINO_STAGED;
+    g->sched = g->A == 6 || g->tw < CLANE_TW_F2 ? TS__WINO_CLANE
+               : ubytes <= 4 * ts__conv_l2_bytes() ? TS__WINO_FUSED /* U up to 4x L2: 4 MiB on a 1 MiB L2 */
+                                                   : TS__WINO_STAGED;
   if (g->sched == TS__WINO_CLANE) {
     ts__wino_cl_setup(g);
   } else if (g->sched == TS__WINO_FUSED) {

@@ -28,15 +28,15 @@
 #include <omp.h>
 #include <string.h>
 
-#include "conv/conv_avx512_inl.h"
+#include "kernels/simd_avx512.h" /* ts__transpose16 */
 #include "conv/conv_internal.h"
 #include "conv/conv_wino_avx512_inl.h"
 
-/* CL_PRIV_BYTES: V + M of a thread's private block (L2 is 1 MiB per core here); CL_PRIV_U_BYTES:
- * largest U that every thread may re-read per block (from L3); CL_BLOCK_BYTES: V + M of a
- * shared block. */
+/* CL_PRIV_BYTES: V + M of a thread's private block, 5/8 of the core's L2 (640 KiB where L2 is the
+ * 1 MiB per core it was tuned on); CL_PRIV_U_BYTES: largest U that every thread may re-read per
+ * block (from L3); CL_BLOCK_BYTES: V + M of a shared block. */
 enum { CL_MR = 6, CL_NV = 4, CL_KC = 128, CL_PF = 48 };
-#define CL_PRIV_BYTES ((size_t)640 << 10)
+#define CL_PRIV_BYTES (ts__conv_l2_bytes() / 8 * 5)
 #define CL_PRIV_U_BYTES ((size_t)4 << 20)
 #define CL_BLOCK_BYTES ((size_t)8 << 20)
 

@@ -30,13 +30,13 @@ int ts_default_threads(void) {
 ts_status ts_context_create(ts_context **ctx, int nthreads) {
   if (!ctx) return ts_error(TS_ERR_INVALID_ARG, "ts_context_create: ctx is NULL");
   if (nthreads > 4096) return ts_error(TS_ERR_INVALID_ARG, "thread count %d is too large", nthreads);
-  ts_context *c = malloc(sizeof *c);
+  ts_context *c = ts_malloc(sizeof *c);
   if (!c) return ts_error(TS_ERR_OOM, "cannot allocate context");
   c->nthreads = nthreads > 0 ? nthreads : ts_default_threads();
   *ctx = c;
   return TS_OK;
 }
 
-void ts_context_destroy(ts_context *ctx) { free(ctx); }
+void ts_context_destroy(ts_context *ctx) { ts_free(ctx); }
 
 int ts_context_threads(const ts_context *ctx) { return ctx ? ctx->nthreads : ts_default_threads(); }

@@ -55,6 +55,7 @@ static void detect(void) {
   if (maxleaf >= 7) {
     __cpuid_count(7, 0, a, b, c, d);
     f->avx2 = f->os_avx && (b & (1u << 5));
+    f->gfni = c & (1u << 8);
     if (f->os_avx512) {
       f->avx512f = b & (1u << 16);
       f->avx512dq = b & (1u << 17);
@@ -118,7 +119,7 @@ int ts_cpu_isa_list(const char **names, int max) {
       {f->fma, "fma"},              {f->f16c, "f16c"},         {f->avx512f, "avx512f"},
       {f->avx512bw, "avx512bw"},    {f->avx512vl, "avx512vl"}, {f->avx512dq, "avx512dq"},
       {f->avx512cd, "avx512cd"},    {f->avx512vnni, "avx512vnni"},
-      {f->avx512bf16, "avx512bf16"}, {f->avx512vpopcntdq, "avx512vpopcntdq"},
+      {f->avx512bf16, "avx512bf16"}, {f->avx512vpopcntdq, "avx512vpopcntdq"}, {f->gfni, "gfni"},
   };
   int n = 0;
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

@@ -1,17 +1,19 @@
 /* Machine profile measurement: peak fp32 FMA rate (1 thread and all threads), sustained read
- * bandwidth, cache sizes, ISA and provenance; ts_hwinfo_get serves the cached profile when it
- * still describes this machine. JSON and files live in hwinfo_json.c, ISA loops in hwinfo_<isa>.c. */
+ * bandwidth, cache sizes, ISA and provenance. JSON, the artifact store and ts_hwinfo_get live in
+ * hwinfo_json.c, ISA loops in hwinfo_<isa>.c. The peak and bandwidth loops measure rates (best of
+ * runs, each timed from a common start inside the team), not a median of repeats: they stay here. */
 #include <omp.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/hwinfo_impl.h"
 #include "tessera/hwinfo.h"
+#include "tessera/measure.h"
 
 typedef double (*fma_fn)(int64_t iters);
 typedef float (*read_fn)(const float *p, size_t n);
@@ -49,8 +51,12 @@ static int64_t parse_size(const char *s) {
   }
 }
 
-void ts_hwinfo_cache_sizes(int64_t *l1d, int64_t *l2, int64_t *l3) {
-  int64_t sz[4] = {0, 0, 0, 0};
+static int64_t g_cache_sz[4];
+static pthread_once_t g_cache_once = PTHREAD_ONCE_INIT;
+
+/* read once per process: kernels ask for them on their hot paths (ts_hwinfo_cache_scaled) */
+static void cache_sizes_read(void) {
+  int64_t *sz = g_cache_sz;
   for (int i = 0; i < 16; i++) {
     char path[128], level[16], type[32], size[32];
     const char *base = "/sys/devices/system/cpu/cpu0/cache/index";
@@ -71,9 +77,21 @@ void ts_hwinfo_cache_sizes(int64_t *l1d, int64_t *l2, int64_t *l3) {
       sz[lv] = v > 0 ? v : 0;
     }
 #endif
-  if (l1d) *l1d = sz[1];
-  if (l2) *l2 = sz[2];
-  if (l3) *l3 = sz[3];
+}
+
+void ts_hwinfo_cache_sizes(int64_t *l1d, int64_t *l2, int64_t *l3) {
+  pthread_once(&g_cache_once, cache_sizes_read);
+  if (l1d) *l1d = g_cache_sz[1];
+  if (l2) *l2 = g_cache_sz[2];
+  if (l3) *l3 = g_cache_sz[3];
+}
+
+int64_t ts_hwinfo_cache_scaled(int level, int64_t ref_size, int64_t ref_value, int64_t lo, int64_t hi) {
+  pthread_once(&g_cache_once, cache_sizes_read);
+  const int64_t have = level >= 1 && level <= 3 ? g_cache_sz[level] : 0;
+  if (have <= 0 || ref_size <= 0) return ref_value;
+  const double v = (double)ref_value * ((double)have / (double)ref_size);
+  return v < (double)lo ? lo : v > (double)hi ? hi : (int64_t)v;
 }
 
 /* ---- FMA peak ---------------------------------------------------------------------------- */
@@ -331,13 +349,14 @@ ts_status ts_hwinfo_xfer_ns(double *ns) {
 /* ---- the profile ------------------------------------------------------------------------- */
 
 static void provenance(ts_machine_profile *out, int nthreads) {
-  const ts_cpu_features *f = ts_cpu();
+  ts_provenance pv; /* cpu model, kernel level, threads and date as every artifact records them */
+  ts_provenance_here(&pv, ts_isa_active(), nthreads);
   memset(out, 0, sizeof *out);
   out->version = TS_HWINFO_VERSION;
   out->load_avg = ts_hwinfo_load_now();
   out->cpus_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
-  snprintf(out->cpu_model, sizeof out->cpu_model, "%s", f->model);
-  snprintf(out->vendor, sizeof out->vendor, "%s", f->vendor);
+  snprintf(out->cpu_model, sizeof out->cpu_model, "%s", pv.cpu_model);
+  snprintf(out->vendor, sizeof out->vendor, "%s", ts_cpu()->vendor);
   const char *names[64];
   int k = ts_cpu_isa_list(names, 64);
   size_t used = 0;
@@ -346,12 +365,10 @@ static void provenance(ts_machine_profile *out, int nthreads) {
     if (w < 0 || (size_t)w >= sizeof out->isa - used) break;
     used += (size_t)w;
   }
-  snprintf(out->kernels, sizeof out->kernels, "%s", ts_isa_name(ts_isa_active()));
-  out->threads = nthreads;
+  snprintf(out->kernels, sizeof out->kernels, "%s", ts_isa_name(ts_isa_active())); /* = pv.kernels */
+  out->threads = pv.threads;
   ts_hwinfo_cache_sizes(&out->l1d_bytes, &out->l2_bytes, &out->l3_bytes);
-  time_t now = time(NULL);
-  struct tm tm;
-  if (gmtime_r(&now, &tm)) strftime(out->date, sizeof out->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  snprintf(out->date, sizeof out->date, "%s", pv.date);
   if (gethostname(out->host, sizeof out->host) != 0) snprintf(out->host, sizeof out->host, "unknown");
   out->host[sizeof out->host - 1] = 0;
 }
@@ -446,13 +463,6 @@ ts_status ts_hwinfo_measure(const ts_context *ctx, ts_machine_profile *out) {
   return ts_hwinfo_measure_opts(ctx, NULL, out);
 }
 
-bool ts_hwinfo_matches(const ts_machine_profile *p, int threads) {
-  if (!p) return false;
-  if (threads <= 0) threads = ts_default_threads();
-  return p->version == TS_HWINFO_VERSION && p->threads == threads && strcmp(p->cpu_model, ts_cpu()->model) == 0 &&
-         strcmp(p->kernels, ts_isa_name(ts_isa_active())) == 0;
-}
-
 double ts_hwinfo_load_now(void) {
   double l[1];
   return getloadavg(l, 1) == 1 ? l[0] : -1.0;
@@ -482,34 +492,4 @@ void ts_hwinfo_merge_max(ts_machine_profile *dst, const ts_machine_profile *othe
   keep_max(&dst->bandwidth_gbs_1t, other->bandwidth_gbs_1t);
   if (other->bandwidth_gbs > dst->bandwidth_gbs) dst->xfer_ns = other->xfer_ns; /* the kept figure's placement */
   keep_max(&dst->bandwidth_gbs, other->bandwidth_gbs);
-}
-
-ts_status ts_hwinfo_get(const ts_context *ctx, ts_machine_profile *p) {
-  if (!p) return ts_error(TS_ERR_INVALID_ARG, "ts_hwinfo_get: profile is NULL");
-  ts_machine_profile cached;
-  bool have = false;
-  char path[4200];
-  TS_TRY(ts_hwinfo_path_threads(ts_context_threads(ctx), path, sizeof path));
-  /* Any unusable cache (absent, malformed, another machine or thread count) means re-measuring. */
-  if (ts_hwinfo_load(path, &cached) == TS_OK && ts_hwinfo_matches(&cached, ts_context_threads(ctx))) {
-    int cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    double now = ts_hwinfo_load_now();
-    if (!ts_hwinfo_should_refresh(&cached, now, cpus)) {
-      *p = cached;
-      return TS_OK;
-    }
-    if (!getenv("TESSERA_QUIET") || strcmp(getenv("TESSERA_QUIET"), "1") != 0)
-      fprintf(stderr, "tessera: the machine profile was measured at load average %.1f on %d CPUs; re-measuring now "
-              "that the load is %.1f\n", cached.load_avg, cached.cpus_online, now);
-    have = true;
-  }
-  ts_error_clear();
-  TS_TRY(ts_hwinfo_measure(ctx, p));
-  if (have) ts_hwinfo_merge_max(p, &cached);
-  ts_status s = ts_hwinfo_save(p, path);
-  if (s != TS_OK) {
-    fprintf(stderr, "tessera: machine profile measured but not saved: %s: %s\n", ts_strerror(s), ts_last_error());
-    ts_error_clear();
-  }
-  return TS_OK;
 }

@@ -1,29 +1,81 @@
-/* Machine profile <-> JSON, and machine.json in the cache directory. Readers validate every field
- * and name the bad one; writers go through ts_write_file_atomic. */
+/* Machine profile <-> JSON, and the profile in the artifact store (kind "machine", key "t<threads>":
+ * <cache>/machine/t<N>.json). Readers validate every field and name the bad one; ts_hwinfo_get
+ * serves a stored profile that still describes this machine and measures otherwise. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/artifact_internal.h"
 #include "tessera/hwinfo.h"
 
 #define FORMAT_NAME "tessera machine profile"
 
-ts_status ts_hwinfo_default_path(char *buf, size_t cap) {
-  char dir[4096];
-  TS_TRY(ts_cache_dir(dir, sizeof dir));
-  int n = snprintf(buf, cap, "%s/machine.json", dir);
-  if (n < 0 || (size_t)n >= cap) return ts_error(TS_ERR_INVALID_ARG, "machine profile path is too long");
-  return TS_OK;
-}
+/* The profile's kind: its format version is the profile's (a profile of another version is
+ * re-measured, never misread). */
+static const ts__artifact_kind k_machine = {"machine", TS_HWINFO_VERSION};
+
+static int resolve_threads(int threads) { return threads > 0 ? threads : ts_default_threads(); }
+
+static void profile_key(int threads, char key[24]) { snprintf(key, 24, "t%d", resolve_threads(threads)); }
 
 ts_status ts_hwinfo_path_threads(int threads, char *buf, size_t cap) {
-  if (threads <= 0 || threads == ts_default_threads()) return ts_hwinfo_default_path(buf, cap);
-  char dir[4096];
-  TS_TRY(ts_cache_dir(dir, sizeof dir));
-  int n = snprintf(buf, cap, "%s/machine_t%d.json", dir, threads);
-  if (n < 0 || (size_t)n >= cap) return ts_error(TS_ERR_INVALID_ARG, "machine profile path is too long");
+  char key[24];
+  profile_key(threads, key);
+  return ts_artifact_path(k_machine.name, key, buf, cap);
+}
+
+ts_status ts_hwinfo_default_path(char *buf, size_t cap) { return ts_hwinfo_path_threads(0, buf, cap); }
+
+/* The profile's provenance as the store records it: what it was measured on and with. */
+static void profile_provenance(const ts_machine_profile *p, ts_provenance *pv) {
+  memset(pv, 0, sizeof *pv);
+  snprintf(pv->cpu_model, sizeof pv->cpu_model, "%s", p->cpu_model);
+  snprintf(pv->kernels, sizeof pv->kernels, "%s", p->kernels);
+  pv->threads = p->threads;
+  snprintf(pv->date, sizeof pv->date, "%s", p->date);
+  snprintf(pv->tessera_version, sizeof pv->tessera_version, "%s", ts_version());
+  snprintf(pv->clock, sizeof pv->clock, "%s", ts_clock_name(TS_CLOCK_WALL));
+  char key[17];
+  if (ts_hwinfo_profile_key(p, key) == TS_OK) memcpy(pv->profile, key, sizeof key);
+}
+
+bool ts_hwinfo_matches(const ts_machine_profile *p, int threads) {
+  if (!p || p->version != TS_HWINFO_VERSION) return false;
+  ts_provenance made, here;
+  profile_provenance(p, &made);
+  ts_provenance_here(&here, ts_isa_active(), resolve_threads(threads));
+  return ts_provenance_matches(&made, &here, TS_PROV_THREADS, NULL, 0);
+}
+
+void ts_hwinfo_profile_key_here(int threads, char key[17]) {
+  char path[4400];
+  ts_machine_profile mp;
+  key[0] = 0;
+  if (ts_hwinfo_path_threads(threads > 0 ? threads : ts_default_threads(), path, sizeof path) != TS_OK ||
+      ts_hwinfo_load(path, &mp) != TS_OK || !ts_hwinfo_matches(&mp, threads) || ts_hwinfo_profile_key(&mp, key) != TS_OK)
+    key[0] = 0;
+  ts_error_clear();
+}
+
+ts_status ts_hwinfo_profile_key(const ts_machine_profile *p, char key[17]) {
+  if (!p || !key) return ts_error(TS_ERR_INVALID_ARG, "ts_hwinfo_profile_key: NULL argument");
+  ts_hash h;
+  ts_hash_init(&h, "machine-profile-v1");
+  const char *strs[] = {p->cpu_model, p->vendor, p->isa, p->kernels, p->peak_isa, p->date, p->host};
+  for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) ts_hash_str(&h, strs[i]);
+  const int64_t ints[] = {p->version, p->threads, p->l1d_bytes, p->l2_bytes, p->l3_bytes};
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) ts_hash_i64(&h, ints[i]);
+  const double figs[] = {p->peak_gflops_fp32_1t, p->peak_gflops_fp32, p->bandwidth_gbs_1t, p->bandwidth_gbs};
+  for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++) { /* 12 digits: a JSON round trip may move the last bit */
+    char f[40];
+    snprintf(f, sizeof f, "%.12g", figs[i]);
+    ts_hash_str(&h, f);
+  }
+  ts_hash_hex(&h, key);
   return TS_OK;
 }
 
@@ -39,12 +91,16 @@ cJSON *ts_hwinfo_to_json(const ts_machine_profile *p) {
   char buf[sizeof p->isa];
   snprintf(buf, sizeof buf, "%s", p->isa);
   char *save = NULL;
-  for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
-    cJSON_AddItemToArray(isa, cJSON_CreateString(tok));
-  bool ok = cJSON_AddStringToObject(j, "format", FORMAT_NAME) && cJSON_AddNumberToObject(j, "version", p->version) &&
-            cJSON_AddStringToObject(j, "tessera_version", ts_version()) &&
-            cJSON_AddStringToObject(j, "cpu_model", p->cpu_model) && cJSON_AddStringToObject(j, "vendor", p->vendor);
-  cJSON_AddItemToObject(j, "isa", isa);
+  bool ok = true; /* an allocation failing anywhere gives NULL, never a profile missing a name or field */
+  for (char *tok = strtok_r(buf, " ", &save); ok && tok; tok = strtok_r(NULL, " ", &save)) {
+    cJSON *name = cJSON_CreateString(tok);
+    ok = name && cJSON_AddItemToArray(isa, name);
+  }
+  ok = ok && cJSON_AddStringToObject(j, "format", FORMAT_NAME) && cJSON_AddNumberToObject(j, "version", p->version) &&
+       cJSON_AddStringToObject(j, "tessera_version", ts_version()) &&
+       cJSON_AddStringToObject(j, "cpu_model", p->cpu_model) && cJSON_AddStringToObject(j, "vendor", p->vendor);
+  if (ok && !cJSON_AddItemToObject(j, "isa", isa)) ok = false; /* not attached: still ours to delete */
+  else if (ok) isa = NULL;
   ok = ok && cJSON_AddStringToObject(j, "kernels", p->kernels) && cJSON_AddStringToObject(j, "peak_isa", p->peak_isa) &&
        cJSON_AddNumberToObject(j, "threads", p->threads) &&
        cJSON_AddNumberToObject(j, "peak_gflops_fp32_1t", p->peak_gflops_fp32_1t) &&
@@ -59,6 +115,7 @@ cJSON *ts_hwinfo_to_json(const ts_machine_profile *p) {
        (p->xfer_ns <= 0 || cJSON_AddNumberToObject(j, "xfer_ns", p->xfer_ns)) &&
        (p->other_cpus < 0 || cJSON_AddNumberToObject(j, "other_cpus", p->other_cpus));
   if (!ok) {
+    cJSON_Delete(isa);
     cJSON_Delete(j);
     return NULL;
   }
@@ -162,29 +219,58 @@ ts_status ts_hwinfo_from_json(const cJSON *j, ts_machine_profile *p) {
   return TS_OK;
 }
 
-/* ---- files -------------------------------------------------------------------------------- */
+/* ---- files ------------------------------------------------------------------------------ */
+
+/* The store's envelope around p (as ts__artifact_store writes it) or the bare profile. */
+static bool is_store_path(const ts_machine_profile *p, const char *path, char key[24]) {
+  profile_key(p->threads, key);
+  char store[4400];
+  if (!path) return true;
+  if (ts_artifact_path(k_machine.name, key, store, sizeof store) != TS_OK) {
+    ts_error_clear();
+    return false;
+  }
+  return strcmp(path, store) == 0;
+}
 
 ts_status ts_hwinfo_save(const ts_machine_profile *p, const char *path) {
   if (!p) return ts_error(TS_ERR_INVALID_ARG, "ts_hwinfo_save: profile is NULL");
-  char def[4200];
-  if (!path) {
-    TS_TRY(ts_hwinfo_default_path(def, sizeof def));
-    path = def;
-  }
   cJSON *j = ts_hwinfo_to_json(p);
-  char *text = j ? cJSON_Print(j) : NULL;
+  if (!j) return ts_error(TS_ERR_OOM, "out of memory serializing the machine profile");
+  char key[24];
+  ts_status s;
+  if (is_store_path(p, path, key)) { /* the store: an artifact envelope, atomic, size-bounded */
+    ts_provenance pv;
+    profile_provenance(p, &pv);
+    s = ts__artifact_store(&k_machine, key, j, &pv);
+    cJSON_Delete(j);
+    return s;
+  }
+  char *text = cJSON_Print(j);
   cJSON_Delete(j);
   if (!text) return ts_error(TS_ERR_OOM, "out of memory serializing the machine profile");
   size_t len = strlen(text);
   text[len] = '\n'; /* replaces the NUL: the file ends with a newline */
-  ts_status s = ts_write_file_atomic(path, text, len + 1);
-  free(text);
+  s = ts_write_file_atomic(path, text, len + 1);
+  cJSON_free(text); /* cJSON's allocator (the hooks, when set) */
   return s;
+}
+
+/* The profile object of j: j itself, or the payload of a "machine" artifact envelope. */
+static ts_status unwrap(const cJSON *j, const cJSON **prof) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "artifact");
+  *prof = j;
+  if (!a) return TS_OK;
+  if (!cJSON_IsString(a) || strcmp(a->valuestring, k_machine.name) != 0)
+    return ts_error(TS_ERR_FORMAT, "machine profile: an artifact of another kind (expected \"%s\")", k_machine.name);
+  *prof = cJSON_GetObjectItemCaseSensitive(j, "data");
+  if (!*prof) return ts_error(TS_ERR_FORMAT, "machine profile: the artifact has no \"data\"");
+  return TS_OK;
 }
 
 ts_status ts_hwinfo_load(const char *path, ts_machine_profile *p) {
   if (!p) return ts_error(TS_ERR_INVALID_ARG, "ts_hwinfo_load: profile is NULL");
-  char def[4200];
+  char def[4400];
   if (!path) {
     TS_TRY(ts_hwinfo_default_path(def, sizeof def));
     path = def;
@@ -193,15 +279,79 @@ ts_status ts_hwinfo_load(const char *path, ts_machine_profile *p) {
   size_t len;
   TS_TRY(ts_read_file(path, &data, &len));
   const char *end = NULL;
+  errno = 0;
   cJSON *j = cJSON_ParseWithLengthOpts(data, len, &end, false);
+  if (!j && errno == ENOMEM) { /* an allocation failed (malloc and the allocator hooks set ENOMEM), not the text */
+    free(data);
+    return ts_error(TS_ERR_OOM, "out of memory reading the machine profile '%s'", path);
+  }
   if (!j) {
     size_t at = end && end >= data && end <= data + len ? (size_t)(end - data) : 0;
     free(data);
     return ts_error(TS_ERR_FORMAT, "'%s' is not valid JSON (near byte %zu)", path, at);
   }
   free(data);
-  ts_status s = ts_hwinfo_from_json(j, p);
+  const cJSON *prof;
+  ts_status s = unwrap(j, &prof);
+  if (s == TS_OK) s = ts_hwinfo_from_json(prof, p);
   cJSON_Delete(j);
   if (s != TS_OK) ts_error_prefix("'%s': ", path);
   return s;
+}
+
+/* ---- ts_hwinfo_get: the store's get() ----------------------------------------------------- */
+
+typedef struct get_ctx {
+  const ts_context *ctx;
+  ts_machine_profile *out;
+  ts_machine_profile stale; /* a matching profile measured busy, merged into the new one */
+  bool have_stale;
+} get_ctx;
+
+static ts_status get_accept(void *arg, const cJSON *data, const ts_provenance *prov) {
+  (void)prov; /* the profile carries its own provenance fields, checked by ts_hwinfo_matches */
+  get_ctx *g = arg;
+  ts_machine_profile p;
+  TS_TRY(ts_hwinfo_from_json(data, &p));
+  const int threads = ts_context_threads(g->ctx);
+  if (p.threads != threads) return ts_error(TS_ERR_FORMAT, "a profile for %d threads under key t%d", p.threads, threads);
+  if (!ts_hwinfo_matches(&p, threads)) return ts_error(TS_ERR_NOT_FOUND, "measured on another machine or level");
+  const int cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  const double now = ts_hwinfo_load_now();
+  if (!ts_hwinfo_should_refresh(&p, now, cpus)) {
+    *g->out = p;
+    return TS_OK;
+  }
+  if (!getenv("TESSERA_QUIET") || strcmp(getenv("TESSERA_QUIET"), "1") != 0)
+    fprintf(stderr, "tessera: the machine profile was measured at load average %.1f on %d CPUs; re-measuring now "
+            "that the load is %.1f\n", p.load_avg, p.cpus_online, now);
+  g->stale = p, g->have_stale = true;
+  return ts_error(TS_ERR_NOT_FOUND, "measured on a busy machine");
+}
+
+static ts_status get_compute(void *arg, cJSON **data, ts_provenance *prov) {
+  get_ctx *g = arg;
+  ts_machine_profile p;
+  TS_TRY(ts_hwinfo_measure(g->ctx, &p));
+  if (g->have_stale) ts_hwinfo_merge_max(&p, &g->stale);
+  *g->out = p;
+  *data = ts_hwinfo_to_json(&p);
+  if (!*data) return ts_error(TS_ERR_OOM, "out of memory serializing the machine profile");
+  profile_provenance(&p, prov);
+  return TS_OK;
+}
+
+static ts_status get_check(void *arg, const cJSON *data) {
+  (void)arg;
+  ts_machine_profile p;
+  return ts_hwinfo_from_json(data, &p);
+}
+
+ts_status ts_hwinfo_get(const ts_context *ctx, ts_machine_profile *p) {
+  if (!p) return ts_error(TS_ERR_INVALID_ARG, "ts_hwinfo_get: profile is NULL");
+  const ts__artifact_ops ops = {k_machine, get_accept, get_compute, get_check};
+  get_ctx g = {.ctx = ctx, .out = p};
+  char key[24];
+  profile_key(ts_context_threads(ctx), key);
+  return ts__artifact_get(&ops, key, &g, NULL);
 }

@@ -134,7 +134,8 @@ ts_status ts_measure_run(int n, const ts_measure_fn *fn, void *const *arg, const
     return ts_error(TS_ERR_OOM, "ts_measure_run: no memory for %d x %d timings", n, o.max_rounds);
   }
   memset(res, 0, (size_t)n * sizeof *res);
-  for (int i = 0; i < n; i++) res[i].best_warmup_s = res[i].ratio = res[i].ratio_lo = res[i].ratio_hi = NAN;
+  for (int i = 0; i < n; i++)
+    res[i].best_warmup_s = res[i].ratio = res[i].ratio_lo = res[i].ratio_hi = res[i].ratio_q1 = res[i].ratio_q3 = NAN;
   const double w0 = ts_now();
   ts_status last_err = TS_OK;
   char last_msg[512] = "";
@@ -163,11 +164,14 @@ ts_status ts_measure_run(int n, const ts_measure_fn *fn, void *const *arg, const
         state[i] = PRUNED, res[i].pruned = true;
   }
 
-  const ts_cpu_mark m0 = ts_cpu_mark_now();
+  /* /proc/stat twice per run: only when the caller asks (profilers run thousands of short runs) */
+  ts_cpu_mark m0 = {0, -1, -1};
+  if (info) m0 = ts_cpu_mark_now();
   int rounds = 0;
   while (rounds < o.max_rounds) {
     int live = 0;
-    for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) {
+      const int i = o.alternate && rounds % 2 ? n - 1 - j : j;
       if (state[i] != LIVE) continue;
       if (o.flush_cache) ts_flush_cache();
       if (o.before) o.before(o.before_arg);
@@ -186,7 +190,8 @@ ts_status ts_measure_run(int n, const ts_measure_fn *fn, void *const *arg, const
       if (state[i] == LIVE && sum[i] < least) least = sum[i];
     if (rounds >= o.rounds && least >= o.min_time_s) break;
   }
-  const ts_cpu_mark m1 = ts_cpu_mark_now();
+  ts_cpu_mark m1 = m0;
+  if (info) m1 = ts_cpu_mark_now();
 #undef FAIL
 
   const int b = o.baseline;
@@ -196,7 +201,8 @@ ts_status ts_measure_run(int n, const ts_measure_fn *fn, void *const *arg, const
     const int np = cnt[i] < cnt[b] ? cnt[i] : cnt[b];
     if (np > 0) { /* paired ratios first: summarizing sorts the samples */
       for (int k = 0; k < np; k++) pair[k] = ti[k] / (tb[k] > 1e-12 ? tb[k] : 1e-12);
-      ts_ratio_ci(pair, np, &res[i].ratio, &res[i].ratio_lo, &res[i].ratio_hi);
+      ts_ratio_ci(pair, np, &res[i].ratio, &res[i].ratio_lo, &res[i].ratio_hi); /* sorts */
+      res[i].ratio_q1 = ts_quantile(pair, np, 0.25), res[i].ratio_q3 = ts_quantile(pair, np, 0.75);
     }
     if (i == b) continue;
     ts_summarize(ti, cnt[i], &res[i].s);

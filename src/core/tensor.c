@@ -1,9 +1,46 @@
-/* Aligned allocation, overflow-checked sizes, dtypes and tensor descriptors. */
+/* Aligned allocation (through the allocator hooks), overflow-checked sizes, dtypes and tensor
+ * descriptors. */
+#include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "tessera/core.h"
+
+/* ---- allocator hooks ------------------------------------------------------------------ */
+
+static void *default_alloc(void *user, size_t bytes, size_t align) {
+  (void)user;
+  return aligned_alloc(align, bytes);
+}
+static void default_free(void *user, void *p) {
+  (void)user;
+  free(p);
+}
+static ts_allocator g_alloc = {default_alloc, default_free, NULL};
+
+/* cJSON's hooks take no user pointer: these go through g_alloc (16-byte aligned, as malloc) */
+static void *cjson_alloc(size_t bytes) {
+  const size_t a = 16, n = bytes ? (bytes + a - 1) & ~(a - 1) : a;
+  void *p = n < bytes ? NULL : g_alloc.alloc(g_alloc.user, n, a);
+  if (!p) errno = ENOMEM; /* as malloc: ts_json_read_mem tells a failed allocation from a bad text by it */
+  return p;
+}
+static void cjson_free(void *p) {
+  if (p) g_alloc.free(g_alloc.user, p);
+}
+
+void ts_set_allocator(const ts_allocator *a) {
+  if (a && a->alloc && a->free) {
+    g_alloc = *a;
+    cJSON_Hooks h = {cjson_alloc, cjson_free};
+    cJSON_InitHooks(&h);
+  } else {
+    g_alloc = (ts_allocator){default_alloc, default_free, NULL};
+    cJSON_InitHooks(NULL);
+  }
+}
 
 bool ts_mul_size(size_t a, size_t b, size_t *out) { return !__builtin_mul_overflow(a, b, out); }
 bool ts_add_size(size_t a, size_t b, size_t *out) { return !__builtin_add_overflow(a, b, out); }
@@ -25,8 +62,11 @@ static void *alloc_aligned(size_t bytes, size_t align, size_t *rounded) {
       return NULL;
     }
   }
-  void *p = aligned_alloc(align, *rounded);
-  if (!p) ts_error(TS_ERR_OOM, "cannot allocate %zu bytes", bytes);
+  void *p = g_alloc.alloc(g_alloc.user, *rounded, align);
+  if (!p) {
+    errno = ENOMEM;
+    ts_error(TS_ERR_OOM, "cannot allocate %zu bytes", bytes);
+  }
   return p;
 }
 
@@ -63,7 +103,9 @@ void *ts_calloc(size_t count, size_t size) {
   return p;
 }
 
-void ts_free(void *p) { free(p); }
+void ts_free(void *p) {
+  if (p) g_alloc.free(g_alloc.user, p);
+}
 
 static const struct { const char *name; size_t size; } dtypes[TS_DTYPE_COUNT] = {
     [TS_F32] = {"f32", 4}, [TS_F16] = {"f16", 2}, [TS_BF16] = {"bf16", 2},

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "attn/attn_internal.h"
+#include "core/artifact_internal.h"
 #include "cuda/attn_cuda_internal.h"
 #include "tessera/attn_cuda.h"
 
@@ -235,12 +236,8 @@ static ts_status synth_plan(ts_attn_cuda_plan **out, int64_t n, int64_t d, int k
   return st;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Median over 5 groups of the mean ms of 10 launches (after 2 warm-ups), by CUDA events. */
+/* Median over 5 groups of the mean ms of 10 launches (after 2 warm-ups), by CUDA events (device
+ * time: the measure engine's clocks are the host's). */
 static ts_status time_launches(ts_attn_cuda_plan *p, int bf16, const void *q, const void *k, const void *v, float *o,
                                int64_t batch, int64_t heads, cudaEvent_t e0, cudaEvent_t e1, double *ms) {
   double t[5];
@@ -258,8 +255,7 @@ static ts_status time_launches(ts_attn_cuda_plan *p, int bf16, const void *q, co
     if (e != cudaSuccess) return cuda_fail(e, "profile timing");
     t[r] = f / 10.0;
   }
-  qsort(t, 5, sizeof t[0], cmp_double);
-  *ms = t[2];
+  *ms = ts_median(t, 5);
   return TS_OK;
 }
 
@@ -450,24 +446,50 @@ ts_status ts_attn_cuda_synchronize(void) {
   return e == cudaSuccess ? TS_OK : cuda_fail(e, "cudaDeviceSynchronize");
 }
 
+/* ts_attn_cuda_costs_get through the artifact store: kept costs are used when they were measured on
+ * this device for this (d, dtype). */
+typedef struct costs_ctx {
+  ts_attn_cuda_costs *c;
+  int64_t d;
+  bool bf16;
+  const char *dev;
+} costs_ctx;
+
+static ts_status costs_accept(void *ctx, const cJSON *data, const ts_provenance *prov) {
+  (void)prov;
+  costs_ctx *x = ctx;
+  ts_attn_cuda_costs f;
+  TS_TRY(ts__cuda_costs_from_json(data, "cached cuda costs", &f));
+  if (!f.measured || f.d != x->d || f.bf16 != x->bf16 || strcmp(f.device, x->dev) != 0)
+    return ts_error(TS_ERR_NOT_FOUND, "cuda costs: made for another device or request");
+  *x->c = f;
+  return TS_OK;
+}
+
+static ts_status costs_compute(void *ctx, cJSON **data, ts_provenance *prov) {
+  costs_ctx *x = ctx;
+  TS_TRY(ts_attn_cuda_profile(x->c, x->d, x->bf16));
+  ts__cuda_costs_provenance(x->c, prov);
+  if (!(*data = ts__cuda_costs_to_json(x->c))) fprintf(stderr, "tessera: CUDA costs measured but not saved: out of memory\n");
+  return TS_OK;
+}
+
+static ts_status costs_check(void *ctx, const cJSON *data) {
+  (void)ctx;
+  ts_attn_cuda_costs f;
+  return ts__cuda_costs_from_json(data, "measured cuda costs", &f);
+}
+
 ts_status ts_attn_cuda_costs_get(ts_attn_cuda_costs *c, int64_t d, bool bf16, bool *cached) {
   if (!c) return ts_error(TS_ERR_INVALID_ARG, "cuda costs: NULL output");
   if (cached) *cached = false;
-  char dev[128], path[4200];
+  char dev[128], key[64];
   TS_TRY(ts_attn_cuda_device_name(dev, sizeof dev));
-  TS_TRY(ts_attn_cuda_costs_path(d, bf16, path, sizeof path));
-  ts_attn_cuda_costs f;
-  if (ts_attn_cuda_costs_load(path, &f) == TS_OK && f.measured && f.d == d && f.bf16 == bf16 && strcmp(f.device, dev) == 0) {
-    *c = f;
-    if (cached) *cached = true;
-    return TS_OK;
-  }
-  ts_error_clear();
-  TS_TRY(ts_attn_cuda_profile(c, d, bf16));
-  ts_status st = ts_attn_cuda_costs_save(c, path);
-  if (st != TS_OK) {
-    fprintf(stderr, "tessera: CUDA costs measured but not saved: %s: %s\n", ts_strerror(st), ts_last_error());
-    ts_error_clear();
-  }
+  TS_TRY(ts__cuda_costs_key(d, bf16, key, sizeof key));
+  const ts__artifact_ops ops = {ts__cuda_costs_kind, costs_accept, costs_compute, costs_check};
+  costs_ctx x = {c, d, bf16, dev};
+  bool computed = false;
+  TS_TRY(ts__artifact_get(&ops, key, &x, &computed));
+  if (cached) *cached = !computed;
   return TS_OK;
 }

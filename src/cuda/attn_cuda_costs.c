@@ -1,5 +1,6 @@
 /* The GPU's measured chunk costs (ts_attn_cuda_costs) as JSON with provenance: to/from cJSON
- * (validating every field), file save and load, the cache path. Plain C with no CUDA call, so the
+ * (validating every field), file save and load, their artifact (kind "attn-cuda-costs", key
+ * d<D>-<f32|bf16>; the envelope's provenance is the host's). Plain C with no CUDA call, so the
  * JSON fuzz harness links it too; the cache-or-measure lookup is in attn_cuda.c. */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -7,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn/profile_internal.h"
+#include "core/artifact_internal.h"
 #include "cuda/attn_cuda_internal.h"
+#include "tessera/hwinfo.h"
 #include "tessera/attn_cuda.h"
 #include "tessera/io.h"
 
@@ -16,13 +20,25 @@
 
 static const char *const class_names[4] = {"16x64", "32x32", "32x64", "64x64"};
 
+const ts__artifact_kind ts__cuda_costs_kind = {"attn-cuda-costs", FORMAT_VERSION};
+
+ts_status ts__cuda_costs_key(int64_t d, bool bf16, char *key, size_t cap) {
+  int n = snprintf(key, cap, "d%lld-%s", (long long)d, bf16 ? "bf16" : "f32");
+  if (n < 0 || (size_t)n >= cap) return ts_error(TS_ERR_INVALID_ARG, "cuda costs key is too long");
+  return TS_OK;
+}
+
+void ts__cuda_costs_provenance(const ts_attn_cuda_costs *c, ts_provenance *p) {
+  ts_provenance_here(p, ts_isa_active(), 0); /* the host; the device is in the payload */
+  snprintf(p->date, sizeof p->date, "%s", c->date);
+  ts_hwinfo_profile_key_here(0, p->profile);
+}
+
 ts_status ts_attn_cuda_costs_path(int64_t d, bool bf16, char *buf, size_t cap) {
   if (!buf || cap == 0) return ts_error(TS_ERR_INVALID_ARG, "cuda costs path: NULL or empty buffer");
-  char dir[4096];
-  TS_TRY(ts_cache_dir(dir, sizeof dir));
-  int n = snprintf(buf, cap, "%s/attn_cuda_costs_d%lld_%s.json", dir, (long long)d, bf16 ? "bf16" : "f32");
-  if (n < 0 || (size_t)n >= cap) return ts_error(TS_ERR_INVALID_ARG, "cuda costs path is too long");
-  return TS_OK;
+  char key[64];
+  TS_TRY(ts__cuda_costs_key(d, bf16, key, sizeof key));
+  return ts_artifact_path(ts__cuda_costs_kind.name, key, buf, cap);
 }
 
 static cJSON *num_array(const double *v) {

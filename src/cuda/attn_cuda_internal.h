@@ -131,6 +131,12 @@ struct cJSON;
  * the file or document named in errors). */
 struct cJSON *ts__cuda_costs_to_json(const struct ts_attn_cuda_costs *c);
 ts_status ts__cuda_costs_from_json(const struct cJSON *j, const char *name, struct ts_attn_cuda_costs *c);
+/* The costs' artifact: kind "attn-cuda-costs" (version = the payload's format version), key
+ * d<D>-<f32|bf16>, and the provenance its envelope records (this host, the measurement's date). */
+extern const struct ts__artifact_kind ts__cuda_costs_kind;
+ts_status ts__cuda_costs_key(int64_t d, bool bf16, char *key, size_t cap);
+struct ts_provenance;
+void ts__cuda_costs_provenance(const struct ts_attn_cuda_costs *c, struct ts_provenance *p);
 ts_status ts__cuda_flatten_gather(const struct ts_bitmap *mask, int64_t d, size_t smem_limit,
                                   const struct ts_attn_cuda_costs *costs, ts__cuda_flat *out, struct ts_attn_stats *stats);
 #endif

@@ -131,7 +131,7 @@ ts_status ts_gconv_exec_create(ts_gconv_exec **out, ts_context *ctx, const ts_gc
   }
   float *dense = ts_malloc((size_t)(maxk ? maxk : 1) * sizeof(float));
   if (!e->parts || !e->rows_buf || !mark || !dense) s = TS_ERR_OOM;
-  if (s == TS_OK) memset(e->parts, 0, (size_t)nparts * sizeof(xpart));
+  if (e->parts) memset(e->parts, 0, (size_t)nparts * sizeof(xpart)); /* destroy frees them on any failure */
   int32_t *rp = e->rows_buf;
   for (int32_t p = 0; s == TS_OK && p < nparts; p++) {
     memcpy(rp, parts[p].rows, (size_t)parts[p].nrows * sizeof(int32_t));

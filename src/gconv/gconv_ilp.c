@@ -19,11 +19,11 @@
  * the reordering), then each partition with the G-1 partitions whose unions overlap its own most;
  * passes repeat until none improves or the time limit. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gconv/gconv_internal.h"
+#include "tessera/measure.h"
 #include "tessera/solve.h"
 
 #define MAX_GROUP 4
@@ -223,9 +223,7 @@ static ts_status solve_group(state *S, const int32_t *ps, int G, double time_lim
     ts_ilp_options_default(&opt);
     opt.time_limit = time_limit;
     opt.rel_gap = 1e-4;
-    if (getenv("GCONV_ILP_LOG")) opt.log_level = 2;
     ts_status q = ts_ilp_solve(ilp, &opt, &res);
-    if (getenv("GCONV_ILP_DEBUG")) fprintf(stderr, "G=%d nm=%d classes=%d vars=%d rows=%d: %s %.1f ms nodes %lld warm %d obj %g\n", G, nm, ncl, ts_ilp_num_vars(ilp), ts_ilp_num_rows(ilp), ts_ilp_status_name(res.status), res.seconds * 1e3, (long long)res.nodes, res.from_warm_start, res.objective);
     if (q == TS_OK && res.x && !res.from_warm_start) {
       /* apply tentatively, keep only if the exact cost drops */
       int32_t save[MAX_MEMBERS];
@@ -242,6 +240,8 @@ static ts_status solve_group(state *S, const int32_t *ps, int G, double time_lim
         for (int i = 0; i < nm; i++) S->a->part_of[S->mem[i]] = save[i];
         for (int g = 0; g < G; g++) recompute(S, ps[g]);
       }
+    } else if (q == TS_ERR_OOM) {
+      s = q; /* out of memory is the caller's to know: the plan must not depend on which allocation failed */
     } else if (q != TS_OK) {
       ts_error_clear(); /* a failed neighbourhood keeps the current assignment: the greedy fallback */
     }
@@ -318,8 +318,10 @@ ts_status ts__gconv_ilp_improve(const ts_gconv_layer *l, const ts_csr *conn, con
           if (G < 2) continue;
         }
         /* a neighbourhood solved before without success, none of its partitions changed since */
-        uint64_t key = TS__GCONV_FNV_INIT;
-        for (int g = 0; g < G; g++) key = ts__gconv_fnv(ts__gconv_fnv(key, &ps[g], 4), &S.stamp[ps[g]], 4);
+        ts_hash kh;
+        ts_hash_init(&kh, NULL);
+        for (int g = 0; g < G; g++) ts_hash_bytes(&kh, &ps[g], 4), ts_hash_bytes(&kh, &S.stamp[ps[g]], 4);
+        const uint64_t key = kh.h;
         if (S.memo[2 * p + kind] == key) continue;
         /* CBC checks its limit only between root passes and nodes, so a solve can overrun it
          * (a large neighbourhood's root LP); stop when the time left is below what the last

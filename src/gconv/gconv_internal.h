@@ -4,7 +4,9 @@
 #ifndef TS_GCONV_INTERNAL_H
 #define TS_GCONV_INTERNAL_H
 
+#include "core/dispatch.h"
 #include "tessera/gconv.h"
+#include "tessera/measure.h"
 
 /* ---- kernels ---------------------------------------------------------------------------------
  * One partition over columns [j0, j1): see ts_gconv_kernel_run. Arguments are trusted. */
@@ -14,7 +16,12 @@ void ts__gconv_kern_avx512(int rows, int64_t K, const float *wp, const float *b,
                            int64_t j0, int64_t j1);
 void ts__gconv_kern_avx2(int rows, int64_t K, const float *wp, const float *b, const int32_t *off, float *const *c,
                          int64_t j0, int64_t j1);
-/* The kernel of the active ISA level (resolved once). */
+/* The room's variants in the core dispatcher: each table is a ts__gconv_kern_variant. */
+typedef struct ts__gconv_kern_variant {
+  ts__gconv_kern_fn fn;
+} ts__gconv_kern_variant;
+extern ts__dispatch ts__gconv_dispatch;
+/* The kernel of the active level (TESSERA_ISA / TESSERA_REF apply). */
 ts__gconv_kern_fn ts__gconv_kern(void);
 
 /* ---- geometry ---------------------------------------------------------------------------------
@@ -119,15 +126,21 @@ ts_status ts__gconv_assign_to_parts(const ts__gconv_rowbits *rb, const ts__gconv
  * range and covering every connection); `what` names the list in messages. */
 ts_status ts__gconv_parts_check(const ts_gconv_part *parts, int32_t nparts, const ts_csr *conn, const char *what);
 
-/* FNV-1a step over bytes. */
-uint64_t ts__gconv_fnv(uint64_t h, const void *data, size_t len);
-#define TS__GCONV_FNV_INIT 1469598103934665603ull
 /* Part of the plan key: bumped when the planner's decisions change for the same inputs, so a
- * plan cached by an older planner is planned again (2: ILP size guard and aggregated rows). */
-#define TS__GCONV_PLANNER_VERSION 2
+ * plan cached by an older planner is planned again (2: ILP size guard and aggregated rows; 3: keys
+ * hashed with ts_hash, plans in the artifact store). */
+#define TS__GCONV_PLANNER_VERSION 3
 
 /* The gconv profile from parsed JSON (ts_gconv_profile_load's parser; `path` labels the errors). On
  * failure *out is empty. For the loader and the fuzzer. */
 ts_status ts__gconv_profile_from_json(const cJSON *j, const char *path, ts_gconv_profile *out);
+/* The same with the provenance given (env: an artifact envelope's) or, env NULL, read from the
+ * object's own "provenance"; and back (with_prov: a file of its own, else an artifact's data). */
+ts_status ts__gconv_profile_parse(const cJSON *j, const ts_provenance *env, const char *path, ts_gconv_profile *out);
+ts_status ts__gconv_profile_to_json(const ts_gconv_profile *p, bool with_prov, cJSON **out);
+/* The profile's provenance fields as a ts_provenance. */
+void ts__gconv_profile_prov(const ts_gconv_profile *p, ts_provenance *pv);
+/* The artifact kind of profiles (key "<level>-<kernels>") and its format version. */
+#define TS__GCONV_PROFILE_KIND "gconv-profile"
 
 #endif

@@ -5,13 +5,10 @@
 #include <immintrin.h>
 
 #include "gconv/gconv_internal.h"
+#include "kernels/simd_avx2.h" /* ts__mask8 */
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-static inline __m256i lane_mask(int cnt) {
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(cnt), idx);
-}
 
 /* mr rows x 16 columns at column j; m0/m1 the valid lanes of the two 8-column halves. */
 ALWAYS_INLINE void ukr(const int mr, int64_t kc, const float *w, const float *b, const int32_t *off, float *const *c,
@@ -60,7 +57,7 @@ void ts__gconv_kern_avx2(int rows, int64_t K, const float *wp, const float *b, c
       const int64_t kc = K - k0 < TS_GCONV_KC ? K - k0 : TS_GCONV_KC;
       for (int64_t j = t; j < t1; j += 16) {
         const int width = t1 - j < 16 ? (int)(t1 - j) : 16;
-        const __m256i m0 = lane_mask(width), m1 = lane_mask(width - 8);
+        const __m256i m0 = ts__mask8(width), m1 = ts__mask8(width - 8);
         int r0 = 0;
         for (int bi = 0; bi < nb; bi++) {
           const int mb = base + (bi < extra);

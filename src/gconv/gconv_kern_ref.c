@@ -1,7 +1,5 @@
 /* Scalar reference of the partition kernel (ts_gconv_kernel_ref) and the pieces every variant
  * shares: row blocking, weight packing, dispatch and the checked public entry point. */
-#include <pthread.h>
-
 #include "gconv/gconv_internal.h"
 
 int ts_gconv_row_blocks(int rows, int *heights) {
@@ -50,24 +48,16 @@ void ts_gconv_kernel_ref(int rows, int64_t K, const float *wp, const float *b, c
   }
 }
 
-static ts__gconv_kern_fn g_kern;
-static ts_isa g_isa;
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-
-static void resolve(void) {
-  g_isa = ts_isa_active();
-  g_kern = g_isa == TS_ISA_AVX512 ? ts__gconv_kern_avx512 : g_isa == TS_ISA_AVX2 ? ts__gconv_kern_avx2 : ts_gconv_kernel_ref;
-}
+static const ts__gconv_kern_variant g_ref = {ts_gconv_kernel_ref}, g_avx2 = {ts__gconv_kern_avx2},
+                                    g_avx512 = {ts__gconv_kern_avx512};
+static const ts__variant g_variants[] = {{TS__LV_SCALAR, &g_ref}, {TS__LV_AVX2, &g_avx2}, {TS__LV_AVX512, &g_avx512}};
+ts__dispatch ts__gconv_dispatch = TS__DISPATCH("gconv", g_variants);
 
 ts__gconv_kern_fn ts__gconv_kern(void) {
-  pthread_once(&g_once, resolve);
-  return g_kern;
+  return ((const ts__gconv_kern_variant *)ts__dispatch_table(&ts__gconv_dispatch))->fn;
 }
 
-ts_isa ts_gconv_kernel_isa(void) {
-  pthread_once(&g_once, resolve);
-  return g_isa;
-}
+ts_isa ts_gconv_kernel_isa(void) { return ts__level_isa(ts__dispatch_level(&ts__gconv_dispatch)); }
 
 ts_status ts_gconv_kernel_run(int rows, int64_t K, const float *wp, const float *b, const int32_t *off,
                               float *const *c, int64_t j0, int64_t j1) {

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "gconv/gconv_internal.h"
+#include "tessera/measure.h"
 
 ts_status ts_gconv_layer_check(const ts_gconv_layer *l) {
   if (!l) return ts_error(TS_ERR_INVALID_ARG, "gconv layer: NULL");
@@ -49,18 +50,13 @@ ts_status ts_gconv_conn_check(const ts_gconv_layer *l, const ts_csr *conn) {
   return ts_csr_validate(conn);
 }
 
-uint64_t ts__gconv_fnv(uint64_t h, const void *data, size_t len) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
 uint64_t ts_gconv_conn_hash(const ts_csr *conn) {
-  uint64_t h = TS__GCONV_FNV_INIT;
-  h = ts__gconv_fnv(h, &conn->rows, sizeof conn->rows);
-  h = ts__gconv_fnv(h, &conn->cols, sizeof conn->cols);
-  h = ts__gconv_fnv(h, conn->rowptr, (size_t)(conn->rows + 1) * sizeof(int64_t));
-  return ts__gconv_fnv(h, conn->col, (size_t)conn->nnz * sizeof(int32_t));
+  ts_hash h;
+  ts_hash_init(&h, "gconv-conn");
+  ts_hash_i64(&h, conn->rows), ts_hash_i64(&h, conn->cols);
+  ts_hash_bytes(&h, conn->rowptr, (size_t)(conn->rows + 1) * sizeof(int64_t));
+  ts_hash_bytes(&h, conn->col, (size_t)conn->nnz * sizeof(int32_t));
+  return h.h;
 }
 
 ts_status ts_gconv_reference(const ts_gconv_layer *l, const ts_csr *conn, const float *weights, const float *in,

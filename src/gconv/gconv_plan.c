@@ -4,11 +4,13 @@
  * partition sizes for that order, the greedy assignment (consecutive chunks of the order), then
  * the neighbourhood ILPs on the most promising candidates (and on `none`, kept for the
  * "with vs without reordering" comparison). The cheapest predicted assignment wins. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gconv/gconv_internal.h"
+#include "tessera/measure.h"
 
 const char *ts_gconv_solver_name(ts_gconv_solver s) {
   return s == TS_GCONV_SOLVER_ILP ? "ilp" : s == TS_GCONV_SOLVER_GREEDY ? "greedy" : "?";
@@ -80,17 +82,19 @@ uint64_t ts_gconv_plan_key(const ts_gconv_layer *l, const ts_csr *conn, const ts
                            const ts_gconv_plan_opts *o) {
   ts_gconv_plan_opts d;
   if (!o) ts_gconv_plan_opts_default(&d), o = &d;
-  uint64_t h = ts_gconv_conn_hash(conn);
-  h = ts__gconv_fnv(h, l, sizeof *l);
-  const char *src = ts_gconv_cost_source(m), *cpu = ts_cpu()->model;
-  h = ts__gconv_fnv(h, src, strlen(src));
-  h = ts__gconv_fnv(h, cpu, strlen(cpu));
-  int32_t ints[] = {o->nmethods, (int32_t)o->solver, o->ilp_candidates, o->max_rows, o->ilp_group, o->keep_none,
-                    TS__GCONV_PLANNER_VERSION};
-  h = ts__gconv_fnv(h, ints, sizeof ints);
-  for (int i = 0; i < o->nmethods; i++) h = ts__gconv_fnv(h, &o->methods[i], sizeof o->methods[i]);
-  h = ts__gconv_fnv(h, &o->time_limit, sizeof o->time_limit);
-  return ts__gconv_fnv(h, &o->seed, sizeof o->seed);
+  ts_hash h;
+  ts_hash_init(&h, "gconv-plan");
+  ts_hash_i64(&h, TS__GCONV_PLANNER_VERSION);
+  ts_hash_i64(&h, (int64_t)ts_gconv_conn_hash(conn));
+  const int64_t ly[] = {l->n, l->cin, l->cout, l->h, l->w, l->ksize, l->stride};
+  ts_hash_bytes(&h, ly, sizeof ly);
+  ts_hash_str(&h, ts_gconv_cost_source(m)), ts_hash_str(&h, ts_cpu()->model);
+  const int64_t ints[] = {o->nmethods, (int64_t)o->solver, o->ilp_candidates, o->max_rows, o->ilp_group, o->keep_none};
+  ts_hash_bytes(&h, ints, sizeof ints);
+  for (int i = 0; i < o->nmethods; i++) ts_hash_i64(&h, (int64_t)o->methods[i]);
+  ts_hash_f64(&h, o->time_limit);
+  ts_hash_i64(&h, (int64_t)o->seed);
+  return h.h;
 }
 
 /* Row order of one candidate into order [cout]. */
@@ -118,6 +122,12 @@ typedef struct cand_work {
 } cand_work;
 
 static void pick_best(cand_work *w) { w->best = w->seg_cost < w->ka_cost ? &w->seg : &w->ka; }
+
+/* ts__gconv_assign_cost gives INFINITY when it cannot allocate its scratch arrays: that is out of
+ * memory, not a price (a plan must not depend on which allocation failed) */
+static ts_status priced(double cost) {
+  return isinf(cost) ? ts_error(TS_ERR_OOM, "gconv plan: out of memory pricing partitions") : TS_OK;
+}
 
 ts_status ts_gconv_plan_make(const ts_gconv_layer *l, const ts_csr *conn, const ts_gconv_cost *m,
                              const ts_gconv_plan_opts *o, ts_gconv_plan *out) {
@@ -159,6 +169,8 @@ ts_status ts_gconv_plan_make(const ts_gconv_layer *l, const ts_csr *conn, const 
     if (s == TS_OK) {
       W[i].ka_cost = ts__gconv_assign_cost(l, &rb, m, &W[i].ka);
       W[i].seg_cost = ts__gconv_assign_cost(l, &rb, m, &W[i].seg);
+      s = priced(W[i].ka_cost);
+      if (s == TS_OK) s = priced(W[i].seg_cost);
       pick_best(&W[i]);
       c->knapsack_pred_ms = W[i].ka_cost * 1e3, c->segment_pred_ms = W[i].seg_cost * 1e3;
       c->greedy_pred_ms = c->pred_ms = (W[i].best == &W[i].seg ? W[i].seg_cost : W[i].ka_cost) * 1e3;
@@ -185,11 +197,13 @@ ts_status ts_gconv_plan_make(const ts_gconv_layer *l, const ts_csr *conn, const 
       const double ti = ts_now();
       s = ts__gconv_ilp_improve(l, conn, &rb, m, o->ilp_group, o->time_limit, &W[i].ka, &st);
       if (s == TS_OK) W[i].ka_cost = ts__gconv_assign_cost(l, &rb, m, &W[i].ka);
+      if (s == TS_OK) s = priced(W[i].ka_cost);
       /* the segment cut's turn only when a solve as long as the longest so far still fits */
       const double left = o->time_limit - (ts_now() - ti);
       if (s == TS_OK && W[i].seg_cost < W[i].ka_cost && left > 0.01 && left > st.max_solve_s) {
         s = ts__gconv_ilp_improve(l, conn, &rb, m, o->ilp_group, left, &W[i].seg, &st2);
         if (s == TS_OK) W[i].seg_cost = ts__gconv_assign_cost(l, &rb, m, &W[i].seg);
+        if (s == TS_OK) s = priced(W[i].seg_cost);
         st.solves += st2.solves, st.improved += st2.improved, st.timeout |= st2.timeout;
       }
       pick_best(&W[i]);

@@ -1,16 +1,19 @@
-/* Plans <-> JSON (docs/FORMATS.md "gconv plan"), the plan cache (<cache>/gconv_plans/<key>.json)
- * and ts_gconv_plan_get. The reader validates every field; partitions are re-checked against the
+/* Plans <-> JSON (docs/FORMATS.md "gconv plan"), the plan cache (artifact "gconv-plan", key = the
+ * plan key in hex: <cache>/gconv-plan/<key>.json) and ts_gconv_plan_get. The reader validates every field; partitions are re-checked against the
  * connectivity by ts_gconv_plan_get before a cached plan is used. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/artifact_internal.h"
 #include "gconv/gconv_internal.h"
+#include "tessera/hwinfo.h"
 #include "tessera/io.h"
 
 #define FORMAT_NAME "tessera-gconv-plan"
-#define PLAN_VERSION 1
+#define PLAN_VERSION 2 /* 2: in an artifact envelope, keys hashed with ts_hash */
+static const ts__artifact_kind PLAN_KIND = {"gconv-plan", PLAN_VERSION};
 
 static cJSON *ints(const int32_t *v, int32_t n) {
   cJSON *a = cJSON_CreateArray();
@@ -22,13 +25,11 @@ static cJSON *ints(const int32_t *v, int32_t n) {
 static bool add_parts(cJSON *j, const char *key, const ts_gconv_part *parts, int32_t n) {
   cJSON *a = cJSON_AddArrayToObject(j, key);
   for (int32_t p = 0; a && p < n; p++) {
-    cJSON *o = cJSON_CreateObject(), *r = ints(parts[p].rows, parts[p].nrows), *in = ints(parts[p].in, parts[p].nunion);
-    if (!o || !r || !in || !cJSON_AddItemToArray(a, o)) {
-      cJSON_Delete(o), cJSON_Delete(r), cJSON_Delete(in);
-      return false;
-    }
-    cJSON_AddItemToObject(o, "rows", r);
-    cJSON_AddItemToObject(o, "in", in);
+    cJSON *o = cJSON_CreateObject(), *r = NULL, *in = NULL;
+    if (!o || !cJSON_AddItemToArray(a, o)) return cJSON_Delete(o), false;
+    /* an item cJSON_AddItemToObject cannot attach (its key not allocated) stays the caller's */
+    if (!(r = ints(parts[p].rows, parts[p].nrows)) || !cJSON_AddItemToObject(o, "rows", r)) return cJSON_Delete(r), false;
+    if (!(in = ints(parts[p].in, parts[p].nunion)) || !cJSON_AddItemToObject(o, "in", in)) return cJSON_Delete(in), false;
   }
   return a != NULL;
 }
@@ -37,45 +38,49 @@ static void hex(char *buf, uint64_t v) { snprintf(buf, 17, "%016" PRIx64, v); }
 
 ts_status ts_gconv_plan_to_json(const ts_gconv_plan *p, cJSON **out) {
   *out = NULL;
-  cJSON *j = cJSON_CreateObject(), *ly = cJSON_CreateObject(), *cands = cJSON_CreateArray();
-  if (!j || !ly || !cands) return cJSON_Delete(j), cJSON_Delete(ly), cJSON_Delete(cands), ts_error(TS_ERR_OOM, "gconv plan json");
+  cJSON *j = cJSON_CreateObject(), *ly = NULL, *cands = NULL;
   char h1[17], h2[17];
   hex(h1, p->conn_hash), hex(h2, p->key);
   const ts_gconv_layer *l = &p->layer;
-  cJSON_AddStringToObject(j, "format", FORMAT_NAME);
-  cJSON_AddNumberToObject(j, "version", PLAN_VERSION);
-  cJSON_AddItemToObject(j, "layer", ly);
-  cJSON_AddNumberToObject(ly, "n", l->n), cJSON_AddNumberToObject(ly, "cin", l->cin);
-  cJSON_AddNumberToObject(ly, "cout", l->cout), cJSON_AddNumberToObject(ly, "h", l->h);
-  cJSON_AddNumberToObject(ly, "w", l->w), cJSON_AddNumberToObject(ly, "ksize", l->ksize);
-  cJSON_AddNumberToObject(ly, "stride", l->stride);
-  cJSON_AddNumberToObject(j, "nnz", (double)p->nnz);
-  cJSON_AddStringToObject(j, "conn_hash", h1);
-  cJSON_AddStringToObject(j, "key", h2);
-  cJSON_AddStringToObject(j, "method", ts_reorder_method_name(p->method));
-  cJSON_AddStringToObject(j, "solver", ts_gconv_solver_name(p->solver));
-  cJSON_AddNumberToObject(j, "pred_ms", p->pred_ms);
-  cJSON_AddNumberToObject(j, "dense_pred_ms", p->dense_pred_ms);
-  cJSON_AddNumberToObject(j, "plan_ms", p->plan_ms);
-  cJSON_AddStringToObject(j, "cost_source", p->cost_source);
-  cJSON_AddStringToObject(j, "cpu_model", p->cpu_model);
-  cJSON_AddItemToObject(j, "candidates", cands);
-  for (int i = 0; i < p->ncand; i++) {
+  /* every cJSON_Add* gives NULL when out of memory: ok collects them, so a document missing a
+   * field is never returned (nor saved) */
+  bool ok = j && cJSON_AddStringToObject(j, "format", FORMAT_NAME) && cJSON_AddNumberToObject(j, "version", PLAN_VERSION) &&
+            (ly = cJSON_AddObjectToObject(j, "layer"));
+  ok = ok && cJSON_AddNumberToObject(ly, "n", l->n) && cJSON_AddNumberToObject(ly, "cin", l->cin);
+  ok = ok && cJSON_AddNumberToObject(ly, "cout", l->cout) && cJSON_AddNumberToObject(ly, "h", l->h);
+  ok = ok && cJSON_AddNumberToObject(ly, "w", l->w) && cJSON_AddNumberToObject(ly, "ksize", l->ksize);
+  ok = ok && cJSON_AddNumberToObject(ly, "stride", l->stride);
+  ok = ok && cJSON_AddNumberToObject(j, "nnz", (double)p->nnz);
+  ok = ok && cJSON_AddStringToObject(j, "conn_hash", h1);
+  ok = ok && cJSON_AddStringToObject(j, "key", h2);
+  ok = ok && cJSON_AddStringToObject(j, "method", ts_reorder_method_name(p->method));
+  ok = ok && cJSON_AddStringToObject(j, "solver", ts_gconv_solver_name(p->solver));
+  ok = ok && cJSON_AddNumberToObject(j, "pred_ms", p->pred_ms);
+  ok = ok && cJSON_AddNumberToObject(j, "dense_pred_ms", p->dense_pred_ms);
+  ok = ok && cJSON_AddNumberToObject(j, "plan_ms", p->plan_ms);
+  ok = ok && cJSON_AddStringToObject(j, "cost_source", p->cost_source);
+  ok = ok && cJSON_AddStringToObject(j, "cpu_model", p->cpu_model);
+  ok = ok && (cands = cJSON_AddArrayToObject(j, "candidates"));
+  for (int i = 0; ok && i < p->ncand; i++) {
     const ts_gconv_candidate *c = &p->cand[i];
     cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(cands, o)) return cJSON_Delete(o), cJSON_Delete(j), ts_error(TS_ERR_OOM, "gconv plan json");
-    cJSON_AddStringToObject(o, "method", ts_reorder_method_name(c->method));
-    cJSON_AddNumberToObject(o, "reorder_ms", c->reorder_ms), cJSON_AddNumberToObject(o, "knapsack_ms", c->knapsack_ms);
-    cJSON_AddNumberToObject(o, "greedy_ms", c->greedy_ms), cJSON_AddNumberToObject(o, "ilp_ms", c->ilp_ms);
-    cJSON_AddNumberToObject(o, "knapsack_pred_ms", c->knapsack_pred_ms);
-    cJSON_AddNumberToObject(o, "segment_pred_ms", c->segment_pred_ms);
-    cJSON_AddStringToObject(o, "start", c->segment_won ? "segment" : "knapsack");
-    cJSON_AddNumberToObject(o, "greedy_pred_ms", c->greedy_pred_ms), cJSON_AddNumberToObject(o, "pred_ms", c->pred_ms);
-    cJSON_AddNumberToObject(o, "nparts", c->nparts), cJSON_AddBoolToObject(o, "ilp_ran", c->ilp_ran);
-    cJSON_AddNumberToObject(o, "ilp_solves", c->ilp_solves), cJSON_AddNumberToObject(o, "ilp_improved", c->ilp_improved);
-    cJSON_AddBoolToObject(o, "ilp_timeout", c->ilp_timeout);
+    if (!o || !cJSON_AddItemToArray(cands, o)) {
+      cJSON_Delete(o);
+      ok = false;
+      break;
+    }
+    ok = cJSON_AddStringToObject(o, "method", ts_reorder_method_name(c->method));
+    ok = ok && cJSON_AddNumberToObject(o, "reorder_ms", c->reorder_ms) && cJSON_AddNumberToObject(o, "knapsack_ms", c->knapsack_ms);
+    ok = ok && cJSON_AddNumberToObject(o, "greedy_ms", c->greedy_ms) && cJSON_AddNumberToObject(o, "ilp_ms", c->ilp_ms);
+    ok = ok && cJSON_AddNumberToObject(o, "knapsack_pred_ms", c->knapsack_pred_ms);
+    ok = ok && cJSON_AddNumberToObject(o, "segment_pred_ms", c->segment_pred_ms);
+    ok = ok && cJSON_AddStringToObject(o, "start", c->segment_won ? "segment" : "knapsack");
+    ok = ok && cJSON_AddNumberToObject(o, "greedy_pred_ms", c->greedy_pred_ms) && cJSON_AddNumberToObject(o, "pred_ms", c->pred_ms);
+    ok = ok && cJSON_AddNumberToObject(o, "nparts", c->nparts) && cJSON_AddBoolToObject(o, "ilp_ran", c->ilp_ran);
+    ok = ok && cJSON_AddNumberToObject(o, "ilp_solves", c->ilp_solves) && cJSON_AddNumberToObject(o, "ilp_improved", c->ilp_improved);
+    ok = ok && cJSON_AddBoolToObject(o, "ilp_timeout", c->ilp_timeout);
   }
-  bool ok = add_parts(j, "parts", p->parts, p->nparts);
+  ok = ok && add_parts(j, "parts", p->parts, p->nparts);
   if (ok && p->none_nparts) ok = add_parts(j, "none_parts", p->none_parts, p->none_nparts);
   if (!ok) return cJSON_Delete(j), ts_error(TS_ERR_OOM, "gconv plan json: out of memory");
   *out = j;
@@ -237,10 +242,46 @@ ts_status ts_gconv_plan_load(const char *path, ts_gconv_plan *out) {
 }
 
 ts_status ts_gconv_plan_cache_path(uint64_t key, char *buf, size_t cap) {
-  char dir[4096];
-  TS_TRY(ts_cache_dir(dir, sizeof dir));
-  int n = snprintf(buf, cap, "%s/gconv_plans/%016" PRIx64 ".json", dir, key);
-  if (n < 0 || (size_t)n >= cap) return ts_error(TS_ERR_INVALID_ARG, "gconv plan cache: path too long");
+  char k[17];
+  hex(k, key);
+  return ts_artifact_path(PLAN_KIND.name, k, buf, cap);
+}
+
+typedef struct plan_get {
+  const ts_gconv_layer *l;
+  const ts_csr *conn;
+  const ts_gconv_cost *m;
+  const ts_gconv_plan_opts *o;
+  uint64_t key;
+  ts_gconv_plan *out;
+} plan_get;
+
+/* A stored plan is used when it is the plan of this key, layer and connectivity and valid for it;
+ * anything else under this key is corrupt or foreign (moved aside). */
+static ts_status plan_accept(void *ctx, const cJSON *data, const ts_provenance *prov) {
+  plan_get *g = ctx;
+  (void)prov;
+  TS_TRY(ts_gconv_plan_from_json(data, "cached gconv plan", g->out));
+  ts_status s = TS_OK;
+  if (g->out->key != g->key || g->out->conn_hash != ts_gconv_conn_hash(g->conn) ||
+      memcmp(&g->out->layer, g->l, sizeof *g->l) != 0)
+    s = ts_error(TS_ERR_FORMAT, "cached gconv plan: made for another layer or connectivity");
+  else
+    s = ts_gconv_plan_validate(g->out, g->conn);
+  if (s != TS_OK) ts_gconv_plan_free(g->out);
+  return s;
+}
+
+static ts_status plan_compute(void *ctx, cJSON **data, ts_provenance *prov) {
+  plan_get *g = ctx;
+  TS_TRY(ts_gconv_plan_make(g->l, g->conn, g->m, g->o, g->out));
+  ts_provenance_here(prov, ts_gconv_kernel_isa(), 0);
+  ts_hwinfo_profile_key_here(0, prov->profile);
+  if (ts_gconv_plan_to_json(g->out, data) != TS_OK) { /* planned, just not kept */
+    fprintf(stderr, "tessera: could not cache the gconv plan: %s\n", ts_last_error());
+    ts_error_clear();
+    *data = NULL;
+  }
   return TS_OK;
 }
 
@@ -248,25 +289,12 @@ ts_status ts_gconv_plan_get(const ts_gconv_layer *l, const ts_csr *conn, const t
                             const ts_gconv_plan_opts *o, ts_gconv_plan *out, bool *cached) {
   if (cached) *cached = false;
   TS_TRY(ts_gconv_conn_check(l, conn));
-  const uint64_t key = ts_gconv_plan_key(l, conn, m, o);
-  char path[4300];
-  TS_TRY(ts_gconv_plan_cache_path(key, path, sizeof path));
-  FILE *f = fopen(path, "rb");
-  if (f) {
-    fclose(f);
-    if (ts_gconv_plan_load(path, out) == TS_OK && out->key == key && out->conn_hash == ts_gconv_conn_hash(conn) &&
-        memcmp(&out->layer, l, sizeof *l) == 0 && ts_gconv_plan_validate(out, conn) == TS_OK) {
-      if (cached) *cached = true;
-      return TS_OK;
-    }
-    ts_gconv_plan_free(out);
-  }
-  TS_TRY(ts_gconv_plan_make(l, conn, m, o, out));
-  char dir[4300];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash) *slash = 0;
-  if (ts_mkdirs(dir) != TS_OK || ts_gconv_plan_save(out, path) != TS_OK)
-    fprintf(stderr, "tessera: could not cache the gconv plan: %s\n", ts_last_error());
+  plan_get g = {l, conn, m, o, ts_gconv_plan_key(l, conn, m, o), out};
+  char key[17];
+  hex(key, g.key);
+  const ts__artifact_ops ops = {PLAN_KIND, plan_accept, plan_compute, NULL};
+  bool computed = false;
+  TS_TRY(ts__artifact_get(&ops, key, &g, &computed));
+  if (cached) *cached = !computed;
   return TS_OK;
 }

@@ -4,13 +4,15 @@
  * One entry: rows r, K B rows spread over a buffer of min(K, 1024) distinct rows of 576 floats
  * (one channel plane each, so rows sit in different pages as input channels do), 8 tiles: for 4
  * vectors one call over 512 columns (the executor's chunk), for v < 4 eight calls each on a
- * v*16-column window of a different tile. Calls repeat until min_time_s; the entry of a pass is
- * the mean per tile; the table keeps the median of the passes. */
+ * v*16-column window of a different tile. Timed by the core engine (tessera/measure.h) on the
+ * thread clock: one warm-up call, then `passes` samples, each repeating the call until min_time_s
+ * and taking the mean per tile; the table keeps the median of the passes. The profile is kept in
+ * the artifact store (gconv_profile_json.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/artifact_internal.h"
 #include "gconv/gconv_internal.h"
 
 static const char *const level_names[TS_GCONV_PROFILE_LEVEL_COUNT] = {"quick", "standard"};
@@ -32,12 +34,6 @@ void ts_gconv_profile_free(ts_gconv_profile *p) {
   if (!p) return;
   ts_free(p->seconds);
   memset(p, 0, sizeof *p);
-}
-
-static double thread_cpu(void) {
-  struct timespec t;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return ts_now();
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 /* The level's grid and timing. */
@@ -64,39 +60,46 @@ typedef struct bench_buf {
   float *crow[TS_GCONV_PROFILE_MAX];
 } bench_buf;
 
-/* Seconds per tile of one entry (one pass). */
-static double time_entry(const bench_buf *bb, int rows, int64_t K, int nv, double min_time) {
-  const ts__gconv_kern_fn kern = ts__gconv_kern();
-  const int64_t w = 16 * nv;
-  int64_t calls = 0;
-  kern(rows, K, bb->wp, bb->b, bb->off, bb->crow, 0, nv == 4 ? PROF_TILES * 64 : w); /* warm-up */
-  double t0 = thread_cpu(), t = 0;
-  do {
-    if (nv == 4) kern(rows, K, bb->wp, bb->b, bb->off, bb->crow, 0, PROF_TILES * 64);
-    else
-      for (int s = 0; s < PROF_TILES; s++) kern(rows, K, bb->wp, bb->b, bb->off, bb->crow, s * 64, s * 64 + w);
-    calls++;
-    t = thread_cpu() - t0;
-  } while (t < min_time);
-  return t / ((double)calls * PROF_TILES);
+typedef struct entry_call {
+  const bench_buf *bb;
+  ts__gconv_kern_fn kern;
+  int rows, nv;
+  int64_t K;
+} entry_call;
+
+/* One call: the 4-vector chunk, or PROF_TILES windows of nv vectors. */
+static ts_status call_entry(void *arg) {
+  const entry_call *e = arg;
+  const bench_buf *bb = e->bb;
+  if (e->nv == 4) e->kern(e->rows, e->K, bb->wp, bb->b, bb->off, bb->crow, 0, PROF_TILES * 64);
+  else
+    for (int s = 0; s < PROF_TILES; s++) e->kern(e->rows, e->K, bb->wp, bb->b, bb->off, bb->crow, s * 64, s * 64 + 16 * e->nv);
+  return TS_OK;
 }
 
-static int dcmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
+/* Seconds per tile of one entry: the median of `passes` samples of min_time s each. */
+static ts_status time_entry(const bench_buf *bb, int rows, int64_t K, int nv, int passes, double min_time, double *sec) {
+  entry_call e = {bb, ts__gconv_kern(), rows, nv, K};
+  ts_measure_opts o = ts_measure_opts_default();
+  o.clock = TS_CLOCK_THREAD_CPU, o.warmup = 1, o.rounds = o.max_rounds = passes, o.min_time_s = 0;
+  o.min_sample_s = min_time;
+  ts_measure_result r;
+  TS_TRY(ts_measure_one(call_entry, &e, &o, &r));
+  *sec = r.s.median / PROF_TILES;
+  return TS_OK;
 }
 
 void ts__gconv_profile_provenance(ts_gconv_profile *p, ts_gconv_profile_level level) {
+  ts_provenance pv;
+  ts_provenance_here(&pv, ts_gconv_kernel_isa(), 1);
   p->version = TS_GCONV_PROFILE_VERSION;
-  snprintf(p->cpu_model, sizeof p->cpu_model, "%s", ts_cpu()->model);
-  snprintf(p->kernels, sizeof p->kernels, "%s", ts_isa_name(ts_gconv_kernel_isa()));
-  snprintf(p->tessera_version, sizeof p->tessera_version, "%s", ts_version());
+  memcpy(p->cpu_model, pv.cpu_model, sizeof p->cpu_model);
+  snprintf(p->kernels, sizeof p->kernels, "%.15s", pv.kernels);
+  memcpy(p->tessera_version, pv.tessera_version, sizeof p->tessera_version);
+  memcpy(p->date, pv.date, sizeof p->date);
   snprintf(p->level, sizeof p->level, "%s", ts_gconv_profile_level_name(level));
-  snprintf(p->clock, sizeof p->clock, "thread_cpu");
-  p->threads = 1;
-  time_t now = time(NULL);
-  struct tm tm;
-  if (gmtime_r(&now, &tm)) strftime(p->date, sizeof p->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  snprintf(p->clock, sizeof p->clock, "%s", ts_clock_name(TS_CLOCK_THREAD_CPU));
+  p->threads = pv.threads;
   level_grid(level, p);
 }
 
@@ -116,8 +119,7 @@ ts_status ts_gconv_profile_measure(ts_gconv_profile_level level, bool progress, 
   bb.wp = ts_malloc((size_t)maxr * (size_t)maxk * sizeof(float));
   bb.c = ts_malloc((size_t)maxr * PROF_TILES * 64 * sizeof(float));
   bb.off = ts_malloc((size_t)maxk * sizeof(int32_t));
-  double *pass = ts_malloc((size_t)p->passes * sizeof(double));
-  ts_status s = p->seconds && bb.b && bb.wp && bb.c && bb.off && pass ? TS_OK : TS_ERR_OOM;
+  ts_status s = p->seconds && bb.b && bb.wp && bb.c && bb.off ? TS_OK : ts_error(TS_ERR_OOM, "gconv profile: out of memory");
   if (s == TS_OK) {
     ts_rng r;
     ts_rng_seed(&r, 7);
@@ -132,50 +134,77 @@ ts_status ts_gconv_profile_measure(ts_gconv_profile_level level, bool progress, 
   const double t0 = ts_now();
   for (int ri = 0; s == TS_OK && ri < p->nrows; ri++)
     for (int ki = 0; ki < p->nk; ki++)
-      for (int v = 1; v <= 4; v++) {
-        for (int q = 0; q < p->passes; q++) pass[q] = time_entry(&bb, p->rows[ri], p->ks[ki], v, p->min_time_s);
-        qsort(pass, (size_t)p->passes, sizeof(double), dcmp);
-        p->seconds[((int64_t)ri * p->nk + ki) * 4 + (v - 1)] = pass[p->passes / 2];
-        if (progress) ts_progress_update(&pr, ((int64_t)ri * p->nk + ki) * 4 + v);
+      for (int v = 1; s == TS_OK && v <= 4; v++) {
+        const int64_t at = ((int64_t)ri * p->nk + ki) * 4 + (v - 1);
+        s = time_entry(&bb, p->rows[ri], p->ks[ki], v, p->passes, p->min_time_s, &p->seconds[at]);
+        if (progress) ts_progress_update(&pr, at + 1);
       }
   if (progress && s == TS_OK) ts_progress_end(&pr);
   p->measure_s = ts_now() - t0;
-  ts_free(bb.b), ts_free(bb.wp), ts_free(bb.c), ts_free(bb.off), ts_free(pass);
-  if (s != TS_OK) {
-    ts_gconv_profile_free(p);
-    return ts_error(TS_ERR_OOM, "gconv profile: out of memory");
-  }
+  ts_free(bb.b), ts_free(bb.wp), ts_free(bb.c), ts_free(bb.off);
+  if (s != TS_OK) ts_gconv_profile_free(p);
+  return s;
   return TS_OK;
+}
+
+static void level_key(ts_gconv_profile_level level, char *key, size_t cap) {
+  snprintf(key, cap, "%s-%s", ts_gconv_profile_level_name(level), ts_isa_name(ts_gconv_kernel_isa()));
 }
 
 ts_status ts_gconv_profile_default_path(ts_gconv_profile_level level, char *buf, size_t cap) {
-  char dir[4096];
-  TS_TRY(ts_cache_dir(dir, sizeof dir));
-  int n = snprintf(buf, cap, "%s/gconv_profile_%s_%s.json", dir, ts_gconv_profile_level_name(level),
-                   ts_isa_name(ts_gconv_kernel_isa()));
-  if (n < 0 || (size_t)n >= cap) return ts_error(TS_ERR_INVALID_ARG, "gconv profile: cache path too long");
-  return TS_OK;
+  char key[64];
+  level_key(level, key, sizeof key);
+  return ts_artifact_path(TS__GCONV_PROFILE_KIND, key, buf, cap);
 }
 
-/* The cached profile matches this machine and request. */
+/* The stored profile matches this machine and request. */
 static bool matches(const ts_gconv_profile *c, ts_gconv_profile_level level) {
   ts_gconv_profile want;
   memset(&want, 0, sizeof want);
   ts__gconv_profile_provenance(&want, level);
-  return c->version == want.version && strcmp(c->cpu_model, want.cpu_model) == 0 &&
-         strcmp(c->kernels, want.kernels) == 0 && strcmp(c->level, want.level) == 0 && c->nrows == want.nrows &&
-         c->nk == want.nk && memcmp(c->rows, want.rows, (size_t)c->nrows * sizeof(int32_t)) == 0 &&
+  ts_provenance made, here;
+  ts__gconv_profile_prov(c, &made), ts__gconv_profile_prov(&want, &here);
+  return c->version == want.version && ts_provenance_matches(&made, &here, 0, NULL, 0) &&
+         strcmp(c->level, want.level) == 0 && c->nrows == want.nrows && c->nk == want.nk &&
+         memcmp(c->rows, want.rows, (size_t)c->nrows * sizeof(int32_t)) == 0 &&
          memcmp(c->ks, want.ks, (size_t)c->nk * sizeof(int32_t)) == 0;
+}
+
+typedef struct prof_get {
+  ts_gconv_profile_level level;
+  bool progress;
+  ts_gconv_profile *out;
+} prof_get;
+
+static ts_status prof_accept(void *ctx, const cJSON *data, const ts_provenance *prov) {
+  prof_get *g = ctx;
+  TS_TRY(ts__gconv_profile_parse(data, prov, "stored gconv profile", g->out));
+  if (matches(g->out, g->level)) return TS_OK;
+  ts_gconv_profile_free(g->out);
+  return ts_error(TS_ERR_NOT_FOUND, "the stored gconv profile was measured elsewhere");
+}
+
+static ts_status prof_compute(void *ctx, cJSON **data, ts_provenance *prov) {
+  prof_get *g = ctx;
+  TS_TRY(ts_gconv_profile_measure(g->level, g->progress, g->out));
+  ts__gconv_profile_prov(g->out, prov);
+  return ts__gconv_profile_to_json(g->out, false, data);
 }
 
 ts_status ts_gconv_profile_get(ts_gconv_profile_level level, const char *path, bool progress, ts_gconv_profile *out,
                                bool *measured) {
-  char def[4200];
-  if (!path) {
-    TS_TRY(ts_gconv_profile_default_path(level, def, sizeof def));
-    path = def;
-  }
   if (measured) *measured = false;
+  if (!out) return ts_error(TS_ERR_INVALID_ARG, "gconv profile: NULL output");
+  char def[4400];
+  TS_TRY(ts_gconv_profile_default_path(level, def, sizeof def));
+  if (!path || !strcmp(path, def)) { /* the artifact store */
+    char key[64];
+    level_key(level, key, sizeof key);
+    prof_get g = {level, progress, out};
+    const ts__artifact_ops ops = {{TS__GCONV_PROFILE_KIND, TS_GCONV_PROFILE_VERSION}, prof_accept, prof_compute, NULL};
+    return ts__artifact_get(&ops, key, &g, measured);
+  }
+  /* a file of the caller's */
   ts_status s = ts_gconv_profile_load(path, out);
   if (s == TS_OK && matches(out, level)) return TS_OK;
   if (s == TS_OK) ts_gconv_profile_free(out);

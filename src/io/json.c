@@ -1,5 +1,6 @@
 /* JSON files through cJSON: parse errors located as line:column, pretty atomic writes, and typed
  * lookups whose errors name the key and what was found instead. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +36,12 @@ ts_status ts_json_read_mem(const char *buf, size_t len, const char *name, cJSON 
   if (n) memcpy(text, buf, n);
   text[n] = 0;
   const char *end = NULL;
+  errno = 0;
   cJSON *j = cJSON_ParseWithLengthOpts(text, n + 1, &end, 1);
+  if (!j && errno == ENOMEM) { /* an allocation failed (malloc and the allocator hooks set ENOMEM), not the text */
+    free(text);
+    return ts_error(TS_ERR_OOM, "%s: out of memory parsing %zu bytes of JSON", name, n);
+  }
   if (!j) {
     /* end is what cJSON_GetErrorPtr would report, without its global state. */
     size_t off = end && end >= text && end <= text + n ? (size_t)(end - text) : n;
@@ -69,18 +75,12 @@ ts_status ts_json_read_file(const char *path, cJSON **out) {
 
 ts_status ts_json_write_file(const char *path, const cJSON *j) {
   if (!path || !j) return ts_error(TS_ERR_INVALID_ARG, "ts_json_write_file: %s is NULL", path ? "json" : "path");
-  char *text = cJSON_Print(j);
+  char *text = cJSON_Print(j); /* cJSON's allocator (the hooks, when set): freed with cJSON_free */
   if (!text) return ts_error(TS_ERR_OOM, "cannot format JSON for '%s'", path);
   size_t n = strlen(text);
-  char *full = realloc(text, n + 2); /* end the file with a newline */
-  if (!full) {
-    free(text);
-    return ts_error(TS_ERR_OOM, "cannot format JSON for '%s'", path);
-  }
-  full[n] = '\n';
-  full[n + 1] = 0;
-  ts_status s = ts_write_file_atomic(path, full, n + 1);
-  free(full);
+  text[n] = '\n'; /* replaces the NUL: the file ends with a newline */
+  ts_status s = ts_write_file_atomic(path, text, n + 1);
+  cJSON_free(text);
   return s;
 }
 
@@ -92,7 +92,7 @@ static const char *describe(const cJSON *v, char *buf, size_t cap) {
   if (p && strlen(p) > 40) strcpy(p + 37, "...");
   if (p) snprintf(buf, cap, "%s (%s)", kind, p);
   else snprintf(buf, cap, "%s", kind);
-  free(p);
+  cJSON_free(p);
   return buf;
 }
 

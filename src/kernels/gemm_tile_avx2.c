@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/kernels_internal.h"
+#include "kernels/simd_avx2.h" /* ts__mask8 */
 
 #define MR TS__TILE_MR_AVX2
 #define NR TS__TILE_NR_AVX2
@@ -15,11 +16,6 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* Lane mask for the first `cnt` (0..8) lanes, as maskload/maskstore want it. */
-static inline __m256i lane_mask(int cnt) {
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(cnt), idx);
-}
 
 /* mr x 16 block over kc steps from packed Bp[kc][16]; the C columns valid are given by m0, m1. */
 ALWAYS_INLINE void ukr(const int mr, int kc, const float *A, int64_t lda, const float *Bp, float *C,
@@ -61,7 +57,7 @@ ALWAYS_INLINE void ukr(const int mr, int kc, const float *A, int64_t lda, const 
 static void block(int mr, int nr, int kc, const float *A, int64_t lda, const float *Bp, float *C,
                   int64_t ldc, __m256 valpha, int acc) {
   const int full = nr == NR;
-  const __m256i m0 = lane_mask(nr), m1 = lane_mask(nr - 8);
+  const __m256i m0 = ts__mask8(nr), m1 = ts__mask8(nr - 8);
   switch (mr) {
     case 6: ukr(6, kc, A, lda, Bp, C, ldc, valpha, acc, full, m0, m1); break;
     case 5: ukr(5, kc, A, lda, Bp, C, ldc, valpha, acc, full, m0, m1); break;
@@ -109,7 +105,7 @@ static void pack_bt(int kc, int nr, const float *B, int64_t ldb, float *Bp) {
 
 /* Bp[p][jj] = B[p][jj] (B stored [k][n]) for p < kc, jj < nr; zero for jj >= nr. */
 static void pack_bn(int kc, int nr, const float *B, int64_t ldb, float *Bp) {
-  const __m256i m0 = lane_mask(nr), m1 = lane_mask(nr - 8);
+  const __m256i m0 = ts__mask8(nr), m1 = ts__mask8(nr - 8);
   for (int p = 0; p < kc; p++) {
     const float *b = B + (int64_t)p * ldb;
     if (nr == NR) {

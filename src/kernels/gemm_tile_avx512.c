@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kernels/kernels_internal.h"
+#include "kernels/simd_avx512.h"
 
 #define MR TS__TILE_MR_AVX512
 #define NR TS__TILE_NR_AVX512
@@ -93,32 +94,6 @@ static void block(int mr, int nr, int kc, const float *A, int64_t lda, const flo
 }
 _Static_assert(NV == 2, "block() handles 1 or 2 vectors per row");
 
-/* In-place 16 x 16 transpose of r[0..15]. */
-static inline void transpose16(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    for (int j = 0; j < 2; j++) {
-      __m512d a = _mm512_castps_pd(t[i + j]), b = _mm512_castps_pd(t[i + 2 + j]);
-      r[i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
-      r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
-    }
-  }
-  /* now r[4q + s] holds, in each 128-bit lane L, column s of rows 4L..4L+3 ... of group q */
-  for (int i = 0; i < 16; i += 8)
-    for (int j = 0; j < 4; j++) {
-      t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + 4 + j], 0x88);
-      t[i + 4 + j] = _mm512_shuffle_f32x4(r[i + j], r[i + 4 + j], 0xDD);
-    }
-  for (int j = 0; j < 8; j++) {
-    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
-    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xDD);
-  }
-}
-
 /* Bp[p][jj] = B[jj][p] for p < kc, jj < nr (B stored [n][k], rows ldb apart); zero for jj >= nr. */
 static void pack_bt(int kc, int nr, const float *B, int64_t ldb, float *Bp) {
   for (int p0 = 0; p0 < kc; p0 += 16) {
@@ -129,7 +104,7 @@ static void pack_bt(int kc, int nr, const float *B, int64_t ldb, float *Bp) {
       for (int i = 0; i < 16; i++)
         r[i] = j0 + i < nr ? _mm512_maskz_loadu_ps(pm, B + (int64_t)(j0 + i) * ldb + p0)
                            : _mm512_setzero_ps();
-      transpose16(r);
+      ts__transpose16(r);
       for (int i = 0; i < pl; i++) _mm512_store_ps(Bp + (int64_t)(p0 + i) * NR + j0, r[i]);
     }
   }

@@ -1,9 +1,28 @@
 /* Public entry points of the row kernels and the GEMM tile: argument checks with messages that
- * name the argument and its value, then one call through the dispatch table. */
+ * name the argument and its value, then one call through the dispatch table; the room's variants
+ * are registered here with the core dispatcher (core/dispatch.h). */
 #include <math.h>
 #include <string.h>
 
 #include "kernels/kernels_internal.h"
+
+#define TS__TABLE(sfx, level)                                                                                 \
+  {                                                                                                           \
+    level, ts__gemm_tile_##sfx, ts__softmax_rows_##sfx, ts__act_rows_##sfx, ts__vexp_##sfx,                  \
+        ts__layernorm_rows_##sfx, ts__rmsnorm_rows_##sfx                                                      \
+  }
+static const ts__kernel_table g_ref = TS__TABLE(ref, TS_ISA_SCALAR), g_avx2 = TS__TABLE(avx2, TS_ISA_AVX2),
+                              g_avx512 = TS__TABLE(avx512, TS_ISA_AVX512);
+static const ts__variant g_variants[] = {{TS__LV_SCALAR, &g_ref}, {TS__LV_AVX2, &g_avx2}, {TS__LV_AVX512, &g_avx512}};
+ts__dispatch ts__kernels_dispatch = TS__DISPATCH("kernels", g_variants);
+
+const ts__kernel_table *ts__kernels(void) { return ts__dispatch_table(&ts__kernels_dispatch); }
+
+const ts__kernel_table *ts__kernels_for(ts_isa isa) {
+  return ts__dispatch_for(&ts__kernels_dispatch, ts__level_top(isa), NULL);
+}
+
+ts_isa ts_kernels_isa(void) { return ts__kernels()->isa; }
 
 /* rows x n strided block: sizes >= 0, ld >= n (and >= 1), pointers present when touched. */
 static ts_status check_rows(const char *fn, int64_t rows, int64_t n, const float *x, int64_t ldx,

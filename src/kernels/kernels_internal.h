@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/dispatch.h"
 #include "tessera/kernels.h"
 
 /* ---- per-family signatures ------------------------------------------------------------- */
@@ -67,9 +68,11 @@ typedef struct ts__kernel_table {
   ts__rmsnorm_fn rmsnorm_rows;
 } ts__kernel_table;
 
-/* The table for ts_isa_active(), resolved once (pthread_once). */
+/* The room's variants (scalar, AVX2, AVX-512) in the core dispatcher (kernels_api.c). */
+extern ts__dispatch ts__kernels_dispatch;
+/* The active table (TESSERA_ISA / TESSERA_REF apply), and the best table of an ISA family that
+ * this CPU runs (for tests and benches). */
 const ts__kernel_table *ts__kernels(void);
-/* The table of one level (for tests and benches); the caller checks ts_isa_supported(). */
 const ts__kernel_table *ts__kernels_for(ts_isa isa);
 
 /* Register block of each tile micro-kernel (rows x columns), for benches and docs. */

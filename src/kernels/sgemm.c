@@ -7,12 +7,20 @@
  * restore the previous value after: the ICV is per thread (per task), so other threads' settings
  * are not disturbed. Called from inside an active OpenMP parallel region, oneDNN runs the GEMM on
  * the calling thread (it does not nest), whatever the context says.
- * TESSERA_ISA=avx2 does not cap oneDNN's own JIT dispatch (use DNNL_MAX_CPU_ISA for that). */
+ * TESSERA_ISA=avx2 caps oneDNN's own JIT dispatch too (dnnl_set_max_cpu_isa before our first
+ * dnnl_sgemm; oneDNN honours it only before it has generated any kernel, so a process that ran a
+ * oneDNN baseline first keeps oneDNN's level, and DNNL_MAX_CPU_ISA still applies). */
 #include <dnnl.h>
 #include <omp.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "kernels/kernels_internal.h"
+
+static pthread_once_t g_dnnl_cap_once = PTHREAD_ONCE_INIT;
+static void dnnl_cap(void) {
+  if (ts_kernels_isa() == TS_ISA_AVX2 && ts_isa_supported() > TS_ISA_AVX2) (void)dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2);
+}
 
 static ts_status check_ld(const char *what, int64_t ld, int64_t need, const char *shape) {
   int64_t min = need > 1 ? need : 1;
@@ -64,6 +72,7 @@ ts_status ts_sgemm(ts_context *ctx, ts_trans transA, ts_trans transB, int64_t M,
     ts__sgemm_ref(nthreads, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return TS_OK;
   }
+  pthread_once(&g_dnnl_cap_once, dnnl_cap);
   const int prev = omp_get_max_threads();
   omp_set_num_threads(nthreads);
   dnnl_status_t st = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,

@@ -1,9 +1,22 @@
-/* 8-lane fp32 vector layer (AVX2 + FMA) with the same names and semantics as simd_avx512.h; see
- * there. Only for files compiled with the AVX2 flags (*_avx2.c). */
+/* AVX2 helpers for every room (ts__ names), and the 8-lane fp32 vector layer (AVX2 + FMA) with the
+ * same names and semantics as simd_avx512.h; see there. Only for files compiled with the AVX2
+ * flags (*_avx2.c). */
 #ifndef TS_SIMD_AVX2_H
 #define TS_SIMD_AVX2_H
 
 #include <immintrin.h>
+#include <stdint.h>
+
+/* ---- shared helpers ------------------------------------------------------------------------ */
+
+/* The first n of 8 lanes all ones, the rest zero (none for n <= 0, all for n >= 8), as
+ * maskload / maskstore / blendv want it. */
+static inline __attribute__((always_inline)) __m256i ts__mask8(int64_t n) {
+  const int c = n > 8 ? 8 : n < 0 ? 0 : (int)n;
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* ---- vf_ layer ----------------------------------------------------------------------------- */
 
 #define VL 8
 #define VSFX avx2
@@ -14,9 +27,7 @@ static inline vf vf_set1(float a) { return _mm256_set1_ps(a); }
 static inline vf vf_zero(void) { return _mm256_setzero_ps(); }
 static inline vf vf_loadu(const float *p) { return _mm256_loadu_ps(p); }
 static inline void vf_storeu(float *p, vf v) { _mm256_storeu_ps(p, v); }
-static inline __m256i vf__head(int cnt) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(cnt), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
+static inline __m256i vf__head(int cnt) { return ts__mask8(cnt); }
 /* first cnt lanes from p, the others `fill` (maskload does not touch masked-off memory) */
 static inline vf vf_load_part(const float *p, int cnt, float fill) {
   __m256i m = vf__head(cnt);

@@ -1,14 +1,51 @@
-/* 16-lane fp32 vector layer for the row kernels (softmax, activations, norms): the family bodies
- * (*_body.h) are written once against these names and compiled per ISA by including this header
- * or simd_avx2.h first. Only for files compiled with the AVX-512 flags (*_avx512.c).
+/* AVX-512 helpers for every room, and the 16-lane fp32 vector layer of the row kernels. Only for
+ * files compiled with the AVX-512 flags (*_avx512.c and the extension files).
  *
- * Semantics shared by both layers: vf_max(a, b) / vf_min(a, b) return b when either is NaN (the
- * x86 max/min rule), so put the value that must propagate NaN second. vf_load_part/vf_store_part
- * touch only the first `cnt` (0..VL) elements: no read or write past a row's end. */
+ * ts__ helpers: the small pieces more than one room's kernels use (attention, convolution, the
+ * GEMM tile, the LLM), kept here so that no room includes another room's private header.
+ *
+ * vf_ layer (softmax, activations, norms): the family bodies (*_body.h) are written once against
+ * these names and compiled per ISA by including this header or simd_avx2.h first. Semantics shared
+ * by both layers: vf_max(a, b) / vf_min(a, b) return b when either is NaN (the x86 max/min rule),
+ * so put the value that must propagate NaN second. vf_load_part/vf_store_part touch only the first
+ * `cnt` (0..VL) elements: no read or write past a row's end. */
 #ifndef TS_SIMD_AVX512_H
 #define TS_SIMD_AVX512_H
 
 #include <immintrin.h>
+#include <stdint.h>
+
+/* ---- shared helpers ------------------------------------------------------------------------ */
+
+/* The first n lanes of 16 (none for n <= 0, all for n >= 16): a row's tail for masked loads and
+ * stores. */
+static inline __attribute__((always_inline)) __mmask16 ts__mask16(int64_t n) {
+  return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
+}
+
+/* In-register transpose of 16 rows of 16 floats: r[c] becomes column c (lane i of r[c] = lane c
+ * of the old r[i]). 64 shuffles: unpack pairs, 4 x 4 blocks in 128-bit lanes, then the 128-bit
+ * lanes across registers. */
+static inline __attribute__((always_inline)) void ts__transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int a = 0; a < 16; a += 2) t[a] = _mm512_unpacklo_ps(r[a], r[a + 1]), t[a + 1] = _mm512_unpackhi_ps(r[a], r[a + 1]);
+  for (int a = 0; a < 16; a += 4) {
+    u[a] = _mm512_shuffle_ps(t[a], t[a + 2], 0x44), u[a + 1] = _mm512_shuffle_ps(t[a], t[a + 2], 0xEE);
+    u[a + 2] = _mm512_shuffle_ps(t[a + 1], t[a + 3], 0x44), u[a + 3] = _mm512_shuffle_ps(t[a + 1], t[a + 3], 0xEE);
+  }
+  /* u[4g + c] lane L = column 4L + c of rows 4g..4g+3 */
+  for (int h = 0; h < 16; h += 8)
+    for (int c = 0; c < 4; c++) {
+      t[h + c] = _mm512_shuffle_f32x4(u[h + c], u[h + 4 + c], 0x88);     /* columns c, c + 8 */
+      t[h + 4 + c] = _mm512_shuffle_f32x4(u[h + c], u[h + 4 + c], 0xDD); /* columns c + 4, c + 12 */
+    }
+  for (int c = 0; c < 8; c++) {
+    r[c] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0x88);
+    r[c + 8] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0xDD);
+  }
+}
+
+/* ---- vf_ layer ----------------------------------------------------------------------------- */
 
 #define VL 16
 #define VSFX avx512
@@ -19,7 +56,7 @@ static inline vf vf_set1(float a) { return _mm512_set1_ps(a); }
 static inline vf vf_zero(void) { return _mm512_setzero_ps(); }
 static inline vf vf_loadu(const float *p) { return _mm512_loadu_ps(p); }
 static inline void vf_storeu(float *p, vf v) { _mm512_storeu_ps(p, v); }
-static inline __mmask16 vf__head(int cnt) { return (__mmask16)(cnt >= 16 ? 0xFFFF : (1u << cnt) - 1u); }
+static inline __mmask16 vf__head(int cnt) { return ts__mask16(cnt); }
 /* first cnt lanes from p, the others `fill` */
 static inline vf vf_load_part(const float *p, int cnt, float fill) {
   return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), vf__head(cnt), p);

@@ -24,14 +24,18 @@ static ts_status finish_open(ts_gguf *g, ts_gguf **out) {
   return TS_OK;
 }
 
+/* The handle and its tables come from ts_malloc (the allocator hooks: tests/test_oom.c fails each
+ * of them in turn); the file's own copy, when it is read rather than mapped, from ts_read_file. */
 static ts_gguf *new_handle(const char *name) {
-  ts_gguf *g = calloc(1, sizeof *g);
+  ts_gguf *g = ts_calloc(1, sizeof *g);
   if (!g) return NULL;
-  g->name = strdup(name ? name : "<memory>");
-  if (!g->name) {
-    free(g);
+  if (!name) name = "<memory>";
+  const size_t n = strlen(name) + 1;
+  if (!(g->name = ts_malloc(n))) {
+    ts_free(g);
     return NULL;
   }
+  memcpy(g->name, name, n);
   return g;
 }
 
@@ -84,14 +88,14 @@ ts_status ts_gguf_open(const char *path, ts_gguf **out) {
 void ts_gguf_close(ts_gguf *g) {
   if (!g) return;
   if (g->kv)
-    for (int64_t i = 0; i < g->nkv; i++) free(g->kv[i].strs);
-  free(g->kv);
-  free(g->tensors);
-  free(g->arena);
+    for (int64_t i = 0; i < g->nkv; i++) ts_free(g->kv[i].strs);
+  ts_free(g->kv);
+  ts_free(g->tensors);
+  ts_free(g->arena);
   if (g->map) munmap(g->map, g->size);
-  free(g->owned);
-  free(g->name);
-  free(g);
+  free(g->owned); /* ts_read_file's */
+  ts_free(g->name);
+  ts_free(g);
 }
 
 uint32_t ts_gguf_version(const ts_gguf *g) { return g->version; }

@@ -68,8 +68,10 @@ static ts_status arena_add(cur *c, ts__gguf_str s, const char *what, size_t *off
   if (c->arena_cap - c->arena_len < s.len + 1) {
     size_t cap = c->arena_cap ? c->arena_cap : 1024;
     while (cap - c->arena_len < s.len + 1) cap *= 2; /* s.len < file size: no overflow */
-    char *a = realloc(c->arena, cap);
+    char *a = ts_malloc(cap);
     if (!a) return ts_error(TS_ERR_OOM, "%s: out of memory for names", c->name);
+    if (c->arena_len) memcpy(a, c->arena, c->arena_len);
+    ts_free(c->arena);
     c->arena = a;
     c->arena_cap = cap;
   }
@@ -146,7 +148,7 @@ static ts_status parse_kv(cur *c, int64_t i, ts__gguf_kv *kv, size_t *key_off) {
     TS_TRY(skip_array(c, kv->elem, kv->count, 1, what));
     if (kv->elem == TS_GGUF_STRING && kv->count) {
       /* count <= bytes/8 was checked: this allocation is at most twice the array's bytes */
-      kv->strs = malloc((size_t)kv->count * sizeof *kv->strs);
+      kv->strs = ts_malloc((size_t)kv->count * sizeof *kv->strs);
       if (!kv->strs) return ts_error(TS_ERR_OOM, "%s: %s: out of memory", c->name, what);
       cur r = *c;
       r.pos = start;
@@ -246,7 +248,7 @@ static ts_status check_data(ts_gguf *g) {
   if (g->ntensors && g->data_off > g->size)
     return ts_error(TS_ERR_TRUNCATED, "%s: data section would start at byte %zu, past the end of the file (%zu bytes)",
                     g->name, g->data_off, g->size);
-  const ts_gguf_tensor **byoff = malloc((size_t)(g->ntensors ? g->ntensors : 1) * sizeof *byoff);
+  const ts_gguf_tensor **byoff = ts_malloc((size_t)(g->ntensors ? g->ntensors : 1) * sizeof *byoff);
   if (!byoff) return ts_error(TS_ERR_OOM, "%s: out of memory", g->name);
   int64_t n = 0;
   ts_status s = TS_OK;
@@ -270,7 +272,7 @@ static ts_status check_data(ts_gguf *g) {
         s = ts_error(TS_ERR_FORMAT, "%s: tensors '%s' and '%s' overlap in the data section", g->name,
                      byoff[i - 1]->name, byoff[i]->name);
   }
-  free(byoff);
+  ts_free(byoff);
   return s;
 }
 
@@ -300,10 +302,10 @@ ts_status ts__gguf_parse(ts_gguf *g) {
     return ts_error(TS_ERR_FORMAT,
                     "%s: tensor count %llu cannot fit in the %zu bytes left (file truncated or count corrupt)",
                     g->name, (unsigned long long)nt, left(&c));
-  g->kv = calloc(nkv ? (size_t)nkv : 1, sizeof *g->kv);
-  g->tensors = calloc(nt ? (size_t)nt : 1, sizeof *g->tensors);
-  size_t *offs = malloc((size_t)(nkv + nt + 1) * sizeof *offs);
-  const char **names = malloc((size_t)(nkv + nt + 1) * sizeof *names);
+  g->kv = ts_calloc(nkv ? (size_t)nkv : 1, sizeof *g->kv);
+  g->tensors = ts_calloc(nt ? (size_t)nt : 1, sizeof *g->tensors);
+  size_t *offs = ts_malloc((size_t)(nkv + nt + 1) * sizeof *offs);
+  const char **names = ts_malloc((size_t)(nkv + nt + 1) * sizeof *names);
   ts_status s = TS_OK;
   if (!g->kv || !g->tensors || !offs || !names) s = ts_error(TS_ERR_OOM, "%s: out of memory", g->name);
   for (uint64_t i = 0; i < nkv && s == TS_OK; i++) {
@@ -329,7 +331,7 @@ ts_status ts__gguf_parse(ts_gguf *g) {
     g->data_off = c.pos % a ? c.pos + (a - c.pos % a) : c.pos; /* pos <= size, a <= 2^31: no overflow */
     s = check_data(g);
   }
-  free(offs);
-  free(names);
+  ts_free(offs);
+  ts_free(names);
   return s;
 }

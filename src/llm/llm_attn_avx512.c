@@ -18,6 +18,7 @@
  *     ~3 partial sums per row are live (all 16 lanes' sums at once spilled). */
 #include <immintrin.h>
 
+#include "kernels/simd_avx512.h" /* ts__mask16 */
 #include "llm/llm_avx512.h"
 #include "llm/llm_internal.h"
 
@@ -30,15 +31,14 @@
  * masked load and a register conversion: hot decode items of 1 / 2 rows ~18% / 4-6% faster, 3 rows
  * the same; bench/bench_llm_att.c) */
 static inline __m512 ld16h(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
-static inline __mmask16 mask16(int n) { return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u); }
 
 static void softmax_row(float *s, int valid) {
   __m512 mx = _mm512_set1_ps(-INFINITY);
-  for (int j = 0; j < valid; j += 16) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(mx, mask16(valid - j), s + j));
+  for (int j = 0; j < valid; j += 16) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(mx, ts__mask16(valid - j), s + j));
   const __m512 vm = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
   double sum = 0;
   for (int j = 0; j < valid; j += 16) {
-    const __mmask16 mk = mask16(valid - j);
+    const __mmask16 mk = ts__mask16(valid - j);
     const __m512 e = _mm512_maskz_mov_ps(mk, ts__vexpf16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + j), vm)));
     _mm512_storeu_ps(s + j, e); /* zeros past valid (the scratch is padded) */
     sum += (double)ts__sum16v(e);
@@ -218,7 +218,7 @@ AI void decode_rows(int R, const int hd, const ts__att_item *it, const float (*q
       for (int o = 0; o < 32 * hd; o += 64) _mm_prefetch(kn + o, _MM_HINT_T1);
     const int vbytes = valid - j0 < 16 ? (valid - j0) * 2 * hd : 32 * hd; /* the block's V rows */
     for (int o = 0; o < vbytes; o += 64) _mm_prefetch(vb + o, _MM_HINT_T1);
-    sc_block(R, 0, hd, qs, it->KT + (size_t)j0 * (size_t)hd, mask16(valid - j0), NULL, it->scale, S + j0, it->lds);
+    sc_block(R, 0, hd, qs, it->KT + (size_t)j0 * (size_t)hd, ts__mask16(valid - j0), NULL, it->scale, S + j0, it->lds);
   }
   for (int r = 0; r < R; r++) softmax_row(S + (size_t)r * (size_t)it->lds, valid);
   /* two 16-dimension slices at a time up to 3 rows (each probability broadcast once for both; 4
@@ -242,8 +242,8 @@ AI void batch_rows(int R, const int hd, const ts__att_item *it, const float (*qs
   }
   for (int j0 = 0; j0 < vmax; j0 += 16) {
     __mmask16 mks[RMAX];
-    for (int r = 0; r < R; r++) mks[r] = mask16(valid[r] - j0);
-    sc_block(R, 1, hd, qs, it->KT + (size_t)j0 * (size_t)hd, mask16(vmax - j0), mks, it->scale, S + j0, it->lds);
+    for (int r = 0; r < R; r++) mks[r] = ts__mask16(valid[r] - j0);
+    sc_block(R, 1, hd, qs, it->KT + (size_t)j0 * (size_t)hd, ts__mask16(vmax - j0), mks, it->scale, S + j0, it->lds);
   }
   for (int r = 0; r < R; r++) softmax_row(S + (size_t)r * (size_t)it->lds, valid[r]);
   for (int i0 = 0; i0 < hd; i0 += 16) pv_slice(R, 1, 1, valid, vmin, vmax, S, it->lds, it->V, hd, i0, out, it->ldo);

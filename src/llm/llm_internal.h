@@ -67,6 +67,7 @@ struct ts_llm_model {
    * lock) and how it was chosen (ts_llm_model_set_weight_prefetch, ts__llm_tune_wpf) */
   int wpf;
   ts_llm_wpf_report wpf_rep;
+  bool wpf_fresh; /* -1 was set: the next measurement ignores the stored one ("llm-wpf") */
   /* decode's side prefetches (each next phase's first weights, the next layer's KV cache, walked
    * into L2 by the matmul tiles and by threads waiting at a barrier; ts__pfq): 0 off (default),
    * 1 on. Off since the eighteenth session: in-process comparisons on the Xeon VM had them cost
@@ -78,7 +79,9 @@ struct ts_llm_model {
 };
 
 /* Measures and sets m->wpf for a team of nt threads (llm_stream.c); called under m->lock by the
- * first state of a team. Models under min_bytes of weights (TS__WPF_MIN_BYTES: passes too short
+ * first state of a team. The measurement is an artifact (kind "llm-wpf", keyed by the weights'
+ * identity, the team, the cpu and the kernels): a stored one is read instead (report.cached),
+ * unless wpf_fresh asks for a new one. Models under min_bytes of weights (TS__WPF_MIN_BYTES: passes too short
  * to time) and models without packed copies get none, as does any failure (performance only). */
 #define TS__WPF_MIN_BYTES ((uint64_t)8 << 20)
 void ts__llm_tune_wpf(ts_llm_model *m, int nt, uint64_t min_bytes);
@@ -289,8 +292,9 @@ typedef void (*ts__f16_fn)(int64_t n, const float *x, uint16_t *y);
 void ts__f16_ref(int64_t n, const float *x, uint16_t *y);
 void ts__f16_avx512(int64_t n, const float *x, uint16_t *y);
 
-/* The forward pass's kernels besides the matmuls, one set per ISA level (the references under
- * TESSERA_REF=1 or below AVX-512). */
+/* The forward pass's kernels besides the matmuls, one set per level (llm_ops.c: the references,
+ * and AVX-512 where the quant kernels run AVX-512 VNNI), in the core dispatcher as
+ * ts__llm_ops_dispatch; ts__llm_ops_active() is its active set (TESSERA_ISA / TESSERA_REF apply). */
 typedef struct ts__llm_ops {
   ts__att_fn att;
   ts__rope_fn rope;
@@ -298,6 +302,7 @@ typedef struct ts__llm_ops {
   ts__rmsnorm_fn rmsnorm;
   ts__f16_fn f16;
 } ts__llm_ops;
+extern ts__dispatch ts__llm_ops_dispatch;
 const ts__llm_ops *ts__llm_ops_active(void);
 
 struct ts_llm_state {

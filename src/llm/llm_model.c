@@ -307,9 +307,9 @@ static ts_status pack_all(ts_llm_model *m) {
   return ts__llm_layout(m, ts_default_threads());
 }
 
-void ts_llm_model_free(ts_llm_model *m) {
+void ts_llm_model_destroy(ts_llm_model *m) {
   if (!m) return;
-  ts_llm_vocab_free(m->vocab);
+  ts_llm_vocab_destroy(m->vocab);
   free(m->layers);
   free(m->norms);
   ts_free(m->packmem);
@@ -359,7 +359,7 @@ ts_status ts_llm_model_from_gguf(ts_gguf *g, const char *name, ts_llm_model **ou
   if (s == TS_OK) s = pack_all(m);
   if (s != TS_OK) {
     ts_error_prefix("%s: ", name);
-    ts_llm_model_free(m);
+    ts_llm_model_destroy(m);
     return s;
   }
   *out = m;
@@ -387,6 +387,7 @@ ts_status ts_llm_model_set_weight_prefetch(ts_llm_model *m, int bytes) {
   __atomic_store_n(&m->wpf, bytes, __ATOMIC_RELAXED); /* read by running evals (llm_forward.c) */
   memset(&m->wpf_rep, 0, sizeof m->wpf_rep);
   m->wpf_rep.bytes = bytes > 0 ? bytes : 0;
+  m->wpf_fresh = bytes == -1; /* asked for again: measured anew, not read from the store */
   pthread_mutex_unlock(&m->lock);
   return TS_OK;
 }

@@ -2,7 +2,6 @@
  * references)
  * and the per-ISA table of the non-matmul kernels (ts__llm_ops). */
 #include <math.h>
-#include <pthread.h>
 
 #include "llm/cpu_order.h"
 #include "llm/llm_internal.h"
@@ -41,7 +40,10 @@ void ts__f16_ref(int64_t n, const float *x, uint16_t *y) { ts_f32_to_f16_array(x
 static const ts__llm_ops g_ref = {ts__att_item_ref, ts__rope_ref, ts__swiglu_ref, ts__rmsnorm_ref, ts__f16_ref};
 static const ts__llm_ops g_avx512 = {ts__att_item_avx512, ts__rope_avx512, ts__swiglu_avx512, ts__rmsnorm_avx512,
                                      ts__f16_avx512};
+/* The AVX-512 ops run where the quant kernels run AVX-512 (VNNI: llm_ops_avx512.c itself needs only
+ * F/BW/VL/DQ, but a CPU without VNNI keeps the whole forward pass at the AVX2 matmuls and scalar
+ * ops, as it always has); no AVX2 ops. */
+static const ts__variant g_variants[] = {{TS__LV_SCALAR, &g_ref}, {TS__LV_AVX512_VNNI, &g_avx512}};
+ts__dispatch ts__llm_ops_dispatch = TS__DISPATCH("llm_ops", g_variants);
 
-const ts__llm_ops *ts__llm_ops_active(void) {
-  return ts__quant()->isa >= TS_ISA_AVX512 ? &g_avx512 : &g_ref;
-}
+const ts__llm_ops *ts__llm_ops_active(void) { return ts__dispatch_table(&ts__llm_ops_dispatch); }

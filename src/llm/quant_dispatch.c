@@ -1,6 +1,5 @@
-/* Quant dispatch and public API: argument checks, the per-ISA tables (resolved once from
- * ts_isa_active()), activation layout, and the OpenMP matvec y = W x. */
-#include <pthread.h>
+/* Quant variants and public API: argument checks, the per-ISA tables (registered with the core
+ * dispatcher, core/dispatch.h), activation layout, and the OpenMP matvec y = W x. */
 #include <string.h>
 
 #include "llm/quant_internal.h"
@@ -13,51 +12,25 @@
 
 /* The scalar and AVX2 levels batch through the loop over their dots (ts__quant_gemm_with) on the
  * file's rows; AVX-512 has packed-row GEMM kernels (quant_pgemm_vnni_avx512.c). */
-static const ts__quant_table g_tables[4] = {
-    TS__QTABLE(ref, TS_ISA_SCALAR, NULL, NULL, NULL, NULL),
-    TS__QTABLE(avx2, TS_ISA_AVX2, NULL, NULL, NULL, NULL),
-    TS__QTABLE(avx512, TS_ISA_AVX512, ts__prep_packed_avx512, ts__pgemm_q8_0_avx512, ts__pgemm_q4_0_avx512,
-               ts__pgemm_q4_1_avx512),
-    /* [3]: the AVX-512 level on CPUs with GFNI (Ice Lake, Zen 4 and later): the Q4 kernels take
-     * their high nibbles in one instruction */
-    TS__QTABLE(avx512, TS_ISA_AVX512, ts__prep_packed_avx512, ts__pgemm_q8_0_avx512, ts__pgemm_q4_0_avx512_gfni,
-               ts__pgemm_q4_1_avx512_gfni),
-};
-static const ts__quant_table *g_active;
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static const ts__quant_table g_ref = TS__QTABLE(ref, TS_ISA_SCALAR, NULL, NULL, NULL, NULL),
+                             g_avx2 = TS__QTABLE(avx2, TS_ISA_AVX2, NULL, NULL, NULL, NULL),
+                             g_avx512 = TS__QTABLE(avx512, TS_ISA_AVX512, ts__prep_packed_avx512, ts__pgemm_q8_0_avx512,
+                                                   ts__pgemm_q4_0_avx512, ts__pgemm_q4_1_avx512),
+                             /* with GFNI (Ice Lake, Zen 4 and later): the Q4 kernels take their high
+                              * nibbles in one instruction */
+                             g_avx512_gfni = TS__QTABLE(avx512, TS_ISA_AVX512, ts__prep_packed_avx512, ts__pgemm_q8_0_avx512,
+                                                        ts__pgemm_q4_0_avx512_gfni, ts__pgemm_q4_1_avx512_gfni);
+/* The AVX-512 kernels need AVX-512 VNNI (vpdpbusd) on top of the level's F/BW/VL/DQ: without it
+ * (Skylake-SP) the block types run at the AVX2 level. */
+static const ts__variant g_variants[] = {{TS__LV_SCALAR, &g_ref},
+                                         {TS__LV_AVX2, &g_avx2},
+                                         {TS__LV_AVX512_VNNI, &g_avx512},
+                                         {TS__LV_AVX512_VNNI_GFNI, &g_avx512_gfni}};
+ts__dispatch ts__quant_dispatch = TS__DISPATCH("quant", g_variants);
 
-/* The table for ISA level isa on this CPU. The AVX-512 kernels need AVX-512 VNNI (vpdpbusd) on top
- * of the level's F/BW/VL/DQ: without it (Skylake-SP) the block types run at the AVX2 level. */
-static const ts__quant_table *table_for(ts_isa isa) {
-  if (isa < TS_ISA_SCALAR || isa > TS_ISA_AVX512) isa = TS_ISA_SCALAR;
-  if (isa == TS_ISA_AVX512) {
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512vnni")) return &g_tables[TS_ISA_AVX2];
-    if (__builtin_cpu_supports("gfni")) return &g_tables[3];
-  }
-  return &g_tables[isa];
-}
+const ts__quant_table *ts__quant(void) { return ts__dispatch_table(&ts__quant_dispatch); }
 
-static void resolve(void) { g_active = table_for(ts_isa_active()); }
-
-const ts__quant_table *ts__quant(void) {
-  pthread_once(&g_once, resolve);
-  return g_active;
-}
-
-const ts__quant_table *ts__quant_for(ts_isa isa) { return table_for(isa); }
-
-int ts__quant_pgemm_variants(uint32_t type, ts__pgemm_fn *fns, int max) {
-  int n = 0;
-  const ts__quant_table *a = ts__quant();
-  ts__pgemm_fn f = ts__quant_pgemm_fn(a, type);
-  if (f && n < max) fns[n++] = f;
-  if (a == &g_tables[3]) { /* the plain AVX-512 kernel runs here too */
-    ts__pgemm_fn g = ts__quant_pgemm_fn(&g_tables[TS_ISA_AVX512], type);
-    if (g && g != f && n < max) fns[n++] = g;
-  }
-  return n;
-}
+const ts__quant_table *ts__quant_for(ts_isa isa) { return ts__dispatch_for(&ts__quant_dispatch, ts__level_top(isa), NULL); }
 
 ts_isa ts_quant_isa(void) { return ts__quant()->isa; }
 

@@ -1,8 +1,8 @@
 /* Internal entry points of the quant kernels: one unchecked function per ISA, and the dispatch
  * table the public wrappers (quant_dispatch.c) call through. Arguments are assumed valid: n a
  * positive multiple of 32 for block types, any n >= 0 for float types, pointers non-NULL where
- * read/written. Tests call each variant directly; *_avx2 /
- * *_avx512 functions may only run when ts_isa_supported() reports that level. */
+ * read/written. Tests call each variant directly; a variant may only run when
+ * ts__level_supported() reports its level (core/dispatch.h). */
 #ifndef TS_LLM_QUANT_INTERNAL_H
 #define TS_LLM_QUANT_INTERNAL_H
 
@@ -10,6 +10,7 @@
 #include <string.h>
 #include <xmmintrin.h>
 
+#include "core/dispatch.h"
 #include "tessera/quant.h"
 
 /* Block structs as stored in the file (packed by construction: only 1- and 2-byte members), with
@@ -149,9 +150,6 @@ void ts__pack_rows(uint32_t type, const void *src, void *dst, int64_t rows, int6
 void ts__unpack_row(uint32_t type, const void *P, int64_t r, void *dst, int64_t cols);
 /* The packed GEMM of a type in table t, NULL when there is none. */
 ts__pgemm_fn ts__quant_pgemm_fn(const ts__quant_table *t, uint32_t type);
-/* Every packed GEMM of a type that this CPU runs (the active table's first, then e.g. the plain
- * AVX-512 kernel where the active one uses GFNI), for the tests; returns how many went into fns. */
-int ts__quant_pgemm_variants(uint32_t type, ts__pgemm_fn *fns, int max);
 
 #define TS__QUANT_DECLARE(sfx)                                                                  \
   void ts__act_quantize_##sfx(int64_t n, const float *x, int8_t *q, float *d, int32_t *sum, float *s); \
@@ -168,7 +166,10 @@ TS__QUANT_DECLARE(ref)
 TS__QUANT_DECLARE(avx2)
 TS__QUANT_DECLARE(avx512)
 
-/* The active table (resolved once from ts_isa_active()) and the table of a given level. */
+/* The room's variants (scalar, AVX2, AVX-512 VNNI, AVX-512 VNNI + GFNI) in the core dispatcher,
+ * the active table (TESSERA_ISA / TESSERA_REF apply), and the best table of an ISA family that
+ * this CPU runs (benches). */
+extern ts__dispatch ts__quant_dispatch;
 const ts__quant_table *ts__quant(void);
 const ts__quant_table *ts__quant_for(ts_isa isa);
 

@@ -46,7 +46,7 @@ static uint64_t pow2_at_least(uint64_t n) {
   return c;
 }
 
-void ts_llm_vocab_free(ts_llm_vocab *v) {
+void ts_llm_vocab_destroy(ts_llm_vocab *v) {
   if (!v) return;
   free(v->pool);
   free(v->off);
@@ -280,7 +280,7 @@ ts_status ts_llm_vocab_load(const ts_gguf *g, const char *name, ts_llm_vocab **o
   ts_status s = load(g, v);
   if (s != TS_OK) {
     if (name) ts_error_prefix("%s: ", name);
-    ts_llm_vocab_free(v);
+    ts_llm_vocab_destroy(v);
     return s;
   }
   *out = v;

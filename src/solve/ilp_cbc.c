@@ -44,8 +44,6 @@
 /* CbcMain1 keeps file-level static state in 2.10: one solve at a time per process. */
 static pthread_mutex_t cbc_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int ts__ilp_fault = 0;
-
 /* ---- progress: a side thread redraws elapsed time while CBC blocks the caller ------------- */
 
 typedef struct progress_thread {
@@ -166,14 +164,7 @@ static ts_status check_options(const ts_ilp_options *o) {
 }
 
 /* What CBC reported, read while its model is alive. */
-typedef struct cbc_outcome {
-  double *x; /* [nvars] copy of CBC's best solution or NULL */
-  bool optimal, infeasible, unbounded, time_hit, abandoned;
-  double bound;
-  int64_t nodes;
-} cbc_outcome;
-
-static ts_status run_cbc(const ts_ilp *m, const ts_ilp_options *o, const double *warm, double t0, cbc_outcome *out) {
+static ts_status run_cbc(const ts_ilp *m, const ts_ilp_options *o, const double *warm, double t0, ts__ilp_outcome *out) {
   bool any_int = false;
   for (int j = 0; j < m->nvars && !any_int; j++) any_int = ts__ilp_is_int(m, j);
   Cbc_Model *cbc = Cbc_newModel();
@@ -241,8 +232,6 @@ static ts_status run_cbc(const ts_ilp *m, const ts_ilp_options *o, const double 
       return ts_error(TS_ERR_OOM, "ILP: out of memory copying the solution");
     }
     memcpy(out->x, best, sizeof(double) * (size_t)m->nvars);
-    if (ts__ilp_fault == 1) free(out->x), out->x = NULL;
-    else if (ts__ilp_fault == 2 && m->nvars > 0) out->x[0] = m->hi[0] + 1 + fabs(m->hi[0]);
   }
   Cbc_deleteModel(cbc);
   return TS_OK;
@@ -263,6 +252,68 @@ static ts_status finish(ts_ilp_result *res, ts_ilp_status s, double *x, const ts
   return TS_OK;
 }
 
+ts_status ts__ilp_warm(const ts_ilp *m, double **out) {
+  *out = NULL;
+  if (!m->warm || m->warm_n != m->nvars) return TS_OK;
+  double *warm = malloc(sizeof(double) * (size_t)(m->nvars ? m->nvars : 1));
+  if (!warm) return ts_error(TS_ERR_OOM, "ILP: out of memory");
+  memcpy(warm, m->warm, sizeof(double) * (size_t)m->nvars);
+  ts__ilp_snap(m, warm);
+  if (!ts__ilp_feasible(m, warm, NULL, 0)) free(warm), warm = NULL;
+  *out = warm;
+  return TS_OK;
+}
+
+ts_status ts__ilp_verdict(const ts_ilp *m, ts__ilp_outcome *cb, double *warm, double time_limit, double t0, ts_ilp_result *res) {
+  char why[256];
+  res->nodes = cb->nodes;
+  res->bound = cb->bound;
+  /* Never trust the returned vector blindly: snap, then check every bound, integer and row. */
+  bool cand_ok = false;
+  if (cb->x) {
+    ts__ilp_snap(m, cb->x);
+    cand_ok = ts__ilp_feasible(m, cb->x, why, sizeof why);
+  }
+  if (cand_ok) {
+    if (warm && better(m, ts_ilp_eval(m, warm), ts_ilp_eval(m, cb->x))) {
+      free(cb->x);
+      res->from_warm_start = true;
+      return finish(res, TS_ILP_FEASIBLE, warm, m, t0);
+    }
+    free(warm);
+    return finish(res, cb->optimal ? TS_ILP_OPTIMAL : TS_ILP_FEASIBLE, cb->x, m, t0);
+  }
+  bool had_x = cb->x != NULL;
+  free(cb->x);
+  if (warm) { /* CBC failed or found nothing: the caller still gets the best known solution */
+    res->from_warm_start = true;
+    return finish(res, TS_ILP_FEASIBLE, warm, m, t0);
+  }
+  res->seconds = ts_now() - t0;
+  res->bound = cb->time_hit ? res->bound : NAN; /* only a stopped search leaves a meaningful bound */
+  if (had_x) {
+    res->status = TS_ILP_ERROR;
+    return ts_error(TS_ERR_SOLVER, "CBC returned a solution that does not check out: %s", why);
+  }
+  if (cb->unbounded) {
+    res->status = TS_ILP_UNBOUNDED;
+    return ts_error(TS_ERR_SOLVER, "ILP is unbounded: the %s can improve without limit (%d variables, %d rows)",
+                    m->maximize ? "maximum" : "minimum", m->nvars, m->nrows);
+  }
+  if (cb->infeasible) {
+    res->status = TS_ILP_INFEASIBLE;
+    return ts_error(TS_ERR_INFEASIBLE, "ILP is infeasible (%d variables, %d rows)", m->nvars, m->nrows);
+  }
+  if (cb->time_hit) {
+    res->status = TS_ILP_NO_SOLUTION;
+    return ts_error(TS_ERR_TIMEOUT, "ILP: time limit of %g s reached before any feasible solution was found",
+                    time_limit);
+  }
+  res->status = TS_ILP_ERROR;
+  return ts_error(TS_ERR_SOLVER, "CBC stopped without a solution or a verdict%s",
+                  cb->abandoned ? " (abandoned on numerical difficulties)" : "");
+}
+
 ts_status ts_ilp_solve(ts_ilp *m, const ts_ilp_options *opt, ts_ilp_result *res) {
   if (!res) return ts_error(TS_ERR_INVALID_ARG, "ts_ilp_solve: result is NULL");
   memset(res, 0, sizeof *res);
@@ -277,13 +328,7 @@ ts_status ts_ilp_solve(ts_ilp *m, const ts_ilp_options *opt, ts_ilp_result *res)
 
   /* The caller's warm start is the fallback answer when it checks out. */
   double *warm = NULL;
-  if (m->warm && m->warm_n == m->nvars) {
-    warm = malloc(sizeof(double) * (size_t)(m->nvars ? m->nvars : 1));
-    if (!warm) return ts_error(TS_ERR_OOM, "ILP: out of memory");
-    memcpy(warm, m->warm, sizeof(double) * (size_t)m->nvars);
-    ts__ilp_snap(m, warm);
-    if (!ts__ilp_feasible(m, warm, NULL, 0)) free(warm), warm = NULL;
-  }
+  TS_TRY(ts__ilp_warm(m, &warm));
   res->warm_start_used = warm != NULL;
 
   char why[256];
@@ -302,58 +347,12 @@ ts_status ts_ilp_solve(ts_ilp *m, const ts_ilp_options *opt, ts_ilp_result *res)
 
   progress_thread pt;
   if (o->progress) progress_start(&pt, o->time_limit);
-  cbc_outcome cb = {0};
+  ts__ilp_outcome cb = {0};
   ts_status st = run_cbc(m, o, warm, t0, &cb);
   if (o->progress) progress_stop(&pt);
   if (st != TS_OK) {
     free(warm);
     return st;
   }
-  res->nodes = cb.nodes;
-  res->bound = cb.bound;
-
-  /* Never trust the returned vector blindly: snap, then check every bound, integer and row. */
-  bool cand_ok = false;
-  if (cb.x) {
-    ts__ilp_snap(m, cb.x);
-    cand_ok = ts__ilp_feasible(m, cb.x, why, sizeof why);
-  }
-  if (cand_ok) {
-    if (warm && better(m, ts_ilp_eval(m, warm), ts_ilp_eval(m, cb.x))) {
-      free(cb.x);
-      res->from_warm_start = true;
-      return finish(res, TS_ILP_FEASIBLE, warm, m, t0);
-    }
-    free(warm);
-    return finish(res, cb.optimal ? TS_ILP_OPTIMAL : TS_ILP_FEASIBLE, cb.x, m, t0);
-  }
-  bool had_x = cb.x != NULL;
-  free(cb.x);
-  if (warm) { /* CBC failed or found nothing: the caller still gets the best known solution */
-    res->from_warm_start = true;
-    return finish(res, TS_ILP_FEASIBLE, warm, m, t0);
-  }
-  res->seconds = ts_now() - t0;
-  res->bound = cb.time_hit ? res->bound : NAN; /* only a stopped search leaves a meaningful bound */
-  if (had_x) {
-    res->status = TS_ILP_ERROR;
-    return ts_error(TS_ERR_SOLVER, "CBC returned a solution that does not check out: %s", why);
-  }
-  if (cb.unbounded) {
-    res->status = TS_ILP_UNBOUNDED;
-    return ts_error(TS_ERR_SOLVER, "ILP is unbounded: the %s can improve without limit (%d variables, %d rows)",
-                    m->maximize ? "maximum" : "minimum", m->nvars, m->nrows);
-  }
-  if (cb.infeasible) {
-    res->status = TS_ILP_INFEASIBLE;
-    return ts_error(TS_ERR_INFEASIBLE, "ILP is infeasible (%d variables, %d rows)", m->nvars, m->nrows);
-  }
-  if (cb.time_hit) {
-    res->status = TS_ILP_NO_SOLUTION;
-    return ts_error(TS_ERR_TIMEOUT, "ILP: time limit of %g s reached before any feasible solution was found",
-                    o->time_limit);
-  }
-  res->status = TS_ILP_ERROR;
-  return ts_error(TS_ERR_SOLVER, "CBC stopped without a solution or a verdict%s",
-                  cb.abandoned ? " (abandoned on numerical difficulties)" : "");
+  return ts__ilp_verdict(m, &cb, warm, o->time_limit, t0, res);
 }

@@ -41,8 +41,24 @@ void ts__ilp_snap(const ts_ilp *m, double *x);
 /* True when x (nvars values) satisfies bounds, integrality and rows; else writes why. */
 bool ts__ilp_feasible(const ts_ilp *m, const double *x, char *why, size_t cap);
 
-/* Test seam: 1 drops CBC's solution, 2 corrupts it (moves variable 0 outside its bounds),
- * so tests can reach the warm-start fallback and the TS_ERR_SOLVER check. Always 0 in use. */
-extern int ts__ilp_fault;
+/* ts_ilp_solve in two steps around the solver (ilp_cbc.c), internal so that tests can hand the
+ * second outcomes CBC rarely gives (no solution, a corrupted one):
+ * ts__ilp_warm: the model's warm start, snapped, when it has one that satisfies the model (*out
+ *   malloc'd), else *out = NULL.
+ * ts__ilp_verdict: the result of a solve from what the solver reported (cb; cb->x malloc'd or NULL)
+ *   and the warm start (from ts__ilp_warm, or NULL); takes both over. Never trusts cb->x blindly:
+ *   snaps it and checks every bound, integer and row. Its solution when it checks out and the warm
+ *   start is no better; else the warm start (FEASIBLE, from_warm_start); else the reason there is
+ *   none: TS_ERR_SOLVER (a solution that does not check out, unbounded, no verdict),
+ *   TS_ERR_INFEASIBLE, TS_ERR_TIMEOUT (time_limit names the limit). res as ts_ilp_solve sets it up
+ *   (zeroed, status TS_ILP_ERROR, nvars, warm_start_used); t0: ts_now() when the solve began. */
+typedef struct ts__ilp_outcome {
+  double *x; /* [nvars] copy of the solver's best solution or NULL */
+  bool optimal, infeasible, unbounded, time_hit, abandoned;
+  double bound;
+  int64_t nodes;
+} ts__ilp_outcome;
+ts_status ts__ilp_warm(const ts_ilp *m, double **out);
+ts_status ts__ilp_verdict(const ts_ilp *m, ts__ilp_outcome *cb, double *warm, double time_limit, double t0, ts_ilp_result *res);
 
 #endif

@@ -42,9 +42,12 @@ int64_t ts_popcount_words_ref(const uint64_t *w, int64_t n) {
   return total;
 }
 
+static const ts__popcount_variant g_ref = {ts_popcount_words_ref}, g_avx512 = {ts__popcount_words_avx512};
+static const ts__variant g_variants[] = {{TS__LV_SCALAR, &g_ref}, {TS__LV_AVX512_VPOPCNTDQ, &g_avx512}};
+ts__dispatch ts__popcount_dispatch = TS__DISPATCH("popcount", g_variants);
+
 int64_t ts_popcount_words(const uint64_t *w, int64_t n) {
-  if (ts_isa_active() >= TS_ISA_AVX512 && ts_cpu()->avx512vpopcntdq) return ts__popcount_words_avx512(w, n);
-  return ts_popcount_words_ref(w, n);
+  return ((const ts__popcount_variant *)ts__dispatch_table(&ts__popcount_dispatch))->fn(w, n);
 }
 
 int64_t ts_bitmap_row_count(const ts_bitmap *b, int64_t i) { return ts_popcount_words(ts_bitmap_row(b, i), b->stride); }

@@ -3,6 +3,7 @@
 #ifndef TS_SPARSE_FORMAT_INTERNAL_H
 #define TS_SPARSE_FORMAT_INTERNAL_H
 
+#include "core/dispatch.h"
 #include "tessera/sparse.h"
 
 /* ts_malloc of count elements of `elem` bytes with an error naming `what` on overflow/OOM. */
@@ -15,5 +16,11 @@ uint64_t ts__mix64(uint64_t seed, uint64_t stream);
 
 /* AVX-512 VPOPCNTDQ popcount of n words (format_bitmap_popcnt_avx512.c). */
 int64_t ts__popcount_words_avx512(const uint64_t *w, int64_t n);
+/* The popcount variants in the core dispatcher (reference, AVX-512 VPOPCNTDQ), each table a
+ * ts__popcount_variant. */
+typedef struct ts__popcount_variant {
+  int64_t (*fn)(const uint64_t *w, int64_t n);
+} ts__popcount_variant;
+extern ts__dispatch ts__popcount_dispatch;
 
 #endif

@@ -52,7 +52,9 @@ ts_status ts__gen_mul(const gen_args *a, int64_t x, int64_t y, const char *what,
 /* Index-limit check: TS_ERR_OVERFLOW "KIND: what = v exceeds the int32 index limit". */
 ts_status ts__gen_index_limit(const gen_args *a, int64_t v, const char *what);
 
-/* Thread count for generator loops (TESSERA_THREADS, OMP_NUM_THREADS, or all CPUs). */
+/* Thread count for generator loops (they take no context): TESSERA_THREADS when it is set, else
+ * OpenMP's default team (OMP_NUM_THREADS, or the count a program set with omp_set_num_threads,
+ * as the CLI's --threads does; else all CPUs). */
 int ts__gen_threads(void);
 
 /* Building blocks (gen_window.c). */

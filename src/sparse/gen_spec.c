@@ -3,6 +3,7 @@
  * the remaining pairs whose keys it declares (a repeated key ends the run); the rest bubble up
  * to the enclosing wrapper, and anything left at the top is an error naming the key. */
 #include <errno.h>
+#include <omp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +84,10 @@ ts_status ts__gen_index_limit(const gen_args *a, int64_t v, const char *what) {
   return TS_OK;
 }
 
-int ts__gen_threads(void) { return ts_default_threads(); }
+int ts__gen_threads(void) {
+  const char *t = getenv("TESSERA_THREADS");
+  return t && *t ? ts_default_threads() : omp_get_max_threads();
+}
 
 static const gen_kind *find_kind(const char *name, size_t len) {
   for (size_t i = 0; i < NKINDS; i++)

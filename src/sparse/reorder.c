@@ -195,7 +195,11 @@ static ts_status run_method(const ts_csr *m, const ts_reorder_opts *o, ts_reorde
   }
   if (symmetric && col_perm) memcpy(col_perm, row_perm, (size_t)R * sizeof *row_perm);
   /* a method bug must never escape as a silently wrong permutation */
-  if (ts_perm_validate(row_perm, R) != TS_OK || (col_perm && ts_perm_validate(col_perm, C) != TS_OK)) {
+  ts_status v = ts_perm_validate(row_perm, R);
+  if (v == TS_OK && col_perm) v = ts_perm_validate(col_perm, C);
+  if (v == TS_ERR_OOM) { /* the check itself could not run: out of memory, not a method bug */
+    s = v;
+  } else if (v != TS_OK) {
     char why[256];
     snprintf(why, sizeof why, "%s", ts_last_error()); /* ts_error rewrites the buffer it points to */
     s = ts_error(TS_ERR_INTERNAL, "reorder: %s produced an invalid permutation (%s)", ts_reorder_method_name(method), why);

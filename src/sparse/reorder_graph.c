@@ -86,6 +86,7 @@ ts_status ts__looks_symmetric(const ts_csr *m, const uint8_t *active, bool *sym)
 }
 
 ts_status ts__graph_sym(const ts_csr *m, const uint8_t *active, ts__graph *g) {
+  memset(g, 0, sizeof *g); /* a failure before graph_alloc frees it at `done` */
   int64_t n = m->rows;
   int64_t *rcnt = calloc((size_t)n + 1, sizeof *rcnt), *ccnt = calloc((size_t)n + 1, sizeof *ccnt);
   int64_t *rfill = NULL, *cfill = NULL;

@@ -5,19 +5,22 @@
 #                              when there is one (measuring it takes seconds)
 #   expect_usage CMD ARGS...   `tessera CMD ARGS...` must exit 2 with exactly one line on stderr
 #                              and nothing on stdout
-#   finish NAME                print the counts; the script's status is 0 iff nothing failed
-fail=0 pass=0
+#   skip_part MESSAGE          say that a part of the script did not run ("SKIPPED (part): ...")
+#   skip_all MESSAGE           the whole script cannot run: "SKIPPED: ...", exit 77 (CTest: skipped)
+#   finish NAME                print the counts; the script's status is 0 iff nothing failed and
+#                              at least one check ran (77 when nothing ran but parts were skipped)
+fail=0 pass=0 skipped=0
 ok() { pass=$((pass + 1)); }
 bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
+skip_part() { echo "SKIPPED (part): $*"; skipped=$((skipped + 1)); }
+skip_all() { echo "SKIPPED: $*"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 scratch_cache() {
   mkdir -p "$tmp/cache"
   local f
-  for f in "${TESSERA_CACHE:-/nonexistent}"/machine.json "${TESSERA_CACHE:-/nonexistent}"/machine_t*.json; do
-    [ -f "$f" ] && cp "$f" "$tmp/cache/"
-  done
+  [ -d "${TESSERA_CACHE:-/nonexistent}/machine" ] && cp -r "$TESSERA_CACHE/machine" "$tmp/cache/"
   export TESSERA_CACHE="$tmp/cache"
 }
 
@@ -29,6 +32,12 @@ expect_usage() {
 }
 
 finish() {
-  echo "$1: $pass passed, $fail failed"
-  [ "$fail" -eq 0 ]
+  if [ "$skipped" -gt 0 ]; then echo "$1: $pass passed, $fail failed, $skipped skipped parts"
+  else echo "$1: $pass passed, $fail failed"; fi
+  [ "$fail" -eq 0 ] || return 1
+  if [ "$pass" -eq 0 ]; then
+    [ "$skipped" -gt 0 ] && { echo "SKIPPED: every part of $1 was skipped"; exit 77; }
+    echo "$1: no check ran: a test with zero checks fails" >&2
+    return 1
+  fi
 }

@@ -108,11 +108,7 @@ void cli_print_json(cJSON *j) {
 }
 
 void cli_apply_threads(int threads) {
-  if (threads <= 0) return;
-  char t[16];
-  snprintf(t, sizeof t, "%d", threads);
-  setenv("TESSERA_THREADS", t, 1);
-  omp_set_num_threads(threads);
+  if (threads > 0) omp_set_num_threads(threads);
 }
 
 bool cli_parse_grid(const char *v, int64_t *h, int64_t *w) {

@@ -32,8 +32,9 @@ typedef struct cli_common_opts {
 } cli_common_opts;
 int cli_common(const char *cmd, int argc, char **argv, int *i, cli_common_opts *o);
 
-/* --threads N (N > 0) for the library's parts that size their own teams: TESSERA_THREADS (read by
- * contexts made after this) and OpenMP's default team. 0: nothing changes. */
+/* --threads N (N > 0) for the library's OpenMP loops that take no context (reordering, block
+ * extraction, the pattern generators): OpenMP's default team. The contexts a command creates get N
+ * from ts_context_create(&ctx, N) itself. 0: nothing changes. */
 void cli_apply_threads(int threads);
 
 /* Fetches the value of option argv[*i] (advancing *i); NULL and a usage message if missing. */

@@ -211,9 +211,9 @@ int attn_cli_cost_setup(const args *A, planned *P) {
   memset(&prof, 0, sizeof prof);
   double t0 = ts_now();
   ts_status s = ts_attn_profile_default_path(&po, P->profile_path, sizeof P->profile_path);
-  if (s == TS_OK) s = ts_attn_profile_get(&po, P->profile_path, &prof, &P->profile_measured);
+  if (s == TS_OK) s = ts_attn_profile_get(&po, NULL, &prof, &P->profile_measured); /* the artifact at profile_path */
   if (s != TS_OK) return cli_fail(CMD, s);
-  snprintf(P->profile_date, sizeof P->profile_date, "%s", prof.date);
+  snprintf(P->profile_date, sizeof P->profile_date, "%s", prof.prov.date);
   s = ts_attn_cost_model_create(&prof, &P->model);
   ts_attn_profile_free(&prof);
   P->profile_ms = (ts_now() - t0) * 1e3;

@@ -70,22 +70,8 @@ int cmd_blocks(int argc, char **argv) {
   rcli_args a;
   rcli_defaults(&a, TS_REORDER_NONE, 64);
   const char *perm_path = NULL, *cperm_path = NULL, *out = NULL;
-  for (int i = 1; i < argc; i++) {
-    int r = cli_common(CMD, argc, argv, &i, &co);
-    if (r < 0) return CLI_USAGE;
-    if (r > 0) continue;
-    if ((r = rcli_option(CMD, argc, argv, &i, &a)) < 0) return CLI_USAGE;
-    if (r > 0) continue;
-    if (strcmp(argv[i], "--perm") == 0) {
-      if (!(perm_path = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-    } else if (strcmp(argv[i], "--col-perm") == 0) {
-      if (!(cperm_path = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-    } else if (strcmp(argv[i], "--out") == 0 || strcmp(argv[i], "-o") == 0) {
-      if (!(out = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-    } else {
-      return cli_usage_error(CMD, "unknown argument '%s'", argv[i]);
-    }
-  }
+  const rcli_str_opt own[] = {{"--perm", NULL, &perm_path}, {"--col-perm", NULL, &cperm_path}, {"--out", "-o", &out}};
+  if (rcli_parse(CMD, argc, argv, &co, &a, own, 3) != CLI_OK) return CLI_USAGE;
   if (co.help) {
     usage();
     return CLI_OK;
@@ -99,9 +85,7 @@ int cmd_blocks(int argc, char **argv) {
   int32_t *rp = NULL, *cp = NULL;
   ts_reorder_stats st = {.method = TS_REORDER_NONE};
   for (int k = 0; k < TS_REORDER_METHOD_COUNT; k++) st.auto_tiles[k] = -1;
-  ts_pattern_metrics before, after;
-  ts_csr pm = {0};
-  ts_blocks blk = {0};
+  rcli_result R = {0};
   ts_status s;
   if (perm_path || cperm_path) {
     if (perm_path && (rc = read_perm(perm_path, in.m.rows, "row permutation", &rp)) != CLI_OK) goto done;
@@ -119,38 +103,32 @@ int cmd_blocks(int argc, char **argv) {
     rc = rcli_reorder(CMD, &a, &in, &rp, &cp, &st);
     if (rc != CLI_OK) goto done;
   }
-  if ((s = ts_pattern_metrics_compute(&in.m, NULL, NULL, a.ro.tile, &before)) != TS_OK ||
-      (s = ts_pattern_metrics_compute(&in.m, rp, cp, a.ro.tile, &after)) != TS_OK ||
-      (s = ts_csr_permute(&in.m, rp, cp, &pm)) != TS_OK || (s = ts_blocks_extract(&pm, &a.bo, &blk)) != TS_OK ||
-      (out && (s = write_blocks(out, &blk, &a.bo)) != TS_OK)) {
+  if ((s = rcli_measure(&a, &in, rp, cp, &R)) != TS_OK || (out && (s = write_blocks(out, &R.blk, &a.bo)) != TS_OK)) {
     rc = cli_fail(CMD, s);
     goto done;
   }
-  ts_blocks_summary bs;
-  ts_blocks_summarize(&blk, &bs);
   if (co.json) {
     cJSON *j = cJSON_CreateObject();
-    rcli_json_metrics(j, &in, &before, &after, &st, &bs, &a.bo, blk.ms);
+    rcli_json_metrics(j, &in, &R.before, &R.after, &st, &R.bs, &a.bo, R.blk.ms);
     if (perm_path || cperm_path) {
       cJSON_ReplaceItemInObject(j, "method", cJSON_CreateString("perm"));
       if (perm_path) cJSON_AddStringToObject(j, "perm", perm_path);
       if (cperm_path) cJSON_AddStringToObject(j, "col_perm", cperm_path);
     }
-    cJSON_AddNumberToObject(j, "objective", blk.objective);
+    cJSON_AddNumberToObject(j, "objective", R.blk.objective);
     if (out) cJSON_AddStringToObject(j, "out", out);
     cli_print_json(j);
   } else {
-    rcli_print_metrics(&in, &before, &after, &st, &bs, &a.bo, blk.ms);
+    rcli_print_metrics(&in, &R.before, &R.after, &st, &R.bs, &a.bo, R.blk.ms);
     printf("density    ");
-    for (int k = 0; k < 10; k++) printf("%s%d%%:%lld", k ? "  " : "", 10 * k, (long long)bs.density_hist[k]);
-    printf("\nobjective  %.1f (cells + %g per block + residue / %g)\n", blk.objective, a.bo.block_cost, a.bo.rho);
+    for (int k = 0; k < 10; k++) printf("%s%d%%:%lld", k ? "  " : "", 10 * k, (long long)R.bs.density_hist[k]);
+    printf("\nobjective  %.1f (cells + %g per block + residue / %g)\n", R.blk.objective, a.bo.block_cost, a.bo.rho);
     if (perm_path) printf("perm       %s\n", perm_path);
     if (out) printf("wrote      %s\n", out);
   }
 done:
   free(rp), free(cp);
-  ts_csr_free(&pm);
-  ts_blocks_free(&blk);
+  rcli_result_free(&R);
   rcli_input_free(&in);
   return rc;
 }

@@ -14,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_report.h"
 #include "cmd_conv.h"
-#include "harness.h"
+#include "tessera/measure.h"
+#include "tessera/hwinfo.h"
 #include "tessera/io.h"
 
 enum { NA = TS_CONV_ALGO_COUNT, NB = TS_CONV_BASE_COUNT, COL_TORCH = NA + NB, NCOL = NA + NB + 1 };
@@ -58,11 +60,6 @@ static const char *col_short(int c) {
   static const char *const s[NCOL] = {"ref", "direct", "im2col", "kn2row", "implicit", "wino_f2", "wino_f4", "fft",
                                       "dw", "dnn_dir", "dnn_wino", "dnn_auto", "oblas", "torch"};
   return s[c];
-}
-
-static double load_now(void) {
-  double la;
-  return getloadavg(&la, 1) == 1 ? la : -1;
 }
 
 /* The per-layer selection's time on a shape: the fastest measured tessera algorithm. */
@@ -124,15 +121,10 @@ static ts_status measure_shape(shape *s, ts_context *ctx, const conv_args *a, co
 
 /* --torch FILE: {"torch": version, "threads": n, "layers": [{"key": ..., "ms": ...}, ...]}. */
 static ts_status read_torch(report *R, const char *path, int threads) {
-  cJSON *j = NULL;
-  TS_TRY(ts_json_read_file(path, &j));
-  const cJSON *layers = cJSON_GetObjectItemCaseSensitive(j, "layers"), *v = cJSON_GetObjectItemCaseSensitive(j, "torch");
-  const cJSON *th = cJSON_GetObjectItemCaseSensitive(j, "threads"), *it;
-  ts_status s = cJSON_IsArray(layers) ? TS_OK : ts_error(TS_ERR_FORMAT, "%s: expected a \"layers\" array", path);
-  snprintf(R->torch_version, sizeof R->torch_version, "%s", cJSON_IsString(v) ? v->valuestring : "?");
-  if (s == TS_OK && cJSON_IsNumber(th) && th->valueint != threads)
-    fprintf(stderr, "tessera conv: warning: %s was measured with %d threads, this run uses %d\n", path, th->valueint, threads);
-  const cJSON *list = s == TS_OK ? layers : NULL;
+  bench_torch t;
+  ts_status s = bench_torch_open(&t, CONV_CMD, path, threads);
+  snprintf(R->torch_version, sizeof R->torch_version, "%s", t.version);
+  const cJSON *it, *list = s == TS_OK ? t.layers : NULL;
   cJSON_ArrayForEach(it, list) {
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(it, "key"), *ms = cJSON_GetObjectItemCaseSensitive(it, "ms");
     if (!cJSON_IsString(k) || !cJSON_IsNumber(ms) || !(ms->valuedouble > 0)) {
@@ -144,7 +136,7 @@ static ts_status read_torch(report *R, const char *path, int threads) {
   }
   for (int i = 0; s == TS_OK && i < R->nsh; i++)
     if (isnan(R->sh[i].ms[COL_TORCH])) snprintf(R->sh[i].why[COL_TORCH], sizeof R->sh[i].why[0], "not in %s", path);
-  cJSON_Delete(j);
+  bench_torch_close(&t);
   return s;
 }
 
@@ -204,7 +196,7 @@ static ts_status end_to_end(report *R, ts_cnn_net *net, int repeats) {
     tt[k] = t.total_s * 1e3, tc[k] = t.conv_s * 1e3;
   }
   if (s == TS_OK) {
-    qsort(tt, (size_t)repeats, sizeof *tt, ts_bench_cmp_double), qsort(tc, (size_t)repeats, sizeof *tc, ts_bench_cmp_double);
+    qsort(tt, (size_t)repeats, sizeof *tt, ts_cmp_double), qsort(tc, (size_t)repeats, sizeof *tc, ts_cmp_double);
     R->e2e_ms = tt[repeats / 2], R->e2e_min_ms = tt[0], R->e2e_conv_ms = tc[repeats / 2];
   }
   ts_free(x), ts_free(y), free(tt), free(tc);
@@ -219,8 +211,6 @@ static void cell(double v, bool pruned) {
   if (isnan(v)) printf(" %9s", "-");
   else printf(" %8.3f%c", v, pruned ? '~' : ' ');
 }
-
-static double ratio(double num, double den) { return isnan(num) || isnan(den) || den <= 0 ? NAN : num / den; }
 
 static void print_text(const report *R, const conv_args *a, int threads) {
   const conv_model *m = &R->m;
@@ -262,11 +252,11 @@ static void print_text(const report *R, const conv_args *a, int threads) {
   printf("\n  oneDNN: direct %.2f, winograd %.2f (auto where unimplemented), auto %.2f ms; best %s %.2f ms -> "
          "speedup %.2fx (per-layer minimum over oneDNN %.2f ms -> %.2fx)\n",
          R->total[NA], R->total[NA + 1], R->total[NA + 2], R->onednn_best_col >= 0 ? col_name(R->onednn_best_col) : "-",
-         R->onednn_best, ratio(R->onednn_best, R->total_auto), R->onednn_layer_best,
-         ratio(R->onednn_layer_best, R->total_auto));
+         R->onednn_best, bench_ratio(R->onednn_best, R->total_auto), R->onednn_layer_best,
+         bench_ratio(R->onednn_layer_best, R->total_auto));
   printf("  OpenBLAS im2col + sgemm %.2f ms -> %.2fx;  PyTorch %s %.2f ms -> %.2fx\n", R->total[NA + TS_CONV_BASE_OPENBLAS],
-         ratio(R->total[NA + TS_CONV_BASE_OPENBLAS], R->total_auto), R->torch_version[0] ? R->torch_version : "(no --torch)",
-         R->total[COL_TORCH], ratio(R->total[COL_TORCH], R->total_auto));
+         bench_ratio(R->total[NA + TS_CONV_BASE_OPENBLAS], R->total_auto), R->torch_version[0] ? R->torch_version : "(no --torch)",
+         R->total[COL_TORCH], bench_ratio(R->total[COL_TORCH], R->total_auto));
   if (R->wino_shapes)
     printf("  Winograd on the %d shapes it was chosen for: at least %.1f effective GFLOP/s; direct's best on any\n"
            "  shape %.1f GFLOP/s -> %s\n",
@@ -282,11 +272,6 @@ static void print_text(const report *R, const conv_args *a, int threads) {
   }
 }
 
-static void add_num(cJSON *o, const char *k, double v) {
-  if (isnan(v)) cJSON_AddNullToObject(o, k);
-  else cJSON_AddNumberToObject(o, k, v);
-}
-
 static cJSON *json_report(const report *R, const conv_args *a, int threads) {
   const conv_model *m = &R->m;
   cJSON *j = cJSON_CreateObject();
@@ -295,7 +280,7 @@ static cJSON *json_report(const report *R, const conv_args *a, int threads) {
   cJSON_AddNumberToObject(j, "threads", threads);
   cJSON_AddStringToObject(j, "kernels", ts_isa_name(ts_isa_active()));
   if (R->have_mp) cJSON_AddItemToObject(j, "machine", ts_hwinfo_to_json(&R->mp));
-  add_num(j, "peak_gflops", R->peak);
+  bench_json_num(j, "peak_gflops", R->peak);
   cJSON_AddNumberToObject(j, "loadavg_start", R->load0);
   cJSON_AddNumberToObject(j, "loadavg_end", R->load1);
   cJSON_AddStringToObject(j, "gflops_are", "effective: 2*N*K*P*Q*(C/g)*R*S / time (Winograd, FFT can pass the peak)");
@@ -311,9 +296,9 @@ static cJSON *json_report(const report *R, const conv_args *a, int threads) {
     cJSON_AddStringToObject(l, "chosen", ts_conv_algo_name(R->chosen[i]));
     cJSON_AddStringToObject(l, "why", R->why[i]);
     const double t = s->ms[R->chosen[i]], gfs = m->layers[i].flops / (t * 1e-3) * 1e-9;
-    add_num(l, "chosen_ms", t);
-    add_num(l, "gflops", gfs);
-    add_num(l, "pct_peak", R->peak > 0 ? 100 * gfs / R->peak : NAN);
+    bench_json_num(l, "chosen_ms", t);
+    bench_json_num(l, "gflops", gfs);
+    bench_json_num(l, "pct_peak", R->peak > 0 ? 100 * gfs / R->peak : NAN);
     for (int c = 1; c < NCOL; c++) {
       if (!isnan(s->ms[c])) cJSON_AddNumberToObject(ms, col_name(c), s->ms[c]);
       else if (s->why[c][0]) cJSON_AddStringToObject(nr, col_name(c), s->why[c]);
@@ -332,28 +317,28 @@ static cJSON *json_report(const report *R, const conv_args *a, int threads) {
     cJSON_AddItemToArray(layers, l);
   }
   cJSON *tot = cJSON_AddObjectToObject(j, "total_ms"), *cov = cJSON_AddObjectToObject(j, "layers_covered");
-  add_num(tot, "auto", R->total_auto);
-  add_num(tot, "chosen", R->total_chosen);
+  bench_json_num(tot, "auto", R->total_auto);
+  bench_json_num(tot, "chosen", R->total_chosen);
   for (int c = 1; c < NCOL; c++) {
-    add_num(tot, col_name(c), R->total[c]);
+    bench_json_num(tot, col_name(c), R->total[c]);
     cJSON_AddNumberToObject(cov, col_name(c), R->covered[c]);
   }
-  add_num(tot, "onednn", R->onednn_best);
-  add_num(tot, "onednn_per_layer_min", R->onednn_layer_best);
+  bench_json_num(tot, "onednn", R->onednn_best);
+  bench_json_num(tot, "onednn_per_layer_min", R->onednn_layer_best);
   cJSON_AddStringToObject(j, "onednn_best", R->onednn_best_col >= 0 ? col_name(R->onednn_best_col) : "");
-  add_num(j, "speedup_vs_onednn", ratio(R->onednn_best, R->total_auto));
-  add_num(j, "speedup_vs_onednn_per_layer_min", ratio(R->onednn_layer_best, R->total_auto));
-  add_num(j, "speedup_vs_torch", ratio(R->total[COL_TORCH], R->total_auto));
-  add_num(j, "speedup_vs_openblas", ratio(R->total[NA + TS_CONV_BASE_OPENBLAS], R->total_auto));
+  bench_json_num(j, "speedup_vs_onednn", bench_ratio(R->onednn_best, R->total_auto));
+  bench_json_num(j, "speedup_vs_onednn_per_layer_min", bench_ratio(R->onednn_layer_best, R->total_auto));
+  bench_json_num(j, "speedup_vs_torch", bench_ratio(R->total[COL_TORCH], R->total_auto));
+  bench_json_num(j, "speedup_vs_openblas", bench_ratio(R->total[NA + TS_CONV_BASE_OPENBLAS], R->total_auto));
   cJSON *wc = cJSON_AddObjectToObject(j, "winograd_vs_direct");
   cJSON_AddNumberToObject(wc, "shapes", R->wino_shapes);
-  add_num(wc, "winograd_min_gflops", R->wino_min_gflops);
-  add_num(wc, "direct_best_gflops", R->direct_best_gflops);
+  bench_json_num(wc, "winograd_min_gflops", R->wino_min_gflops);
+  bench_json_num(wc, "direct_best_gflops", R->direct_best_gflops);
   if (R->wino_shapes) cJSON_AddBoolToObject(wc, "min_above_direct_best", R->wino_min_gflops > R->direct_best_gflops);
   cJSON *e = cJSON_AddObjectToObject(j, "e2e");
-  add_num(e, "forward_ms", R->e2e_ms > 0 ? R->e2e_ms : NAN);
-  add_num(e, "min_ms", R->e2e_ms > 0 ? R->e2e_min_ms : NAN);
-  add_num(e, "conv_ms", R->e2e_ms > 0 ? R->e2e_conv_ms : NAN);
+  bench_json_num(e, "forward_ms", R->e2e_ms > 0 ? R->e2e_ms : NAN);
+  bench_json_num(e, "min_ms", R->e2e_ms > 0 ? R->e2e_min_ms : NAN);
+  bench_json_num(e, "conv_ms", R->e2e_ms > 0 ? R->e2e_conv_ms : NAN);
   cJSON_AddNumberToObject(e, "repeats", (double)a->e2e_repeats);
   return j;
 }
@@ -371,11 +356,11 @@ int conv_bench(const conv_args *a, ts_context *ctx) {
   if (s == TS_OK) s = group_shapes(&R);
   ts_conv_profile *prof = NULL;
   if (s == TS_OK) s = ts_conv_profile_open(&prof, ctx, NULL, NULL);
-  if (s == TS_OK && ts_bench_profile(&R.mp) == TS_OK) {
+  if (s == TS_OK && ts_hwinfo_get(ctx, &R.mp) == TS_OK) {
     R.have_mp = true;
     R.peak = threads == R.mp.threads ? R.mp.peak_gflops_fp32 : R.mp.peak_gflops_fp32_1t * threads;
   }
-  R.load0 = load_now();
+  R.load0 = ts_hwinfo_load_now();
   ts_cnn_plan_opts po = conv_plan_opts(a);
   if (s == TS_OK) {
     ts_progress pg;
@@ -398,7 +383,7 @@ int conv_bench(const conv_args *a, ts_context *ctx) {
     R.chosen[i] = ci.algo, R.why[i] = ci.why;
   }
   if (s == TS_OK && !a->no_e2e) s = end_to_end(&R, net, (int)a->e2e_repeats);
-  R.load1 = load_now();
+  R.load1 = ts_hwinfo_load_now();
   int rc = CLI_OK;
   if (s != TS_OK) {
     rc = cli_fail(CONV_CMD, s);

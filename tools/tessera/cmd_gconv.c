@@ -1,6 +1,6 @@
 /* tessera gconv: unstructured group convolution from the command line.
  *   gconv plan    one layer's connectivity -> reorder candidates, knapsack sizes, ILP assignment
- *                 -> plan JSON (cached under <cache>/gconv_plans/<key>.json; --out writes a copy)
+ *                 -> plan JSON (kept as a "gconv-plan" artifact, <cache>/gconv-plan/<key>.json; --out writes a copy)
  *   gconv bench   every layer of a model (or one layer): our plan and every baseline timed in one
  *                 process on the same data, errors against the dense masked reference, totals
  *   gconv export  a model's layer table and connectivities (.npy), for bench/peers/gconv_torch.py */

@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_report.h"
 #include "cmd_gconv.h"
-#include "harness.h"
+#include "tessera/measure.h"
+#include "tessera/hwinfo.h"
 #include "tessera/io.h"
 
 enum {
@@ -71,10 +73,9 @@ typedef struct runner {
   ts_status s;
 } runner;
 
-static void run_once(void *arg) {
+static ts_status run_once(void *arg) {
   runner *r = arg;
-  ts_status s = r->e ? ts_gconv_execute(r->e, r->x, r->y) : ts_gconv_base_run(r->b, r->x, r->y);
-  if (s != TS_OK) r->s = s;
+  return r->e ? ts_gconv_execute(r->e, r->x, r->y) : ts_gconv_base_run(r->b, r->x, r->y);
 }
 
 typedef struct data {
@@ -89,8 +90,7 @@ static ts_status measure(const gcli_args *a, const data *d, const ts_gconv_exec 
                          int m) {
   runner R = {e, b, d->x, d->y, TS_OK};
   for (size_t i = 0; i < d->ny; i++) d->y[i] = NAN;
-  run_once(&R);
-  TS_TRY(R.s);
+  TS_TRY(run_once(&R));
   if (d->ref) {
     double worst = 0;
     bool ok = true;
@@ -101,12 +101,12 @@ static ts_status measure(const gcli_args *a, const data *d, const ts_gconv_exec 
     }
     r->err[m] = worst, r->ok[m] = ok;
   }
-  ts_bench_opts o = ts_bench_opts_default();
-  o.repeats = (int)a->repeats, o.min_time_s = a->min_time;
-  ts_bench_result br;
-  TS_TRY(ts_bench_run(&o, run_once, &R, &br));
-  TS_TRY(R.s);
-  r->ms[m] = br.median_s * 1e3;
+  ts_measure_opts o = ts_measure_opts_default();
+  o.rounds = (int)a->repeats, o.min_time_s = a->min_time;
+  ts_measure_result mr;
+  TS_TRY(ts_measure_one(run_once, &R, &o, &mr));
+  TS_TRY(mr.status);
+  r->ms[m] = mr.s.median * 1e3;
   return TS_OK;
 }
 
@@ -186,19 +186,14 @@ static ts_status run_layer(const gcli_args *a, ts_context *ctx, const gcli_cost 
 /* ---- torch and totals ---------------------------------------------------------------------------- */
 
 static ts_status read_torch(report *R, const char *path, int threads, int batch) {
-  cJSON *j = NULL;
-  TS_TRY(ts_json_read_file(path, &j));
-  const cJSON *layers = cJSON_GetObjectItemCaseSensitive(j, "layers"), *v = cJSON_GetObjectItemCaseSensitive(j, "torch");
-  const cJSON *th = cJSON_GetObjectItemCaseSensitive(j, "threads"), *bt = cJSON_GetObjectItemCaseSensitive(j, "batch"), *it;
-  ts_status s = cJSON_IsArray(layers) ? TS_OK : ts_error(TS_ERR_FORMAT, "%s: expected a \"layers\" array", path);
-  snprintf(R->torch_version, sizeof R->torch_version, "%s", cJSON_IsString(v) ? v->valuestring : "?");
-  R->torch_threads = cJSON_IsNumber(th) ? th->valueint : 0;
-  if (s == TS_OK && R->torch_threads && R->torch_threads != threads)
-    fprintf(stderr, "tessera gconv: warning: %s was measured with %d threads, this run uses %d\n", path, R->torch_threads,
-            threads);
+  bench_torch t;
+  ts_status s = bench_torch_open(&t, GCLI_CMD, path, threads);
+  const cJSON *bt = cJSON_GetObjectItemCaseSensitive(t.root, "batch"), *it;
+  snprintf(R->torch_version, sizeof R->torch_version, "%s", t.version);
+  R->torch_threads = t.threads;
   if (s == TS_OK && cJSON_IsNumber(bt) && bt->valueint != batch)
     s = ts_error(TS_ERR_INVALID_ARG, "%s was measured at batch %d, this run is batch %d", path, bt->valueint, batch);
-  const cJSON *list = s == TS_OK ? layers : NULL;
+  const cJSON *list = s == TS_OK ? t.layers : NULL;
   cJSON_ArrayForEach(it, list) {
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "name");
     if (!cJSON_IsString(nm)) {
@@ -224,12 +219,11 @@ static ts_status read_torch(report *R, const char *path, int threads, int batch)
       }
     }
   }
-  cJSON_Delete(j);
+  bench_torch_close(&t);
   return s;
 }
 
 static double nanmin(double a, double b) { return isnan(a) ? b : isnan(b) ? a : a < b ? a : b; }
-static double ratio(double num, double den) { return isnan(num) || isnan(den) || den <= 0 ? NAN : num / den; }
 
 static void totals(report *R) {
   for (int m = 0; m < NM; m++) R->total[m] = R->total_learned[m] = 0;
@@ -272,14 +266,14 @@ static void cell(double v) {
 static void print_totals(const char *label, const double *t) {
   const int b = best_single(t);
   printf("%s: ours %.3f ms, without reordering %.3f ms (reordering %.2fx)\n", label, t[M_OURS], t[M_NOREORDER],
-         ratio(t[M_NOREORDER], t[M_OURS]));
+         bench_ratio(t[M_NOREORDER], t[M_OURS]));
   printf("  vs PyTorch (faster form per layer) %.3f ms -> %.2fx  [dense-masked %.3f, grouped %.3f]\n", t[M_TORCH],
-         ratio(t[M_TORCH], t[M_OURS]), t[M_TORCH_DENSE], t[M_TORCH_GROUPED]);
+         bench_ratio(t[M_TORCH], t[M_OURS]), t[M_TORCH_DENSE], t[M_TORCH_GROUPED]);
   printf("  vs best other baseline per layer %.3f ms -> %.2fx;  best single baseline %s %.3f ms -> %.2fx\n",
-         t[M_BEST_BASE], ratio(t[M_BEST_BASE], t[M_OURS]), b >= 0 ? method_name(b) : "-", b >= 0 ? t[b] : NAN,
-         b >= 0 ? ratio(t[b], t[M_OURS]) : NAN);
+         t[M_BEST_BASE], bench_ratio(t[M_BEST_BASE], t[M_OURS]), b >= 0 ? method_name(b) : "-", b >= 0 ? t[b] : NAN,
+         b >= 0 ? bench_ratio(t[b], t[M_OURS]) : NAN);
   printf("  deploy (gather + grouped) %.3f ms -> %.2fx\n", t[M_BASE0 + TS_GCONV_BASE_DEPLOY],
-         ratio(t[M_BASE0 + TS_GCONV_BASE_DEPLOY], t[M_OURS]));
+         bench_ratio(t[M_BASE0 + TS_GCONV_BASE_DEPLOY], t[M_OURS]));
 }
 
 static void print_text(const report *R, const gcli_args *a, int threads) {
@@ -335,25 +329,18 @@ static void print_text(const report *R, const gcli_args *a, int threads) {
 
 static cJSON *totals_json(const double *t) {
   cJSON *o = cJSON_CreateObject();
-  for (int m = 0; m < NM; m++)
-    if (isnan(t[m])) cJSON_AddNullToObject(o, method_name(m));
-    else cJSON_AddNumberToObject(o, method_name(m), t[m]);
+  for (int m = 0; m < NM; m++) bench_json_num(o, method_name(m), t[m]);
   return o;
-}
-
-static void add_num(cJSON *j, const char *k, double v) {
-  if (isnan(v) || isinf(v)) cJSON_AddNullToObject(j, k);
-  else cJSON_AddNumberToObject(j, k, v);
 }
 
 static void speedups_json(cJSON *j, const double *t) {
   const int b = best_single(t);
-  add_num(j, "speedup_vs_torch", ratio(t[M_TORCH], t[M_OURS]));
-  add_num(j, "speedup_vs_best_baseline", ratio(t[M_BEST_BASE], t[M_OURS]));
-  add_num(j, "speedup_vs_best_single_baseline", b >= 0 ? ratio(t[b], t[M_OURS]) : NAN);
+  bench_json_num(j, "speedup_vs_torch", bench_ratio(t[M_TORCH], t[M_OURS]));
+  bench_json_num(j, "speedup_vs_best_baseline", bench_ratio(t[M_BEST_BASE], t[M_OURS]));
+  bench_json_num(j, "speedup_vs_best_single_baseline", b >= 0 ? bench_ratio(t[b], t[M_OURS]) : NAN);
   cJSON_AddStringToObject(j, "best_single_baseline", b >= 0 ? method_name(b) : "");
-  add_num(j, "speedup_vs_deploy", ratio(t[M_BASE0 + TS_GCONV_BASE_DEPLOY], t[M_OURS]));
-  add_num(j, "speedup_reorder", ratio(t[M_NOREORDER], t[M_OURS]));
+  bench_json_num(j, "speedup_vs_deploy", bench_ratio(t[M_BASE0 + TS_GCONV_BASE_DEPLOY], t[M_OURS]));
+  bench_json_num(j, "speedup_reorder", bench_ratio(t[M_NOREORDER], t[M_OURS]));
 }
 
 static cJSON *report_json(const report *R, const gcli_args *a, const gcli_cost *c, int threads) {
@@ -364,7 +351,7 @@ static cJSON *report_json(const report *R, const gcli_args *a, const gcli_cost *
   cJSON_AddNumberToObject(j, "batch", (double)a->batch);
   cJSON_AddNumberToObject(j, "threads", threads);
   cJSON_AddStringToObject(j, "kernels", ts_isa_name(ts_gconv_kernel_isa()));
-  add_num(j, "peak_gflops", R->have_mp ? R->peak : NAN);
+  bench_json_num(j, "peak_gflops", R->have_mp ? R->peak : NAN);
   cJSON_AddNumberToObject(j, "load_start", R->load0);
   cJSON_AddNumberToObject(j, "load_end", R->load1);
   cJSON_AddStringToObject(j, "torch_version", R->torch_version);
@@ -388,10 +375,10 @@ static cJSON *report_json(const report *R, const gcli_args *a, const gcli_cost *
     cJSON_AddNumberToObject(o, "mean_union", r->mean_union);
     cJSON_AddNumberToObject(o, "plan_ms", r->plan_ms);
     cJSON_AddBoolToObject(o, "plan_cached", r->cached);
-    add_num(o, "pred_ms", r->pred_ms);
-    add_num(o, "pred_none_ms", r->pred_none_ms);
+    bench_json_num(o, "pred_ms", r->pred_ms);
+    bench_json_num(o, "pred_none_ms", r->pred_none_ms);
     for (int m = 0; m < NM; m++) {
-      add_num(ms, method_name(m), r->ms[m]);
+      bench_json_num(ms, method_name(m), r->ms[m]);
       if (!isnan(r->err[m])) cJSON_AddNumberToObject(err, method_name(m), r->err[m]);
       if (r->why[m][0]) cJSON_AddStringToObject(why, method_name(m), r->why[m]);
     }
@@ -402,7 +389,7 @@ static cJSON *report_json(const report *R, const gcli_args *a, const gcli_cost *
     cJSON_AddBoolToObject(o, "within_tolerance", ok);
     if (why->child) cJSON_AddItemToObject(o, "not_run", why);
     else cJSON_Delete(why);
-    add_num(o, "gflops", r->flops / (r->ms[M_OURS] * 1e-3) * 1e-9);
+    bench_json_num(o, "gflops", r->flops / (r->ms[M_OURS] * 1e-3) * 1e-9);
   }
   int wins[TS_REORDER_METHOD_COUNT];
   reorder_wins(R, wins);
@@ -418,11 +405,6 @@ static cJSON *report_json(const report *R, const gcli_args *a, const gcli_cost *
   return j;
 }
 
-static double load_now(void) {
-  double la;
-  return getloadavg(&la, 1) == 1 ? la : -1;
-}
-
 int gcli_bench(const gcli_args *a) {
   report R;
   memset(&R, 0, sizeof R);
@@ -435,9 +417,9 @@ int gcli_bench(const gcli_args *a) {
   const int threads = ts_context_threads(ctx);
   R.rows = calloc((size_t)R.n, sizeof *R.rows);
   if (s == TS_OK && !R.rows) s = ts_error(TS_ERR_OOM, "gconv bench: out of memory");
-  R.have_mp = ts_bench_profile(&R.mp) == TS_OK;
+  R.have_mp = s == TS_OK && ts_hwinfo_get(ctx, &R.mp) == TS_OK; /* the profile for this run's threads */
   R.peak = R.have_mp ? R.mp.peak_gflops_fp32 : NAN;
-  R.load0 = load_now();
+  R.load0 = ts_hwinfo_load_now();
   ts_progress pr;
   ts_progress_begin(&pr, "gconv bench", R.n);
   for (int i = 0; s == TS_OK && i < R.n; i++) {
@@ -445,7 +427,7 @@ int gcli_bench(const gcli_args *a) {
     ts_progress_update(&pr, i + 1);
   }
   ts_progress_end(&pr);
-  R.load1 = load_now();
+  R.load1 = ts_hwinfo_load_now();
   if (s == TS_OK && a->torch) s = read_torch(&R, a->torch, threads, (int)a->batch);
   if (s == TS_OK) {
     totals(&R);

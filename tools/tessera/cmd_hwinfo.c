@@ -9,8 +9,8 @@ static void usage(void) {
   printf("usage: tessera hwinfo [--json] [--threads N] [--no-save] [--cached] [--quick]\n\n"
          "Measures this machine: peak fp32 FMA GFLOP/s (1 thread and N threads), sustained read\n"
          "bandwidth (1 thread and N threads), cache sizes and ISA, in about 3 s, and saves the profile\n"
-         "as machine.json in the cache directory ($TESSERA_CACHE, default ~/.cache/tessera), or as\n"
-         "machine_t<N>.json when N differs from the default thread count.\n\n"
+         "in the artifact store as machine/t<N>.json under the cache directory ($TESSERA_CACHE, default\n"
+         "~/.cache/tessera), one per thread count N.\n\n"
          "  --threads N  threads for the all-thread figures (default: TESSERA_THREADS, OMP_NUM_THREADS\n"
          "               or all CPUs)\n"
          "  --cached     use the saved profile when it was measured on this CPU with the same\n"
@@ -73,7 +73,7 @@ int cmd_hwinfo(int argc, char **argv) {
   ts_context *ctx;
   ts_status s = ts_context_create(&ctx, o.threads);
   if (s != TS_OK) return cli_fail("hwinfo", s);
-  char path[4200]; /* machine.json, or machine_t<N>.json for a thread count other than the default */
+  char path[4400]; /* the store's machine/t<N>.json */
   s = ts_hwinfo_path_threads(ts_context_threads(ctx), path, sizeof path);
   if (s != TS_OK) {
     ts_context_destroy(ctx);

@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "harness.h"
+#include "tessera/measure.h"
+#include "tessera/hwinfo.h"
 #include "tessera/io.h"
 #include "tessera/llm.h"
 
@@ -156,7 +157,7 @@ static ts_status open_run(const opts *o, run *r) {
 }
 
 static void close_run(run *r) {
-  ts_llm_model_free(r->m);
+  ts_llm_model_destroy(r->m);
   ts_context_destroy(r->ctx);
 }
 
@@ -461,14 +462,28 @@ static int do_info(const opts *o, run *r) {
 
 /* ---- bench ------------------------------------------------------------------------------- */
 
-static int do_bench(const opts *o, run *r) {
-  const ts_llm_config *c = r->cfg;
-  const int P = (int)o->plen, G = (int)o->gen, R = (int)o->repeats;
-  int ctx = o->ctx_set ? (int)o->ctx : P + G + 1;
-  if (P + G > ctx) return cli_usage_error(CMD, "bench: --prompt-len %d + --gen %d exceed --ctx %d", P, G, ctx);
-  note_past_train(r, ctx);
+/* What `llm bench` measured and derived, from the timed runs to the report. */
+typedef struct bench_fig {
+  int P, G, R; /* --prompt-len, --gen, --repeats */
+  /* the timed runs (bench_time) */
+  double prefill_tps, decode_tps;
+  ts_llm_timing tm;  /* the decode steps of the last run, by phase */
+  double others;     /* CPUs other processes took during the runs (< 0: unknown) */
+  double xfer0, xfer1; /* ns a cache line takes between the threads, before / after (0: not measured) */
+  /* bytes per token and the bandwidths they are compared with (bench_bandwidth) */
   ts_machine_profile prof;
-  bool have_prof = ts_hwinfo_get(r->ctx, &prof) == TS_OK;
+  bool have_prof;
+  double wbytes, kv, bpt, gbs;
+  double bw, pct, bw_run, pct_run, bw_ws, pct_ws, stream, pct_stream;
+  ts_llm_wpf_report wr;
+  double load;
+} bench_fig;
+
+/* A --prompt-len prefill and --gen greedy decode steps from it, a warm-up then --repeats times;
+ * the median rates, the last run's decode phases, and the machine's state around the runs. */
+static ts_status bench_time(const opts *o, run *r, int ctx, bench_fig *f) {
+  const ts_llm_config *c = r->cfg;
+  const int P = f->P, G = f->G, R = f->R;
   ts_llm_state *st = NULL;
   float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
   int32_t *toks = malloc((size_t)P * sizeof *toks);
@@ -479,11 +494,9 @@ static int do_bench(const opts *o, run *r) {
   ts_rng rng;
   ts_rng_seed(&rng, 7);
   for (int i = 0; i < P && s == TS_OK; i++) toks[i] = 100 + (int32_t)ts_rng_below(&rng, (uint64_t)(c->n_vocab - 100));
-  ts_llm_timing tm = {0};
   /* how far apart the threads sit, before and after the timed runs (ts_hwinfo_xfer_ns) */
   const bool team = ts_context_threads(r->ctx) > 1;
-  double xfer0 = 0, xfer1 = 0;
-  if (team && s == TS_OK && ts_hwinfo_xfer_ns(&xfer0) != TS_OK) xfer0 = 0, ts_error_clear();
+  if (team && s == TS_OK && ts_hwinfo_xfer_ns(&f->xfer0) != TS_OK) f->xfer0 = 0, ts_error_clear();
   const ts_cpu_mark mark0 = ts_cpu_mark_now(); /* what other processes take during the timed runs */
   for (int rep = 0; rep <= R && s == TS_OK; rep++) { /* rep 0 is the warm-up */
     double t0 = ts_now();
@@ -497,165 +510,195 @@ static int do_bench(const opts *o, run *r) {
     double t2 = ts_now();
     tp[rep] = t1 - t0;
     td[rep] = t2 - t1;
-    if (rep == R) ts_llm_state_timing(st, &tm);
+    if (rep == R) ts_llm_state_timing(st, &f->tm);
   }
-  const double others = ts_cpu_others(mark0, ts_cpu_mark_now());
-  if (team && s == TS_OK && ts_hwinfo_xfer_ns(&xfer1) != TS_OK) xfer1 = 0, ts_error_clear();
+  f->others = ts_cpu_others(mark0, ts_cpu_mark_now());
+  if (team && s == TS_OK && ts_hwinfo_xfer_ns(&f->xfer1) != TS_OK) f->xfer1 = 0, ts_error_clear();
   ts_llm_state_destroy(st);
   free(logits);
   free(toks);
-  if (s != TS_OK) {
-    free(tp);
-    free(td);
-    return cli_fail(CMD, s);
+  if (s == TS_OK) {
+    qsort(tp + 1, (size_t)R, sizeof *tp, ts_cmp_double);
+    qsort(td + 1, (size_t)R, sizeof *td, ts_cmp_double);
+    f->prefill_tps = P / tp[1 + R / 2];
+    f->decode_tps = G / td[1 + R / 2];
   }
-  qsort(tp + 1, (size_t)R, sizeof *tp, ts_bench_cmp_double);
-  qsort(td + 1, (size_t)R, sizeof *td, ts_bench_cmp_double);
-  double prefill_s = tp[1 + R / 2], decode_s = td[1 + R / 2];
   free(tp);
   free(td);
-  const double prefill_tps = P / prefill_s, decode_tps = G / decode_s;
+  return s;
+}
+
+/* A read test of `bytes` (0: the profile's buffer) for --bw-seconds; 0 when skipped or failed. */
+static double bench_read_gbs(const opts *o, run *r, size_t bytes) {
+  double gbs = 0;
+  if (o->bw_seconds > 0 && ts_hwinfo_read_gbs(ts_context_threads(r->ctx), bytes, o->bw_seconds, 3, &gbs) != TS_OK) {
+    gbs = 0;
+    ts_error_clear();
+  }
+  return gbs;
+}
+
+/* Bytes per decoded token and the bandwidths they are compared with. */
+static void bench_bandwidth(const opts *o, run *r, bench_fig *f) {
+  const int P = f->P, G = f->G;
   /* bytes a decode step reads: every weight (packed copies, the same size as the file's) plus the
    * fp16 K and V of the positions it attends: step g at position P + g attends P + g + 1 of them,
    * P + (G + 1) / 2 on average */
-  const double wbytes = (double)ts_llm_model_weight_bytes(r->m);
-  const double kv = (double)ts_llm_model_kv_bytes_per_pos(r->m) * (P + (G + 1) / 2.0);
-  const double bpt = wbytes + kv, gbs = bpt * decode_tps / 1e9;
+  f->wbytes = (double)ts_llm_model_weight_bytes(r->m);
+  f->kv = (double)ts_llm_model_kv_bytes_per_pos(r->m) * (P + (G + 1) / 2.0);
+  f->bpt = f->wbytes + f->kv, f->gbs = f->bpt * f->decode_tps / 1e9;
   /* % of bandwidth = achieved GB/s / the machine profile's read bandwidth (`tessera hwinfo`: best
    * pass over a 256 MiB buffer with all threads) = decode tok/s / the bound tok/s (that bandwidth /
    * bytes per token). The same read test is also run here, right after the timed decode, for a
    * figure taken under the same machine load ("_run"). */
-  const double bw = have_prof ? prof.bandwidth_gbs : 0, pct = bw > 0 ? 100.0 * gbs / bw : 0;
-  double bw_run = 0;
-  if (o->bw_seconds > 0 && ts_hwinfo_read_gbs(ts_context_threads(r->ctx), 0, o->bw_seconds, 3, &bw_run) != TS_OK) {
-    bw_run = 0;
-    ts_error_clear();
-  }
-  const double pct_run = bw_run > 0 ? 100.0 * gbs / bw_run : 0;
+  f->bw = f->have_prof ? f->prof.bandwidth_gbs : 0, f->pct = f->bw > 0 ? 100.0 * f->gbs / f->bw : 0;
+  f->bw_run = bench_read_gbs(o, r, 0);
+  f->pct_run = f->bw_run > 0 ? 100.0 * f->gbs / f->bw_run : 0;
   /* the same read test over a buffer the size of a decode step's bytes: where the model fits in a
    * cache that a 2 GiB buffer does not (a large shared L3), the step's own working set reads faster
    * than the profile's figure, and that is the bound that applies to it */
-  double bw_ws = 0;
-  if (o->bw_seconds > 0 && ts_hwinfo_read_gbs(ts_context_threads(r->ctx), (size_t)bpt, o->bw_seconds, 3, &bw_ws) != TS_OK) {
-    bw_ws = 0;
-    ts_error_clear();
-  }
-  const double pct_ws = bw_ws > 0 ? 100.0 * gbs / bw_ws : 0;
-  ts_llm_wpf_report wr;
-  ts_llm_model_weight_prefetch(r->m, &wr);
+  f->bw_ws = bench_read_gbs(o, r, (size_t)f->bpt);
+  f->pct_ws = f->bw_ws > 0 ? 100.0 * f->gbs / f->bw_ws : 0;
+  ts_llm_model_weight_prefetch(r->m, &f->wr);
   /* the kernels' own streaming rate over the weights, in this process and minute (with the read test) */
-  double stream = 0;
-  if (o->bw_seconds > 0 && ts_llm_model_stream_gbs(r->m, r->ctx, 21, &stream) != TS_OK) {
-    stream = 0;
+  f->stream = 0;
+  if (o->bw_seconds > 0 && ts_llm_model_stream_gbs(r->m, r->ctx, 21, &f->stream) != TS_OK) {
+    f->stream = 0;
     ts_error_clear();
   }
-  const double pct_stream = stream > 0 ? 100.0 * gbs / stream : 0;
-  double load = ts_hwinfo_load_now();
-  const double tot = tm.total > 0 ? tm.total : 1;
-  if (o->c.json) {
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "model", o->model);
-    cJSON_AddNumberToObject(j, "threads", ts_context_threads(r->ctx));
-    cJSON_AddNumberToObject(j, "prompt_len", P);
-    cJSON_AddNumberToObject(j, "gen", G);
-    cJSON_AddNumberToObject(j, "repeats", R);
-    cJSON_AddNumberToObject(j, "prefill_tps", prefill_tps);
-    cJSON_AddNumberToObject(j, "decode_tps", decode_tps);
-    cJSON_AddNumberToObject(j, "bytes_per_token", bpt);
-    cJSON_AddNumberToObject(j, "weight_bytes_per_token", wbytes);
-    cJSON_AddNumberToObject(j, "kv_bytes_per_token", kv);
-    cJSON_AddNumberToObject(j, "gbs", gbs);
-    if (bw > 0) {
-      cJSON_AddNumberToObject(j, "pct_bandwidth", pct);
-      cJSON_AddNumberToObject(j, "bandwidth_gbs", bw);
-      cJSON_AddNumberToObject(j, "bound_tps", bw * 1e9 / bpt);
-      if (prof.xfer_ns > 0) cJSON_AddNumberToObject(j, "bandwidth_xfer_ns", prof.xfer_ns);
-    } else {
-      cJSON_AddNullToObject(j, "pct_bandwidth");
+  f->pct_stream = f->stream > 0 ? 100.0 * f->gbs / f->stream : 0;
+  f->load = ts_hwinfo_load_now();
+}
+
+static cJSON *wpf_json(const ts_llm_wpf_report *wr) {
+  cJSON *wp = cJSON_CreateObject();
+  cJSON_AddNumberToObject(wp, "bytes", wr->bytes);
+  cJSON_AddBoolToObject(wp, "measured", wr->measured != 0);
+  if (wr->measured) {
+    cJSON_AddNumberToObject(wp, "team", wr->team);
+    cJSON *cands = cJSON_CreateArray();
+    for (int i = 0; i < TS_LLM_WPF_CANDIDATES; i++) {
+      cJSON *e = cJSON_CreateObject();
+      cJSON_AddNumberToObject(e, "bytes", wr->candidates[i]);
+      cJSON_AddNumberToObject(e, "stream_gbs", wr->gbs[i]);
+      cJSON_AddItemToArray(cands, e);
     }
-    if (bw_run > 0) {
-      cJSON_AddNumberToObject(j, "bandwidth_gbs_run", bw_run);
-      cJSON_AddNumberToObject(j, "pct_bandwidth_run", pct_run);
-    }
-    if (bw_ws > 0) {
-      cJSON_AddNumberToObject(j, "bandwidth_gbs_ws", bw_ws);
-      cJSON_AddNumberToObject(j, "pct_bandwidth_ws", pct_ws);
-    }
-    if (stream > 0) {
-      cJSON_AddNumberToObject(j, "stream_gbs", stream);
-      cJSON_AddNumberToObject(j, "pct_stream", pct_stream);
-    }
-    cJSON *wp = cJSON_CreateObject();
-    cJSON_AddNumberToObject(wp, "bytes", wr.bytes);
-    cJSON_AddBoolToObject(wp, "measured", wr.measured != 0);
-    if (wr.measured) {
-      cJSON_AddNumberToObject(wp, "team", wr.team);
-      cJSON *cands = cJSON_CreateArray();
-      for (int i = 0; i < TS_LLM_WPF_CANDIDATES; i++) {
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "bytes", wr.candidates[i]);
-        cJSON_AddNumberToObject(e, "stream_gbs", wr.gbs[i]);
-        cJSON_AddItemToArray(cands, e);
-      }
-      cJSON_AddItemToObject(wp, "candidates", cands);
-    }
-    cJSON_AddItemToObject(j, "weight_prefetch", wp);
-    cJSON *b = cJSON_CreateObject();
-    cJSON_AddNumberToObject(b, "qkv", tm.qkv / tot);
-    cJSON_AddNumberToObject(b, "attention", tm.attn / tot);
-    cJSON_AddNumberToObject(b, "wo", tm.wo / tot);
-    cJSON_AddNumberToObject(b, "mlp", tm.mlp / tot);
-    cJSON_AddNumberToObject(b, "output", tm.output / tot);
-    cJSON_AddNumberToObject(b, "rest", (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot);
-    cJSON_AddItemToObject(j, "decode_time_share", b);
-    cJSON_AddNumberToObject(j, "decode_barrier_wait_share", tm.wait / tot);
-    cJSON_AddBoolToObject(j, "adaptive_threads", o->adapt);
-    cJSON_AddNumberToObject(j, "decode_solo_share", tm.tokens > 0 ? (double)tm.solo_steps / (double)tm.tokens : 0);
-    cJSON_AddNumberToObject(j, "load_avg", load);
-    if (others >= 0) cJSON_AddNumberToObject(j, "other_cpus", others);
-    if (xfer0 > 0) cJSON_AddNumberToObject(j, "xfer_ns_before", xfer0);
-    if (xfer1 > 0) cJSON_AddNumberToObject(j, "xfer_ns_after", xfer1);
-    cli_print_json(j);
-  } else {
-    printf("model       %s, %d threads, load average %.2f", o->model, ts_context_threads(r->ctx), load);
-    if (others >= 0) printf("; other processes took %.2f CPUs during the timed runs", others);
-    printf("\n");
-    printf("prefill     %d tokens: %.1f tok/s (median of %d)\n", P, prefill_tps, R);
-    printf("decode      %d tokens after the prompt: %.1f tok/s (%.3f ms/token)\n", G, decode_tps, 1e3 / decode_tps);
-    printf("bytes/token %.2f MB (weights %.2f MB + KV cache %.2f MB)\n", bpt / 1e6, wbytes / 1e6, kv / 1e6);
-    if (bw > 0)
-      printf("bandwidth   %.2f GB/s = %.1f%% of the profile's %.2f GB/s (bound %.1f tok/s%s)\n", gbs, pct, bw, bw * 1e9 / bpt,
-             ts_hwinfo_xfer_shared(prof.xfer_ns) > 0   ? "; read with the threads on one cache"
-             : ts_hwinfo_xfer_shared(prof.xfer_ns) < 0 ? "; read with the threads apart"
-                                                       : "");
-    if (bw_run > 0)
-      printf("            %.1f%% of %.2f GB/s read in this run (bound %.1f tok/s)\n", pct_run, bw_run, bw_run * 1e9 / bpt);
-    if (bw_ws > 0)
-      printf("            %.1f%% of %.2f GB/s read from a buffer of the step's %.0f MB in this run (bound %.1f tok/s)\n", pct_ws,
-             bw_ws, bpt / 1e6, bw_ws * 1e9 / bpt);
-    if (stream > 0)
-      printf("            %.1f%% of the %.2f GB/s the matvec kernels stream the weight matrices alone\n", pct_stream, stream);
-    if (wr.measured) {
-      if (wr.bytes) printf("prefetch    decode's kernels prefetch the weights %d B ahead", wr.bytes);
-      else printf("prefetch    decode's kernels do not prefetch the weights");
-      printf(" (measured for %d threads, stream GB/s:", wr.team);
-      for (int i = 0; i < TS_LLM_WPF_CANDIDATES; i++) printf(" %dK %.1f%s", wr.candidates[i] / 1024, wr.gbs[i], i + 1 < TS_LLM_WPF_CANDIDATES ? "," : ")\n");
-    } else {
-      if (wr.bytes) printf("prefetch    decode's kernels prefetch the weights %d B ahead (set, not measured)\n", wr.bytes);
-      else printf("prefetch    decode's kernels do not prefetch the weights (set, or the model too small to measure)\n");
-    }
-    printf("decode time qkv %.1f%%, attention %.1f%%, wo %.1f%%, mlp %.1f%%, output %.1f%%, rest %.1f%% (barrier waits %.1f%%)\n",
-           100 * tm.qkv / tot, 100 * tm.attn / tot, 100 * tm.wo / tot, 100 * tm.mlp / tot, 100 * tm.output / tot,
-           100 * (tm.total - tm.qkv - tm.attn - tm.wo - tm.mlp - tm.output) / tot, 100 * tm.wait / tot);
-    if (xfer0 > 0 || xfer1 > 0) {
-      const int a = ts_hwinfo_xfer_shared(xfer0), b = ts_hwinfo_xfer_shared(xfer1);
-      printf("threads     a cache line passes between them in %.0f ns before / %.0f ns after the timed runs%s\n", xfer0, xfer1,
-             a > 0 && b > 0 ? " (one shared cache)" : a < 0 && b < 0 ? " (apart: no shared cache)" : "");
-    }
-    if (tm.solo_steps > 0)
-      printf("adaptive    %lld of %lld decode steps ran on one thread (the others waited on a descheduled partner)\n",
-             (long long)tm.solo_steps, (long long)tm.tokens);
+    cJSON_AddItemToObject(wp, "candidates", cands);
   }
+  return wp;
+}
+
+static void bench_json(const opts *o, const run *r, const bench_fig *f) {
+  const ts_llm_timing *tm = &f->tm;
+  const double tot = tm->total > 0 ? tm->total : 1;
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "model", o->model);
+  cJSON_AddNumberToObject(j, "threads", ts_context_threads(r->ctx));
+  cJSON_AddNumberToObject(j, "prompt_len", f->P);
+  cJSON_AddNumberToObject(j, "gen", f->G);
+  cJSON_AddNumberToObject(j, "repeats", f->R);
+  cJSON_AddNumberToObject(j, "prefill_tps", f->prefill_tps);
+  cJSON_AddNumberToObject(j, "decode_tps", f->decode_tps);
+  cJSON_AddNumberToObject(j, "bytes_per_token", f->bpt);
+  cJSON_AddNumberToObject(j, "weight_bytes_per_token", f->wbytes);
+  cJSON_AddNumberToObject(j, "kv_bytes_per_token", f->kv);
+  cJSON_AddNumberToObject(j, "gbs", f->gbs);
+  if (f->bw > 0) {
+    cJSON_AddNumberToObject(j, "pct_bandwidth", f->pct);
+    cJSON_AddNumberToObject(j, "bandwidth_gbs", f->bw);
+    cJSON_AddNumberToObject(j, "bound_tps", f->bw * 1e9 / f->bpt);
+    if (f->prof.xfer_ns > 0) cJSON_AddNumberToObject(j, "bandwidth_xfer_ns", f->prof.xfer_ns);
+  } else {
+    cJSON_AddNullToObject(j, "pct_bandwidth");
+  }
+  if (f->bw_run > 0) {
+    cJSON_AddNumberToObject(j, "bandwidth_gbs_run", f->bw_run);
+    cJSON_AddNumberToObject(j, "pct_bandwidth_run", f->pct_run);
+  }
+  if (f->bw_ws > 0) {
+    cJSON_AddNumberToObject(j, "bandwidth_gbs_ws", f->bw_ws);
+    cJSON_AddNumberToObject(j, "pct_bandwidth_ws", f->pct_ws);
+  }
+  if (f->stream > 0) {
+    cJSON_AddNumberToObject(j, "stream_gbs", f->stream);
+    cJSON_AddNumberToObject(j, "pct_stream", f->pct_stream);
+  }
+  cJSON_AddItemToObject(j, "weight_prefetch", wpf_json(&f->wr));
+  cJSON *b = cJSON_CreateObject();
+  cJSON_AddNumberToObject(b, "qkv", tm->qkv / tot);
+  cJSON_AddNumberToObject(b, "attention", tm->attn / tot);
+  cJSON_AddNumberToObject(b, "wo", tm->wo / tot);
+  cJSON_AddNumberToObject(b, "mlp", tm->mlp / tot);
+  cJSON_AddNumberToObject(b, "output", tm->output / tot);
+  cJSON_AddNumberToObject(b, "rest", (tm->total - tm->qkv - tm->attn - tm->wo - tm->mlp - tm->output) / tot);
+  cJSON_AddItemToObject(j, "decode_time_share", b);
+  cJSON_AddNumberToObject(j, "decode_barrier_wait_share", tm->wait / tot);
+  cJSON_AddBoolToObject(j, "adaptive_threads", o->adapt);
+  cJSON_AddNumberToObject(j, "decode_solo_share", tm->tokens > 0 ? (double)tm->solo_steps / (double)tm->tokens : 0);
+  cJSON_AddNumberToObject(j, "load_avg", f->load);
+  if (f->others >= 0) cJSON_AddNumberToObject(j, "other_cpus", f->others);
+  if (f->xfer0 > 0) cJSON_AddNumberToObject(j, "xfer_ns_before", f->xfer0);
+  if (f->xfer1 > 0) cJSON_AddNumberToObject(j, "xfer_ns_after", f->xfer1);
+  cli_print_json(j);
+}
+
+static void bench_text(const opts *o, const run *r, const bench_fig *f) {
+  const ts_llm_timing *tm = &f->tm;
+  const ts_llm_wpf_report *wr = &f->wr;
+  const double tot = tm->total > 0 ? tm->total : 1, bpt = f->bpt;
+  printf("model       %s, %d threads, load average %.2f", o->model, ts_context_threads(r->ctx), f->load);
+  if (f->others >= 0) printf("; other processes took %.2f CPUs during the timed runs", f->others);
+  printf("\n");
+  printf("prefill     %d tokens: %.1f tok/s (median of %d)\n", f->P, f->prefill_tps, f->R);
+  printf("decode      %d tokens after the prompt: %.1f tok/s (%.3f ms/token)\n", f->G, f->decode_tps, 1e3 / f->decode_tps);
+  printf("bytes/token %.2f MB (weights %.2f MB + KV cache %.2f MB)\n", bpt / 1e6, f->wbytes / 1e6, f->kv / 1e6);
+  if (f->bw > 0)
+    printf("bandwidth   %.2f GB/s = %.1f%% of the profile's %.2f GB/s (bound %.1f tok/s%s)\n", f->gbs, f->pct, f->bw,
+           f->bw * 1e9 / bpt,
+           ts_hwinfo_xfer_shared(f->prof.xfer_ns) > 0   ? "; read with the threads on one cache"
+           : ts_hwinfo_xfer_shared(f->prof.xfer_ns) < 0 ? "; read with the threads apart"
+                                                        : "");
+  if (f->bw_run > 0)
+    printf("            %.1f%% of %.2f GB/s read in this run (bound %.1f tok/s)\n", f->pct_run, f->bw_run, f->bw_run * 1e9 / bpt);
+  if (f->bw_ws > 0)
+    printf("            %.1f%% of %.2f GB/s read from a buffer of the step's %.0f MB in this run (bound %.1f tok/s)\n", f->pct_ws,
+           f->bw_ws, bpt / 1e6, f->bw_ws * 1e9 / bpt);
+  if (f->stream > 0)
+    printf("            %.1f%% of the %.2f GB/s the matvec kernels stream the weight matrices alone\n", f->pct_stream, f->stream);
+  if (wr->measured) {
+    if (wr->bytes) printf("prefetch    decode's kernels prefetch the weights %d B ahead", wr->bytes);
+    else printf("prefetch    decode's kernels do not prefetch the weights");
+    printf(" (measured for %d threads, stream GB/s:", wr->team);
+    for (int i = 0; i < TS_LLM_WPF_CANDIDATES; i++)
+      printf(" %dK %.1f%s", wr->candidates[i] / 1024, wr->gbs[i], i + 1 < TS_LLM_WPF_CANDIDATES ? "," : ")\n");
+  } else {
+    if (wr->bytes) printf("prefetch    decode's kernels prefetch the weights %d B ahead (set, not measured)\n", wr->bytes);
+    else printf("prefetch    decode's kernels do not prefetch the weights (set, or the model too small to measure)\n");
+  }
+  printf("decode time qkv %.1f%%, attention %.1f%%, wo %.1f%%, mlp %.1f%%, output %.1f%%, rest %.1f%% (barrier waits %.1f%%)\n",
+         100 * tm->qkv / tot, 100 * tm->attn / tot, 100 * tm->wo / tot, 100 * tm->mlp / tot, 100 * tm->output / tot,
+         100 * (tm->total - tm->qkv - tm->attn - tm->wo - tm->mlp - tm->output) / tot, 100 * tm->wait / tot);
+  if (f->xfer0 > 0 || f->xfer1 > 0) {
+    const int a = ts_hwinfo_xfer_shared(f->xfer0), b = ts_hwinfo_xfer_shared(f->xfer1);
+    printf("threads     a cache line passes between them in %.0f ns before / %.0f ns after the timed runs%s\n", f->xfer0,
+           f->xfer1, a > 0 && b > 0 ? " (one shared cache)" : a < 0 && b < 0 ? " (apart: no shared cache)" : "");
+  }
+  if (tm->solo_steps > 0)
+    printf("adaptive    %lld of %lld decode steps ran on one thread (the others waited on a descheduled partner)\n",
+           (long long)tm->solo_steps, (long long)tm->tokens);
+}
+
+static int do_bench(const opts *o, run *r) {
+  bench_fig f = {.P = (int)o->plen, .G = (int)o->gen, .R = (int)o->repeats};
+  int ctx = o->ctx_set ? (int)o->ctx : f.P + f.G + 1;
+  if (f.P + f.G > ctx) return cli_usage_error(CMD, "bench: --prompt-len %d + --gen %d exceed --ctx %d", f.P, f.G, ctx);
+  note_past_train(r, ctx);
+  f.have_prof = ts_hwinfo_get(r->ctx, &f.prof) == TS_OK;
+  ts_status s = bench_time(o, r, ctx, &f);
+  if (s != TS_OK) return cli_fail(CMD, s);
+  bench_bandwidth(o, r, &f);
+  if (o->c.json) bench_json(o, r, &f);
+  else bench_text(o, r, &f);
   return CLI_OK;
 }
 

@@ -171,9 +171,39 @@ int rcli_load(const char *cmd, rcli_args *a, rcli_input *in) {
   return CLI_OK;
 }
 
+int rcli_parse(const char *cmd, int argc, char **argv, cli_common_opts *co, rcli_args *a, const rcli_str_opt *own, int nown) {
+  for (int i = 1; i < argc; i++) {
+    int r = cli_common(cmd, argc, argv, &i, co);
+    if (r < 0) return CLI_USAGE;
+    if (r > 0) continue;
+    if ((r = rcli_option(cmd, argc, argv, &i, a)) < 0) return CLI_USAGE;
+    if (r > 0) continue;
+    int k = 0;
+    while (k < nown && strcmp(argv[i], own[k].name) != 0 && !(own[k].alias && strcmp(argv[i], own[k].alias) == 0)) k++;
+    if (k == nown) return cli_usage_error(cmd, "unknown argument '%s'", argv[i]);
+    if (!(*own[k].dst = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+  }
+  return CLI_OK;
+}
+
 void rcli_input_free(rcli_input *in) {
   ts_csr_free(&in->m);
   ts_pattern_info_free(&in->info);
+}
+
+ts_status rcli_measure(const rcli_args *a, const rcli_input *in, const int32_t *rp, const int32_t *cp, rcli_result *r) {
+  memset(r, 0, sizeof *r);
+  TS_TRY(ts_pattern_metrics_compute(&in->m, NULL, NULL, a->ro.tile, &r->before));
+  TS_TRY(ts_pattern_metrics_compute(&in->m, rp, cp, a->ro.tile, &r->after));
+  TS_TRY(ts_csr_permute(&in->m, rp, cp, &r->pm));
+  TS_TRY(ts_blocks_extract(&r->pm, &a->bo, &r->blk));
+  ts_blocks_summarize(&r->blk, &r->bs);
+  return TS_OK;
+}
+
+void rcli_result_free(rcli_result *r) {
+  ts_csr_free(&r->pm);
+  ts_blocks_free(&r->blk);
 }
 
 int rcli_reorder(const char *cmd, const rcli_args *a, const rcli_input *in, int32_t **row_perm, int32_t **col_perm,
@@ -294,20 +324,8 @@ int cmd_reorder(int argc, char **argv) {
   rcli_args a;
   rcli_defaults(&a, TS_REORDER_AUTO, 16);
   const char *out = NULL, *col_out = NULL;
-  for (int i = 1; i < argc; i++) {
-    int r = cli_common(CMD, argc, argv, &i, &co);
-    if (r < 0) return CLI_USAGE;
-    if (r > 0) continue;
-    if ((r = rcli_option(CMD, argc, argv, &i, &a)) < 0) return CLI_USAGE;
-    if (r > 0) continue;
-    if (strcmp(argv[i], "--out") == 0 || strcmp(argv[i], "-o") == 0) {
-      if (!(out = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-    } else if (strcmp(argv[i], "--col-out") == 0) {
-      if (!(col_out = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-    } else {
-      return cli_usage_error(CMD, "unknown argument '%s'", argv[i]);
-    }
-  }
+  const rcli_str_opt own[] = {{"--out", "-o", &out}, {"--col-out", NULL, &col_out}};
+  if (rcli_parse(CMD, argc, argv, &co, &a, own, 2) != CLI_OK) return CLI_USAGE;
   if (co.help) {
     usage();
     return CLI_OK;
@@ -318,9 +336,7 @@ int cmd_reorder(int argc, char **argv) {
   if (rc != CLI_OK) return rc;
   int32_t *rp = NULL, *cp = NULL;
   ts_reorder_stats st;
-  ts_pattern_metrics before, after;
-  ts_csr pm = {0};
-  ts_blocks blk = {0};
+  rcli_result R = {0};
   ts_status s;
   rc = rcli_reorder(CMD, &a, &in, &rp, &cp, &st);
   if (rc != CLI_OK) goto done;
@@ -328,32 +344,26 @@ int cmd_reorder(int argc, char **argv) {
     rc = cli_usage_error(CMD, "rectangular reordering: give --col-out FILE for the column permutation too");
     goto done;
   }
-  if ((s = ts_pattern_metrics_compute(&in.m, NULL, NULL, a.ro.tile, &before)) != TS_OK ||
-      (s = ts_pattern_metrics_compute(&in.m, rp, cp, a.ro.tile, &after)) != TS_OK ||
-      (s = ts_csr_permute(&in.m, rp, cp, &pm)) != TS_OK || (s = ts_blocks_extract(&pm, &a.bo, &blk)) != TS_OK ||
-      (out && (s = ts_perm_write_npy(out, rp, in.m.rows)) != TS_OK) ||
+  if ((s = rcli_measure(&a, &in, rp, cp, &R)) != TS_OK || (out && (s = ts_perm_write_npy(out, rp, in.m.rows)) != TS_OK) ||
       (col_out && (s = ts_perm_write_npy(col_out, cp, in.m.cols)) != TS_OK)) {
     rc = cli_fail(CMD, s);
     goto done;
   }
-  ts_blocks_summary bs;
-  ts_blocks_summarize(&blk, &bs);
   if (co.json) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "method_requested", ts_reorder_method_name(a.ro.method));
-    rcli_json_metrics(j, &in, &before, &after, &st, &bs, &a.bo, blk.ms);
+    rcli_json_metrics(j, &in, &R.before, &R.after, &st, &R.bs, &a.bo, R.blk.ms);
     if (out) cJSON_AddStringToObject(j, "out", out);
     if (col_out) cJSON_AddStringToObject(j, "col_out", col_out);
     cli_print_json(j);
   } else {
-    rcli_print_metrics(&in, &before, &after, &st, &bs, &a.bo, blk.ms);
+    rcli_print_metrics(&in, &R.before, &R.after, &st, &R.bs, &a.bo, R.blk.ms);
     if (out) printf("wrote      %s%s\n", out, st.symmetric ? "" : " (rows)");
     if (col_out) printf("wrote      %s (columns)\n", col_out);
   }
 done:
   free(rp), free(cp);
-  ts_csr_free(&pm);
-  ts_blocks_free(&blk);
+  rcli_result_free(&R);
   rcli_input_free(&in);
   return rc;
 }

@@ -20,6 +20,14 @@ void rcli_defaults(rcli_args *a, ts_reorder_method method, int32_t tile);
 /* Consumes argv[*i] (and its value) when it is one of the shared options: 1 consumed, 0 not one
  * of them, -1 bad value (usage message printed). */
 int rcli_option(const char *cmd, int argc, char **argv, int *i, rcli_args *a);
+/* A command's own option with a string value: --name (or its alias, NULL: none) VALUE -> *dst. */
+typedef struct rcli_str_opt {
+  const char *name, *alias;
+  const char **dst;
+} rcli_str_opt;
+/* Parses argv[1..]: the common options into co, the shared ones into a (set its defaults first),
+ * then the command's own (own[0..nown)). CLI_OK, else CLI_USAGE (message printed). */
+int rcli_parse(const char *cmd, int argc, char **argv, cli_common_opts *co, rcli_args *a, const rcli_str_opt *own, int nown);
 /* Help text of the shared options. */
 const char *rcli_options_help(void);
 
@@ -38,6 +46,18 @@ void rcli_input_free(rcli_input *in);
  * or the exit code (bad option combinations are usage errors). */
 int rcli_reorder(const char *cmd, const rcli_args *a, const rcli_input *in, int32_t **row_perm, int32_t **col_perm,
                  ts_reorder_stats *st);
+
+/* What both commands measure of the input and its reordering (rp, cp; NULL: identity): the tile
+ * metrics before and after, the permuted pattern, its dense blocks and their summary. */
+typedef struct rcli_result {
+  ts_pattern_metrics before, after;
+  ts_csr pm;
+  ts_blocks blk;
+  ts_blocks_summary bs;
+} rcli_result;
+/* Fills r (zeroed first; free it with rcli_result_free whatever this returns). */
+ts_status rcli_measure(const rcli_args *a, const rcli_input *in, const int32_t *rp, const int32_t *cp, rcli_result *r);
+void rcli_result_free(rcli_result *r);
 
 /* Adds the shared report fields: n, rows, cols, nnz, method, reorder_ms, tile, bandwidth and
  * profile before/after, tiles_* after and tiles_*_before, and the block summary (blocks,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_report.h"
 #include "cli.h"
 #include "tessera/attn_profile.h"
 #include "tessera/nn.h"
@@ -70,16 +71,6 @@ static bool parse_tile(const char *v, ts_attn_tile *t) {
   return true;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 typedef struct run_result {
   double ms, attn_ms;         /* medians over the repeats */
   double min_ms, min_attn_ms; /* minima (less disturbed by other load on a shared machine) */
@@ -105,8 +96,8 @@ static ts_status run_models(ts_nn_vit *m, ts_nn_attn *const *be, const float *im
       att[k][rep] = t.attn_s * 1e3;
     }
   for (int k = 0; k < 3; k++) {
-    r[k].ms = median(tot[k], repeats); /* sorts tot and att */
-    r[k].attn_ms = median(att[k], repeats);
+    r[k].ms = ts_median(tot[k], repeats); /* sorts tot and att */
+    r[k].attn_ms = ts_median(att[k], repeats);
     r[k].min_ms = tot[k][0];
     r[k].min_attn_ms = att[k][0];
   }
@@ -123,7 +114,7 @@ static ts_status time_attn(ts_nn_attn *a, const ts_context *ctx, const float *qk
     TS_TRY(ts_nn_attn_run(a, ctx, qkv, qkv + per, qkv + 2 * per, o, batch, heads));
     t[k] = (ts_now() - t0) * 1e3;
   }
-  *ms = median(t, 3);
+  *ms = ts_median(t, 3);
   return TS_OK;
 }
 
@@ -152,7 +143,7 @@ static ts_status cost_setup(bench_args *b, int64_t hd) {
   ts_status s = ts_attn_profile_get(&po, NULL, &prof, NULL);
   if (s == TS_OK) s = ts_attn_cost_model_create(&prof, &b->cost_model);
   if (s == TS_OK) {
-    snprintf(b->cost_tag, sizeof b->cost_tag, "profile-%s-%s", ts_attn_profile_level_name(b->level), prof.date);
+    snprintf(b->cost_tag, sizeof b->cost_tag, "profile-%s-%s", ts_attn_profile_level_name(b->level), prof.prov.date);
     b->sched.cost = ts_attn_cost_profiled, b->sched.cost_user = b->cost_model, b->sched.cost_tag = b->cost_tag;
   }
   ts_attn_profile_free(&prof);
@@ -389,8 +380,7 @@ static int bench(int argc, char **argv) {
     cJSON_AddNumberToObject(j, "work_ratio_scheduled", si.stats.work_ratio);
     cJSON_AddNumberToObject(j, "work_ratio_fixed", fi.stats.work_ratio);
     cJSON_AddStringToObject(j, "fixed_tile", tile);
-    if (isnan(fixed64_ms)) cJSON_AddNullToObject(j, "attn_call_ms_fixed64");
-    else cJSON_AddNumberToObject(j, "attn_call_ms_fixed64", fixed64_ms);
+    bench_json_num(j, "attn_call_ms_fixed64", fixed64_ms);
     cJSON_AddNumberToObject(j, "max_abs_err", err);
     cJSON_AddNumberToObject(j, "max_abs_err_fixed", err_fixed);
     cJSON_AddNumberToObject(j, "logit_scale", scale);
