@@ -25,8 +25,8 @@
 
 #include "harness.h"
 #include "harness_attn.h"
+#include "io/json_internal.h"
 #include "tessera/attn_profile.h"
-#include "tessera/io.h"
 #include "tessera/reorder.h"
 #include "tessera/sparse.h"
 
@@ -290,7 +290,7 @@ int main(int argc, char **argv) {
   }
   ts_attn_profile prof;
   bool measured;
-  if (ts_attn_profile_get(&c.po, NULL, &prof, &measured) != TS_OK || ts_attn_cost_model_create(&prof, &c.model) != TS_OK) {
+  if (ts_attn_profile_get(&c.po, NULL, &prof, &measured) != TS_OK || ts_attn_cost_model_create(&c.model, &prof) != TS_OK) {
     fprintf(stderr, "attn profile: %s\n", ts_last_error());
     return 1;
   }
@@ -336,7 +336,7 @@ int main(int argc, char **argv) {
   if (c.json) {
     ts_bench_print_json(root);
   }
-  if (out && ts_json_write_file(out, root) != TS_OK) {
+  if (out && ts__json_write_file(out, root) != TS_OK) {
     fprintf(stderr, "%s\n", ts_last_error());
     rc = 1;
   }

@@ -231,7 +231,7 @@ int main(int argc, char **argv) {
   bool measured = false;
   ts_status s = ts_attn_profile_default_path(&po, path, sizeof path);
   if (s == TS_OK) s = ts_attn_profile_get(&po, path, &prof, &measured);
-  if (s == TS_OK) s = ts_attn_cost_model_create(&prof, &c.model);
+  if (s == TS_OK) s = ts_attn_cost_model_create(&c.model, &prof);
   ts_attn_profile_free(&prof);
   if (s != TS_OK) {
     fprintf(stderr, "bench_attn_sched: %s\n", ts_last_error());

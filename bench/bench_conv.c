@@ -1,7 +1,7 @@
 /* Convolution algorithms side by side with oneDNN's convolution on single layers.
  *
  *   bench_conv [--layers vgg_conv3_2,resnet_1x1,...] [--shape C,HW,K,R,S,PADH,PADW,STRIDE[,N] ...]
- *              [--algos direct,winograd_f4,...] [--threads N] [--repeats R] [--json]
+ *              [--algos direct,winograd_f4,...] [--wino-schedule S] [--threads N] [--repeats R] [--json]
  *
  * Built-in layers (batch 1, fp32, NCHW, bias, no ReLU): VGG16 conv3_2 (256->256 3x3 at 56x56),
  * VGG16 conv5_1 (512->512 3x3 at 14x14), ResNet 1x1 256->64 at 56x56, ResNet 3x3 64->64 at 56x56,
@@ -15,13 +15,16 @@
  * oneDNN's. GFLOP/s are effective: 2*N*K*P*Q*(C/g)*R*S per call for every contender (Winograd and
  * FFT do fewer operations, so theirs can pass the FMA peak); % of the machine profile's peak for
  * the thread count; speed vs oneDNN = oneDNN's best median / the contender's.
- * Environment: TESSERA_WINO_SCHEDULE=fused|staged|clane (conv_winograd_avx512.c) picks the Winograd
- * schedule, so two runs compare schedules against the same oneDNN baseline. */
+ * --wino-schedule auto|fused|staged|clane|clane-private|clane-shared picks the AVX-512 Winograd
+ * schedule (the plans' internal option ts__conv_plan_opts, conv_internal.h; auto: the plan's own
+ * choice), so two runs compare schedules against the same oneDNN baseline. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv/conv_internal.h"
+#include "core/artifact_internal.h"
 #include "harness.h"
 #include "tessera/conv.h"
 
@@ -64,12 +67,12 @@ static int parse_shape(const char *spec) {
   return ts_conv_output_dims(&layers[nlayers - 1].d, NULL, NULL) == TS_OK ? 1 : (nlayers--, 0);
 }
 
-static int bench_layer(const layer *L, ts_context *ctx, unsigned algos, const ts_conv_time_opts *to, double peak,
-                       cJSON *jl) {
+static int bench_layer(const layer *L, ts_context *ctx, unsigned algos, const ts_conv_time_opts *to,
+                       const ts__conv_plan_opts *po, double peak, cJSON *jl) {
   const ts_conv_desc *d = &L->d;
   int P, Q;
   ts_conv_trial *t = NULL;
-  if (ts_conv_output_dims(d, &P, &Q) != TS_OK || ts_conv_trial_create(&t, ctx, d, algos, to) != TS_OK) {
+  if (ts_conv_output_dims(d, &P, &Q) != TS_OK || ts__conv_trial_create_opts(&t, ctx, d, algos, to, po) != TS_OK) {
     fprintf(stderr, "bench_conv: %s: %s\n", L->name, ts_last_error());
     return 1;
   }
@@ -143,7 +146,8 @@ static int bench_layer(const layer *L, ts_context *ctx, unsigned algos, const ts
 static int usage(const char *msg) {
   fprintf(stderr,
           "bench_conv: %s\nusage: bench_conv [--layers a,b,...] [--shape C,HW,K,R,S,PADH,PADW,STRIDE[,N] ...]\n"
-          "                  [--algos direct,winograd_f4,...] [--threads N] [--repeats R] [--json]\n"
+          "                  [--algos direct,winograd_f4,...] [--wino-schedule auto|fused|staged|clane|clane-private|clane-shared]\n"
+          "                  [--threads N] [--repeats R] [--json]\n"
           "layers: vgg_conv3_2, vgg_conv5_1, resnet_1x1, resnet_3x3, resnet_3x3s2, inception_1x7, inception_7x1,\n"
           "        depthwise_3x3 (default: all; --shape alone: only the shapes)\n",
           msg);
@@ -165,6 +169,7 @@ int main(int argc, char **argv) {
   const char *want = NULL;
   int nthreads = 2, shapes = 0;
   unsigned algos = 0;
+  ts__conv_plan_opts po = {TS__WINO_SCHED_AUTO};
   bool json = false;
   ts_bench_opts bo = ts_bench_opts_default();
   bo.repeats = 5;
@@ -189,6 +194,8 @@ int main(int argc, char **argv) {
         algos |= 1u << a;
       }
       free(list);
+    } else if (!strcmp(argv[i], "--wino-schedule") && i + 1 < argc) {
+      if (ts__conv_wino_schedule_parse(argv[++i], &po.wino_schedule) != TS_OK) return usage(ts_last_error());
     } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       usage("convolution algorithms vs oneDNN on single layers");
       return 0;
@@ -217,7 +224,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_conv: %s\n", ts_last_error());
     return 1;
   }
-  const char *sched = getenv("TESSERA_WINO_SCHEDULE");
+  const char *sched = po.wino_schedule == TS__WINO_SCHED_AUTO ? NULL : ts__conv_wino_schedule_name(po.wino_schedule);
   cJSON *root = NULL, *jl = NULL;
   if (json) {
     root = cJSON_CreateObject();
@@ -225,7 +232,7 @@ int main(int argc, char **argv) {
     cJSON_AddStringToObject(root, "isa", ts_isa_name(ts_isa_active()));
     cJSON_AddNumberToObject(root, "threads", nthreads);
     cJSON_AddStringToObject(root, "winograd_schedule", sched ? sched : "default");
-    if (have) cJSON_AddItemToObject(root, "profile", ts_hwinfo_to_json(&prof));
+    if (have) cJSON_AddItemToObject(root, "profile", ts__hwinfo_to_cjson(&prof));
     jl = cJSON_AddArrayToObject(root, "layers");
   } else {
     printf("bench_conv: kernels %s, %d thread(s), Winograd schedule %s", ts_isa_name(ts_isa_active()), nthreads,
@@ -234,7 +241,7 @@ int main(int argc, char **argv) {
     printf("\nmedian ms of round-robin rounds ('~' pruned); GFLOP/s effective (direct-convolution flop count)\n");
   }
   int rc = 0;
-  for (int i = 0; i < nlayers; i++) rc |= bench_layer(&layers[i], ctx, algos, &to, peak, jl);
+  for (int i = 0; i < nlayers; i++) rc |= bench_layer(&layers[i], ctx, algos, &to, &po, peak, jl);
   if (json) {
     ts_bench_print_json(root);
     cJSON_Delete(root);

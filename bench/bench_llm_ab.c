@@ -82,8 +82,8 @@ int main(int argc, char **argv) {
   ts_llm_model *m = NULL;
   ts_context *ctx = NULL;
   ts_llm_state *st = NULL;
-  if (ts_llm_model_load(model, &m) != TS_OK || ts_context_create(&ctx, threads) != TS_OK ||
-      ts_llm_state_create(m, ctx, plen + gen + 1, plen < 512 ? plen : 512, &st) != TS_OK) {
+  if (ts_llm_model_load(&m, model) != TS_OK || ts_context_create(&ctx, threads) != TS_OK ||
+      ts_llm_state_create(&st, m, ctx, plen + gen + 1, plen < 512 ? plen : 512) != TS_OK) {
     fprintf(stderr, "bench_llm_ab: %s\n", ts_last_error());
     ts_llm_state_destroy(st);
     ts_context_destroy(ctx);

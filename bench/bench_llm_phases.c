@@ -92,7 +92,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   ts_llm_model *m = NULL;
-  if (ts_llm_model_load(model, &m) != TS_OK) {
+  if (ts_llm_model_load(&m, model) != TS_OK) {
     fprintf(stderr, "bench_llm_phases: %s\n", ts_last_error());
     return 1;
   }

@@ -57,9 +57,9 @@ int main(int argc, char **argv) {
   ts_context *ctx = NULL;
   ts_llm_state *s = NULL;
   const int prompt = 128, n_ctx = prompt + tokens;
-  ts_status st = ts_llm_model_load(model, &m);
+  ts_status st = ts_llm_model_load(&m, model);
   if (st == TS_OK) st = ts_context_create(&ctx, threads);
-  if (st == TS_OK) st = ts_llm_state_create(m, ctx, n_ctx, prompt, &s);
+  if (st == TS_OK) st = ts_llm_state_create(&s, m, ctx, n_ctx, prompt);
   round_t *r = calloc((size_t)rounds, sizeof *r);
   bool *one = calloc((size_t)rounds, 1), *two = calloc((size_t)rounds, 1);
   double *tmp = malloc((size_t)rounds * sizeof *tmp);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/artifact_internal.h"
 #include "harness.h"
 #include "kernels/kernels_internal.h"
 #include "tessera/kernels.h"
@@ -295,7 +296,7 @@ int main(int argc, char **argv) {
     cJSON_AddStringToObject(root, "bench", "sgemm");
     cJSON_AddStringToObject(root, "kernels", ts_isa_name(ts_kernels_isa()));
     cJSON_AddNumberToObject(root, "threads", nthreads);
-    if (have) cJSON_AddItemToObject(root, "profile", ts_hwinfo_to_json(&prof));
+    if (have) cJSON_AddItemToObject(root, "profile", ts__hwinfo_to_cjson(&prof));
     gl = cJSON_AddArrayToObject(root, "gemm");
     tl = cJSON_AddArrayToObject(root, "tiles");
   } else {

@@ -75,7 +75,7 @@ static void walk(const ts_gguf *g, ts_gguf_writer *w) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ts_gguf *g = NULL;
-  ts_status s = ts_gguf_open_mem(data, size, "fuzz.gguf", &g);
+  ts_status s = ts_gguf_open_mem(&g, data, size, "fuzz.gguf");
   if (s != TS_OK) {
     if (!ts_last_error()[0] || g) __builtin_trap();
     return 0;
@@ -91,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t n;
   if (ts_gguf_writer_to_mem(w, &img, &n) != TS_OK) __builtin_trap();
   ts_gguf *h = NULL;
-  if (ts_gguf_open_mem(img, n, "re.gguf", &h) != TS_OK) __builtin_trap();
+  if (ts_gguf_open_mem(&h, img, n, "re.gguf") != TS_OK) __builtin_trap();
   /* an explicit general.alignment of 32 is the default: the writer leaves it out */
   int64_t nkv = ts_gguf_kv_count(g) - (ts_gguf_kv_find(g, "general.alignment") >= 0 && ts_gguf_alignment(g) == 32);
   if (ts_gguf_kv_count(h) != nkv) __builtin_trap();

@@ -4,14 +4,17 @@
  * gconv profile, the conv algorithm profile, the CUDA attention costs -- and each must either accept it or fail cleanly (no crash, leak or UB, and an
  * error message); what a reader with a writer accepts must survive writing and reading again and
  * write the same JSON the second time. A document that is not JSON is the cJSON parser's business
- * (and is rejected before any reader runs). */
+ * (and is rejected before the cJSON readers run); the public string readers (ts_*_from_json) get
+ * every input as text, JSON or not, and must accept it or fail cleanly too. */
 #include <cjson/cJSON.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn/profile_internal.h"
 #include "attn/sched_internal.h"
 #include "conv/conv_internal.h"
+#include "core/artifact_internal.h"
 #include "cuda/attn_cuda_internal.h"
 #include "gconv/gconv_internal.h"
 #include "tessera/attn.h"
@@ -41,14 +44,14 @@ static void same_json(cJSON *j1, cJSON *j2) {
 static void schedule(const cJSON *j) {
   ts_attn_schedule s;
   memset(&s, 0, sizeof s);
-  ts_status st = ts_attn_schedule_from_json(j, &s);
+  ts_status st = ts__attn_schedule_from_cjson(j, &s);
   failed_cleanly(st);
   if (st != TS_OK) return;
-  cJSON *o = ts_attn_schedule_to_json(&s);
+  cJSON *o = ts__attn_schedule_to_cjson(&s);
   ts_attn_schedule t;
   memset(&t, 0, sizeof t);
-  if (!o || ts_attn_schedule_from_json(o, &t) != TS_OK) __builtin_trap();
-  same_json(o, ts_attn_schedule_to_json(&t));
+  if (!o || ts__attn_schedule_from_cjson(o, &t) != TS_OK) __builtin_trap();
+  same_json(o, ts__attn_schedule_to_cjson(&t));
   ts_attn_schedule_free(&s);
   ts_attn_schedule_free(&t);
 }
@@ -67,36 +70,36 @@ static void plan_document(const cJSON *j) {
 static void attn_profile(const cJSON *j) {
   ts_attn_profile p;
   memset(&p, 0, sizeof p);
-  ts_status st = ts_attn_profile_from_json(j, &p);
+  ts_status st = ts__attn_profile_from_cjson(j, &p);
   failed_cleanly(st);
   if (st != TS_OK) return;
-  cJSON *o = ts_attn_profile_to_json(&p);
+  cJSON *o = ts__attn_profile_to_cjson(&p);
   ts_attn_profile q;
   memset(&q, 0, sizeof q);
-  if (!o || ts_attn_profile_from_json(o, &q) != TS_OK) __builtin_trap();
-  same_json(o, ts_attn_profile_to_json(&q));
+  if (!o || ts__attn_profile_from_cjson(o, &q) != TS_OK) __builtin_trap();
+  same_json(o, ts__attn_profile_to_cjson(&q));
   ts_attn_profile_free(&p);
   ts_attn_profile_free(&q);
 }
 
 static void machine_profile(const cJSON *j) {
   ts_machine_profile p, q;
-  ts_status st = ts_hwinfo_from_json(j, &p);
+  ts_status st = ts__hwinfo_from_cjson(j, &p);
   failed_cleanly(st);
   if (st != TS_OK) return;
-  cJSON *o = ts_hwinfo_to_json(&p);
-  if (!o || ts_hwinfo_from_json(o, &q) != TS_OK) __builtin_trap();
-  same_json(o, ts_hwinfo_to_json(&q));
+  cJSON *o = ts__hwinfo_to_cjson(&p);
+  if (!o || ts__hwinfo_from_cjson(o, &q) != TS_OK) __builtin_trap();
+  same_json(o, ts__hwinfo_to_cjson(&q));
 }
 
 static void gconv_plan(const cJSON *j) {
   ts_gconv_plan p, q;
-  ts_status st = ts_gconv_plan_from_json(j, "fuzz.json", &p);
+  ts_status st = ts__gconv_plan_from_cjson(j, "fuzz.json", &p);
   failed_cleanly(st);
   if (st != TS_OK) return;
   cJSON *o = NULL, *o2 = NULL;
-  if (ts_gconv_plan_to_json(&p, &o) != TS_OK || ts_gconv_plan_from_json(o, "re.json", &q) != TS_OK ||
-      ts_gconv_plan_to_json(&q, &o2) != TS_OK)
+  if (ts__gconv_plan_to_cjson(&p, &o) != TS_OK || ts__gconv_plan_from_cjson(o, "re.json", &q) != TS_OK ||
+      ts__gconv_plan_to_cjson(&q, &o2) != TS_OK)
     __builtin_trap();
   same_json(o, o2);
   ts_gconv_plan_free(&p);
@@ -131,7 +134,37 @@ static void cuda_costs(const cJSON *j) {
   same_json(o, ts__cuda_costs_to_json(&q));
 }
 
+/* the public string forms: any text, NUL-terminated; what parses must print back */
+static void public_strings(const uint8_t *data, size_t size) {
+  char *text = malloc(size + 1), *o = NULL;
+  if (!text) return;
+  memcpy(text, data, size);
+  text[size] = 0;
+  ts_attn_schedule s;
+  ts_status st = ts_attn_schedule_from_json(text, &s);
+  failed_cleanly(st);
+  if (st == TS_OK && ts_attn_schedule_to_json(&s, &o) != TS_OK) __builtin_trap();
+  ts_attn_schedule_free(&s), free(o), o = NULL;
+  ts_attn_profile ap;
+  st = ts_attn_profile_from_json(text, &ap);
+  failed_cleanly(st);
+  if (st == TS_OK && ts_attn_profile_to_json(&ap, &o) != TS_OK) __builtin_trap();
+  ts_attn_profile_free(&ap), free(o), o = NULL;
+  ts_machine_profile mp;
+  st = ts_hwinfo_from_json(text, &mp);
+  failed_cleanly(st);
+  if (st == TS_OK && ts_hwinfo_to_json(&mp, &o) != TS_OK) __builtin_trap();
+  free(o), o = NULL;
+  ts_gconv_plan gp;
+  st = ts_gconv_plan_from_json(text, &gp);
+  failed_cleanly(st);
+  if (st == TS_OK && ts_gconv_plan_to_json(&gp, &o) != TS_OK) __builtin_trap();
+  ts_gconv_plan_free(&gp), free(o);
+  free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  public_strings(data, size);
   cJSON *j = cJSON_ParseWithLength((const char *)data, size);
   if (!j) return 0;
   schedule(j);

@@ -14,7 +14,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void run(const ts_llm_model *m) {
+static void run(ts_llm_model *m) {
   const ts_llm_config *c = ts_llm_model_config(m);
   const ts_llm_vocab *v = ts_llm_model_vocab(m);
   int32_t ids[64];
@@ -33,7 +33,7 @@ static void run(const ts_llm_model *m) {
   ts_context *ctx = NULL;
   ts_llm_state *s = NULL;
   if (ts_context_create(&ctx, 1) != TS_OK) __builtin_trap();
-  st = ts_llm_state_create(m, ctx, 4, 2, &s);
+  st = ts_llm_state_create(&s, m, ctx, 4, 2);
   if (st != TS_OK && !ts_last_error()[0]) __builtin_trap();
   if (st == TS_OK) {
     float *logits = malloc((size_t)c->n_vocab * 2 * sizeof *logits);
@@ -53,12 +53,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!img) __builtin_trap();
   memcpy(img, data, size);
   ts_gguf *g = NULL;
-  if (ts_gguf_open_mem(img, size, "fuzz.gguf", &g) != TS_OK) {
+  if (ts_gguf_open_mem(&g, img, size, "fuzz.gguf") != TS_OK) {
     free(img);
     return 0;
   }
   ts_llm_model *m = NULL;
-  ts_status st = ts_llm_model_from_gguf(g, "fuzz.gguf", &m); /* takes g */
+  ts_status st = ts_llm_model_from_gguf(&m, g, "fuzz.gguf"); /* takes g */
   if (st != TS_OK) {
     if (!ts_last_error()[0] || m) __builtin_trap();
     free(img);

@@ -808,31 +808,33 @@ static void test_json(void) {
   ts_attn_schedule s, r;
   CHECK_OK(ts_attn_schedule_from_blocks(&s, 90, bl, tiles, nb, &m, NULL));
   s.segs[0].kind = TS_ATTN_SEG_DENSE;
-  cJSON *j = ts_attn_schedule_to_json(&s);
-  CHECK(j != NULL, "to_json");
-  char *text = cJSON_PrintUnformatted(j);
-  cJSON *j2 = cJSON_Parse(text);
-  CHECK_OK(ts_attn_schedule_from_json(j2, &r));
+  char *text = NULL; /* the public form: a malloc'd string */
+  CHECK_OK(ts_attn_schedule_to_json(&s, &text));
+  CHECK_OK(ts_attn_schedule_from_json(text, &r));
   CHECK(r.n == s.n && r.npanels == s.npanels && r.nsegs == s.nsegs, "round trip sizes");
   int same = r.nsegs == s.nsegs;
   for (int64_t k = 0; same && k < s.nsegs; k++) same = memcmp(&r.segs[k], &s.segs[k], sizeof s.segs[k]) == 0;
   for (int64_t p = 0; same && p < s.npanels; p++) same = memcmp(&r.panels[p], &s.panels[p], sizeof s.panels[p]) == 0;
   CHECK(same, "round trip equal");
   ts_attn_schedule_free(&r);
-  cJSON_Delete(j), cJSON_Delete(j2), free(text);
+  free(text);
+  /* the internal cJSON form gives the same document */
+  cJSON *j = ts__attn_schedule_to_cjson(&s);
+  char *text2 = j ? cJSON_PrintUnformatted(j) : NULL;
+  CHECK_OK(ts_attn_schedule_to_json(&s, &text));
+  CHECK(text && text2 && !strcmp(text, text2), "string and cJSON forms agree");
+  free(text), cJSON_free(text2), cJSON_Delete(j);
   ts_attn_schedule_free(&s);
   const char *bad[] = {"[]", "{\"n\": 0, \"panels\": []}", "{\"n\": 10}", "{\"n\": 10, \"panels\": [{\"r0\": 0, \"nr\": 10}]}",
                        "{\"n\": 10, \"panels\": [{\"r0\": 0, \"nr\": 10, \"segs\": [[0, 10, 0, 10, 16, 16]]}]}",
                        "{\"n\": 10, \"panels\": [{\"r0\": 0, \"nr\": 10, \"segs\": [[0, 10, 0, 10, 16, 16.5, \"mixed\"]]}]}",
                        "{\"n\": 10, \"panels\": [{\"r0\": 0, \"nr\": 10, \"segs\": [[0, 10, 0, 10, 16, 16, \"sparse\"]]}]}"};
-  for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
-    cJSON *jb = cJSON_Parse(bad[b]);
-    CHECK_STATUS(ts_attn_schedule_from_json(jb, &r), TS_ERR_FORMAT);
-    cJSON_Delete(jb);
-  }
-  cJSON *jb = cJSON_Parse("{\"n\": 10, \"panels\": [{\"r0\": 0, \"nr\": 9, \"segs\": [[0, 9, 0, 10, 16, 16, \"mixed\"]]}]}");
-  CHECK_ERR_CONTAINS(ts_attn_schedule_from_json(jb, &r), "cover rows [0, 9)");
-  cJSON_Delete(jb);
+  for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++)
+    CHECK_STATUS(ts_attn_schedule_from_json(bad[b], &r), TS_ERR_FORMAT);
+  CHECK_ERR_CONTAINS(ts_attn_schedule_from_json("{\"n\": 10, \"panels\": [", &r), "invalid JSON at byte");
+  CHECK_STATUS(ts_attn_schedule_from_json(NULL, &r), TS_ERR_INVALID_ARG);
+  const char *short_rows = "{\"n\": 10, \"panels\": [{\"r0\": 0, \"nr\": 9, \"segs\": [[0, 9, 0, 10, 16, 16, \"mixed\"]]}]}";
+  CHECK_ERR_CONTAINS(ts_attn_schedule_from_json(short_rows, &r), "cover rows [0, 9)");
   mk_free(&m);
 }
 

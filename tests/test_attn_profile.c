@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "attn/profile_internal.h"
+#include "io/json_internal.h"
 #include "tessera/attn_profile.h"
-#include "tessera/io.h"
 #include "tst.h"
 
 static char g_dir[256];
@@ -116,10 +117,17 @@ static void test_measure_and_roundtrip(void) {
   ts_attn_profile_free(&pb);
   o = tiny_opts();
   /* in memory */
-  cJSON *j = ts_attn_profile_to_json(&p);
-  CHECK(j != NULL, "to_json");
-  CHECK_OK(ts_attn_profile_from_json(j, &q));
+  char *text = NULL;
+  CHECK_OK(ts_attn_profile_to_json(&p, &text));
+  CHECK_OK(ts_attn_profile_from_json(text, &q));
   CHECK(profiles_equal(&p, &q), "JSON round trip differs");
+  ts_attn_profile_free(&q);
+  free(text);
+  CHECK_ERR_CONTAINS(ts_attn_profile_from_json("[1, 2", &q), "attn profile: invalid JSON");
+  cJSON *j = ts__attn_profile_to_cjson(&p); /* the internal form */
+  CHECK(j != NULL, "to_cjson");
+  CHECK_OK(ts__attn_profile_from_cjson(j, &q));
+  CHECK(profiles_equal(&p, &q), "cJSON round trip differs");
   ts_attn_profile_free(&q);
   cJSON_Delete(j);
   /* file */
@@ -172,7 +180,7 @@ static void test_interpolation(void) {
   ts_attn_profile p;
   CHECK_OK(synthetic(&p, false));
   ts_attn_cost_model *m = NULL;
-  CHECK_OK(ts_attn_cost_model_create(&p, &m));
+  CHECK_OK(ts_attn_cost_model_create(&m, &p));
   if (!m) return;
   /* exact at every grid point of every tile and density */
   int bad = 0;
@@ -250,18 +258,18 @@ static void test_interpolation(void) {
   CHECK(ts_attn_cost_model_menu(m, &menu) == 3 && menu[2].br == 32, "menu");
   ts_attn_cost_model_destroy(m);
   /* the model is a copy: it survives the profile */
-  CHECK_OK(ts_attn_cost_model_create(&p, &m));
+  CHECK_OK(ts_attn_cost_model_create(&m, &p));
   double keep = T(&p, 0, 0, 0, 0);
   ts_attn_profile_free(&p);
   CHECK(near(pred(m, 8, 8, 32, syn_menu[0]), keep), "model after the profile is freed");
   ts_attn_cost_model_destroy(m);
-  CHECK_STATUS(ts_attn_cost_model_create(&p, &m), TS_ERR_INVALID_ARG);
+  CHECK_STATUS(ts_attn_cost_model_create(&m, &p), TS_ERR_INVALID_ARG);
   /* a hand-edited grid is rejected, not read out of order */
   CHECK_OK(synthetic(&p, false));
   p.sizes[2] = 16;
-  CHECK_ERR_CONTAINS(ts_attn_cost_model_create(&p, &m), "sizes[2]");
+  CHECK_ERR_CONTAINS(ts_attn_cost_model_create(&m, &p), "sizes[2]");
   p.sizes[2] = 32, p.densities[0] = 0;
-  CHECK_ERR_CONTAINS(ts_attn_cost_model_create(&p, &m), "densities[0]");
+  CHECK_ERR_CONTAINS(ts_attn_cost_model_create(&m, &p), "densities[0]");
   ts_attn_profile_free(&p);
 }
 
@@ -269,7 +277,7 @@ static void test_choose_and_residue(void) {
   ts_attn_profile p;
   CHECK_OK(synthetic(&p, true));
   ts_attn_cost_model *m = NULL;
-  CHECK_OK(ts_attn_cost_model_create(&p, &m));
+  CHECK_OK(ts_attn_cost_model_create(&m, &p));
   if (!m) return;
   /* one block per (grid point, density level) */
   ts_block blocks[32];
@@ -315,12 +323,12 @@ static void test_choose_and_residue(void) {
 
 /* Writes the profile's JSON after `edit` and loads it back: the status and message. */
 static ts_status load_edited(const ts_attn_profile *p, void (*edit)(cJSON *j), const char *name) {
-  cJSON *j = ts_attn_profile_to_json(p);
+  cJSON *j = ts__attn_profile_to_cjson(p);
   if (!j) return ts_error(TS_ERR_OOM, "to_json");
   edit(j);
   char path[512];
   snprintf(path, sizeof path, "%s/%s.json", g_dir, name);
-  ts_status s = ts_json_write_file(path, j);
+  ts_status s = ts__json_write_file(path, j);
   cJSON_Delete(j);
   if (s != TS_OK) return s;
   ts_attn_profile q;
@@ -454,7 +462,7 @@ static void test_provenance(void) {
   CHECK_OK(ts_attn_profile_get(&o, NULL, &p, &measured));
   CHECK(!measured, "store: the stored profile was measured again");
   cJSON *env = NULL;
-  CHECK_OK(ts_json_read_file(path, &env));
+  CHECK_OK(ts__json_read_file(path, &env));
   const cJSON *ep = cJSON_GetObjectItem(env, "provenance"), *ed = cJSON_GetObjectItem(env, "data");
   CHECK(env && cJSON_IsString(cJSON_GetObjectItem(env, "artifact")) &&
             !strcmp(cJSON_GetObjectItem(env, "artifact")->valuestring, "attn-profile") &&
@@ -466,7 +474,7 @@ static void test_provenance(void) {
   /* a stale stored profile (another CPU) is re-measured and replaced, silently kept otherwise */
   cJSON *dp = cJSON_GetObjectItem(cJSON_GetObjectItem(env, "data"), "provenance");
   cJSON_ReplaceItemInObject(dp, "cpu_model", cJSON_CreateString("Some Other CPU"));
-  CHECK_OK(ts_json_write_file(path, env));
+  CHECK_OK(ts__json_write_file(path, env));
   cJSON_Delete(env);
   ts_attn_profile_free(&p);
   CHECK_OK(ts_attn_profile_get(&o, NULL, &p, &measured));

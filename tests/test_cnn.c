@@ -425,7 +425,7 @@ static void test_models(void) {
       {"vgg16", 13, 1000, 30.69}, {"resnet101", 104, 1000, 15.60}, {"inception-v4", 149, 1000, 24.50}};
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
     ts_cnn_graph *g = NULL;
-    CHECK_OK(ts_cnn_model_create(m[i].name, 0, &g));
+    CHECK_OK(ts_cnn_model_create(&g, m[i].name, 0));
     if (!g) continue;
     const int n = ts_cnn_conv_layers(g, NULL, NULL, 0);
     ts_cnn_conv_info *li = calloc((size_t)n, sizeof *li);
@@ -440,13 +440,13 @@ static void test_models(void) {
     ts_cnn_graph_destroy(g);
   }
   ts_cnn_graph *g = NULL;
-  CHECK_OK(ts_cnn_model_create("inception-v4", 0, &g));
+  CHECK_OK(ts_cnn_model_create(&g, "inception-v4", 0));
   const int id = ts_cnn_graph_find(g, "inception_c2.concat");
   ts_cnn_node_info nd;
   CHECK(id > 0 && ts_cnn_graph_node(g, id, &nd) == TS_OK && nd.c == 1536 && nd.h == 8 && nd.w == 8,
         "Inception-C output 1536 x 8 x 8");
   ts_cnn_graph_destroy(g);
-  CHECK_ERR_CONTAINS(ts_cnn_model_create("alexnet", 0, &g), "unknown model 'alexnet'");
+  CHECK_ERR_CONTAINS(ts_cnn_model_create(&g, "alexnet", 0), "unknown model 'alexnet'");
 }
 
 static void test_builder_errors(ts_context *ctx) {

@@ -21,9 +21,9 @@
  *                                     as accurate as direct summation and F(4,3) ~4-7x less (~1e-6
  *                                     relative to max A for fp32, fine for inference).
  * The test re-runs itself with TESSERA_ISA=avx2 and =scalar for the ISA-specific kernels (direct,
- * depthwise, the Winograd transforms), and on AVX-512 with each Winograd schedule forced
- * (TESSERA_WINO_SCHEDULE=fused, staged, clane-private, clane-shared), so every variant is compared
- * against the oracle. */
+ * depthwise, the Winograd transforms), and on AVX-512 runs Winograd again with each schedule forced
+ * through the plans' internal options (ts__conv_plan_opts: fused, staged, clane-private,
+ * clane-shared), so every variant is compared against the oracle. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conv/conv_internal.h"
 #include "tessera/conv.h"
 #include "tst.h"
 
@@ -119,8 +120,9 @@ static int expect_supported(const ts_conv_desc *d, ts_conv_algo a) {
 static const double norm_c[TS_CONV_ALGO_COUNT] = {[TS_CONV_WINOGRAD_F2] = 8, [TS_CONV_WINOGRAD_F4] = 48, [TS_CONV_FFT] = 8};
 static double worst_ratio[TS_CONV_ALGO_COUNT]; /* measured max|err| / (u max A), per algorithm */
 
-/* One case: data and oracle once, then every algorithm in `algos` (bit mask). */
-static void run_case(const tcase *t, int ci, unsigned algos, ts_context *ctx) {
+/* One case: data and oracle once, then every algorithm in `algos` (bit mask), its plans made with
+ * po (NULL: the defaults; else a forced Winograd schedule, named in the messages). */
+static void run_case(const tcase *t, int ci, unsigned algos, ts_context *ctx, const ts__conv_plan_opts *po) {
   const ts_conv_desc d = desc_of(t);
   int P = 0, Q = 0;
   CHECK_OK(ts_conv_output_dims(&d, &P, &Q));
@@ -139,9 +141,13 @@ static void run_case(const tcase *t, int ci, unsigned algos, ts_context *ctx) {
   for (int ai = 0; ai < TS_CONV_ALGO_COUNT; ai++) {
     if (!(algos >> ai & 1u)) continue;
     const ts_conv_algo algo = (ts_conv_algo)ai;
-    const char *an = ts_conv_algo_name(algo);
+    char tagged[64];
+    snprintf(tagged, sizeof tagged, "%s (%s)", ts_conv_algo_name(algo),
+             po ? ts__conv_wino_schedule_name(po->wino_schedule) : "");
+    const char *an = po ? tagged : ts_conv_algo_name(algo);
     ts_conv_plan *pl = NULL;
     if (!expect_supported(&d, algo)) {
+      if (po) continue; /* the rejection is checked by the default run */
       CHECK_STATUS(ts_conv_supported(&d, algo), TS_ERR_UNSUPPORTED);
       CHECK_STATUS(ts_conv_plan_create(&pl, ctx, &d, algo), TS_ERR_UNSUPPORTED);
       CHECK(strstr(ts_last_error(), an) == ts_last_error(), "case %d: error should start with '%s': %s", ci, an,
@@ -150,7 +156,7 @@ static void run_case(const tcase *t, int ci, unsigned algos, ts_context *ctx) {
       continue;
     }
     CHECK_OK(ts_conv_supported(&d, algo));
-    CHECK_OK(ts_conv_plan_create(&pl, ctx, &d, algo));
+    CHECK_OK(ts__conv_plan_create_opts(&pl, ctx, &d, algo, po));
     if (!pl) continue;
     CHECK_OK(ts_conv_plan_set_weights(pl, w, t->bias ? b : NULL));
     const size_t wsz = ts_conv_plan_workspace_size(pl), wsf = (wsz + sizeof(float) - 1) / sizeof(float);
@@ -193,6 +199,19 @@ static void test_api_errors(ts_context *ctx) {
   CHECK_OK(ts_conv_algo_parse("winograd", &a));
   CHECK(a == TS_CONV_WINOGRAD_F4, "winograd alias");
   CHECK_STATUS(ts_conv_algo_parse("winogrand", &a), TS_ERR_NOT_FOUND);
+  /* the internal Winograd schedule option: names round trip, bad values are refused */
+  for (int s = 0; s < TS__WINO_SCHED_COUNT; s++) {
+    int got = -1;
+    CHECK_OK(ts__conv_wino_schedule_parse(ts__conv_wino_schedule_name(s), &got));
+    CHECK(got == s, "Winograd schedule %s round trip", ts__conv_wino_schedule_name(s));
+  }
+  int sched;
+  CHECK_ERR_CONTAINS(ts__conv_wino_schedule_parse("tiles", &sched), "unknown Winograd schedule 'tiles'");
+  ts_conv_plan *bad = NULL;
+  const ts_conv_desc w3 = ts_conv_desc_make(1, 8, 10, 10, 8, 3, 3);
+  const ts__conv_plan_opts out_of_range = {TS__WINO_SCHED_COUNT};
+  CHECK_STATUS(ts__conv_plan_create_opts(&bad, ctx, &w3, TS_CONV_WINOGRAD_F4, &out_of_range), TS_ERR_INVALID_ARG);
+  CHECK(bad == NULL, "no plan for a bad option");
 
   ts_conv_desc d = ts_conv_desc_make(1, 8, 10, 10, 8, 5, 5);
   CHECK_ERR_CONTAINS(ts_conv_supported(&d, TS_CONV_WINOGRAD_F2),
@@ -287,19 +306,24 @@ int main(int argc, char **argv) {
       execv(self, argv);
     }
   }
-  /* child modes: only the ISA-dispatched algorithms, under the TESSERA_ISA the parent set, or only
-   * Winograd, under the TESSERA_WINO_SCHEDULE the parent set */
+  /* child mode: only the ISA-dispatched algorithms, under the TESSERA_ISA the parent set */
   const int isa_child = argc > 1 && !strcmp(argv[1], "--isa-child");
-  const int wino_child = argc > 1 && !strcmp(argv[1], "--wino-child");
   ts_context *ctx = NULL;
   CHECK_OK(ts_context_create(&ctx, 2));
-  if (!isa_child && !wino_child) test_api_errors(ctx), test_time_rounds();
+  if (!isa_child) test_api_errors(ctx), test_time_rounds();
   const unsigned wino = 1u << TS_CONV_WINOGRAD_F2 | 1u << TS_CONV_WINOGRAD_F4;
-  const unsigned algos = isa_child    ? (1u << TS_CONV_DIRECT | 1u << TS_CONV_DEPTHWISE | wino)
-                         : wino_child ? wino
-                                      : (1u << TS_CONV_ALGO_COUNT) - 1;
-  for (int i = 0; i < NCASES; i++) run_case(&cases[i], i, algos, ctx);
-  if (!isa_child && !wino_child) {
+  const unsigned algos =
+      isa_child ? (1u << TS_CONV_DIRECT | 1u << TS_CONV_DEPTHWISE | wino) : (1u << TS_CONV_ALGO_COUNT) - 1;
+  for (int i = 0; i < NCASES; i++) run_case(&cases[i], i, algos, ctx, NULL);
+  /* the AVX-512 Winograd schedules the default choice may not reach on these shapes, each forced
+   * through the plans' options (no environment variable) */
+  const int scheds[] = {TS__WINO_SCHED_FUSED, TS__WINO_SCHED_STAGED, TS__WINO_SCHED_CLANE_PRIVATE,
+                        TS__WINO_SCHED_CLANE_SHARED};
+  for (int k = 0; !isa_child && ts_isa_active() == TS_ISA_AVX512 && k < 4; k++) {
+    const ts__conv_plan_opts po = {scheds[k]};
+    for (int i = 0; i < NCASES; i++) run_case(&cases[i], i, wino, ctx, &po);
+  }
+  if (!isa_child) {
     for (int a = 0; a < TS_CONV_ALGO_COUNT; a++)
       printf("%-12s worst max|err| = %.3g u max(A)%s\n", ts_conv_algo_name((ts_conv_algo)a), worst_ratio[a],
              norm_c[a] > 0 ? " (norm-wise bound (c + L) u max(A))" : "");
@@ -313,18 +337,6 @@ int main(int argc, char **argv) {
         snprintf(cmd, sizeof cmd, "TESSERA_ISA=%s '%s' --isa-child > /dev/null", isas[i], self);
         const int rc = system(cmd);
         CHECK(rc == 0, "direct/depthwise under TESSERA_ISA=%s failed (rc %d)", isas[i], rc);
-      }
-    }
-    /* the AVX-512 Winograd schedules the default choice may not reach on these shapes */
-    const char *scheds[] = {"fused", "staged", "clane-private", "clane-shared"};
-    for (int i = 0; ts_isa_active() == TS_ISA_AVX512 && i < 4; i++) {
-      char cmd[4200], self[4096];
-      const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-      if (len > 0) {
-        self[len] = 0;
-        snprintf(cmd, sizeof cmd, "TESSERA_WINO_SCHEDULE=%s '%s' --wino-child > /dev/null", scheds[i], self);
-        const int rc = system(cmd);
-        CHECK(rc == 0, "winograd under TESSERA_WINO_SCHEDULE=%s failed (rc %d)", scheds[i], rc);
       }
     }
   }

@@ -96,7 +96,7 @@ static void test_dense_random(void) {
       for (int v = 0; v < 4; v++) sec[(r * 2 + k) * 4 + v] = (8.0 + pr.rows[r]) * pr.ks[k] * (v + 1) * 1e-11;
   pr.seconds = sec;
   ts_gconv_cost *m;
-  CHECK_OK(ts_gconv_cost_create(&pr, &m));
+  CHECK_OK(ts_gconv_cost_create(&m, &pr));
   ts_gconv_layer l = {1, 400, 64, 7, 7, 1, 1};
   ts_csr conn;
   CHECK_OK(ts_pattern_generate("randconn:cin=400,cout=64,density=0.5,seed=4", &conn, NULL));
@@ -153,27 +153,35 @@ static void test_json_and_cache(const ts_gconv_cost *m) {
            memcmp(q.parts[i].in, p.parts[i].in, (size_t)p.parts[i].nunion * 4) == 0;
   CHECK(same && ts_gconv_plan_validate(&q, &conn) == TS_OK, "plan JSON round trip");
   ts_gconv_plan_free(&q);
+  /* the public in-memory form: a malloc'd string */
+  char *text = NULL;
+  CHECK_OK(ts_gconv_plan_to_json(&p, &text));
+  CHECK_OK(ts_gconv_plan_from_json(text, &q));
+  CHECK(q.nparts == p.nparts && q.key == p.key && ts_gconv_plan_validate(&q, &conn) == TS_OK, "plan string round trip");
+  ts_gconv_plan_free(&q);
+  free(text);
+  CHECK_ERR_CONTAINS(ts_gconv_plan_from_json("{\"format\"", &q), "gconv plan: invalid JSON");
   /* malformed files name the field */
   cJSON *j;
-  CHECK_OK(ts_gconv_plan_to_json(&p, &j));
+  CHECK_OK(ts__gconv_plan_to_cjson(&p, &j));
   cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "layer"), "ksize", cJSON_CreateNumber(2));
-  CHECK_ERR_CONTAINS(ts_gconv_plan_from_json(j, "t.json", &q), "gconv plan field 'layer'");
+  CHECK_ERR_CONTAINS(ts__gconv_plan_from_cjson(j, "t.json", &q), "gconv plan field 'layer'");
   cJSON_ReplaceItemInObject(j, "method", cJSON_CreateString("zigzag"));
   cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "layer"), "ksize", cJSON_CreateNumber(3));
-  CHECK_ERR_CONTAINS(ts_gconv_plan_from_json(j, "t.json", &q), "gconv plan field 'method'");
+  CHECK_ERR_CONTAINS(ts__gconv_plan_from_cjson(j, "t.json", &q), "gconv plan field 'method'");
   cJSON_ReplaceItemInObject(j, "method", cJSON_CreateString("hc"));
   cJSON *parts = cJSON_GetObjectItem(j, "parts");
   cJSON_ReplaceItemInObject(cJSON_GetArrayItem(parts, 0), "in", cJSON_CreateString("x"));
-  CHECK_ERR_CONTAINS(ts_gconv_plan_from_json(j, "t.json", &q), "partition without an 'in' array");
+  CHECK_ERR_CONTAINS(ts__gconv_plan_from_cjson(j, "t.json", &q), "partition without an 'in' array");
   cJSON_Delete(j);
   /* a candidate's counts must be integers an int holds (the fuzzer's 7.8e84 was a float-to-int overflow) */
-  CHECK_OK(ts_gconv_plan_to_json(&p, &j));
+  CHECK_OK(ts__gconv_plan_to_cjson(&p, &j));
   cJSON *cand0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "candidates"), 0);
   CHECK(cand0 != NULL, "the plan lists its candidates");
   if (cand0) {
     cJSON_DeleteItemFromObject(cand0, "nparts");
     cJSON_AddNumberToObject(cand0, "nparts", 7.8e84);
-    CHECK_ERR_CONTAINS(ts_gconv_plan_from_json(j, "t.json", &q), "gconv plan field 'nparts'");
+    CHECK_ERR_CONTAINS(ts__gconv_plan_from_cjson(j, "t.json", &q), "gconv plan field 'nparts'");
   }
   cJSON_Delete(j);
   CHECK_STATUS(ts_gconv_plan_load("/nonexistent/gconv.json", &q), TS_ERR_NOT_FOUND);
@@ -221,7 +229,7 @@ static void test_profile(void) {
   for (int i = 0; same && i < p.nrows * p.nk * 4; i++) same = fabs(q.seconds[i] - p.seconds[i]) <= 1e-15 * p.seconds[i];
   CHECK(same, "profile JSON round trip");
   ts_gconv_cost *m;
-  CHECK_OK(ts_gconv_cost_create(&q, &m));
+  CHECK_OK(ts_gconv_cost_create(&m, &q));
   ts_gconv_layer l = {1, 64, 64, 14, 14, 1, 1};
   double a = ts_gconv_cost_part(m, &l, 6, 16), b = ts_gconv_cost_part(m, &l, 6, 48), c = ts_gconv_cost_part(m, &l, 40, 16);
   CHECK(a > 0 && b > a && c > a && isfinite(c), "cost grows with union and rows: %g %g %g", a, b, c);

@@ -53,7 +53,7 @@ static void b_zeros(bb *b, size_t n) {
   b->n += n;
 }
 
-static ts_status open_bb(const bb *b, ts_gguf **g) { return ts_gguf_open_mem(b->p, b->n, "bad.gguf", g); }
+static ts_status open_bb(const bb *b, ts_gguf **g) { return ts_gguf_open_mem(g, b->p, b->n, "bad.gguf"); }
 
 /* Expects failure with `code` and a message containing `needle`; closes anything that opened. */
 #define BAD(b, code, needle)                                                                                  \
@@ -242,7 +242,7 @@ static void test_roundtrip(void) {
     size_t n = 0;
     CHECK_OK(ts_gguf_writer_to_mem(w, &img, &n));
     ts_gguf *g = NULL;
-    CHECK_OK(ts_gguf_open_mem(img, n, "rt.gguf", &g));
+    CHECK_OK(ts_gguf_open_mem(&g, img, n, "rt.gguf"));
     if (g) {
       check_read(g, aligns[ai], tdata, tbytes, img);
       /* alignment != 32 is stored as general.alignment */
@@ -256,7 +256,7 @@ static void test_roundtrip(void) {
     tst_tmp_path(path, sizeof path, "gguf_rt.gguf");
     CHECK_OK(ts_gguf_writer_write(w, path));
     g = NULL;
-    CHECK_OK(ts_gguf_open(path, &g));
+    CHECK_OK(ts_gguf_open(&g, path));
     if (g) {
       CHECK(ts_gguf_file_size(g) == n, "file size");
       const ts_gguf_tensor *t0 = ts_gguf_tensor_at(g, 0);
@@ -270,7 +270,7 @@ static void test_roundtrip(void) {
   ts_gguf_writer *w;
   CHECK_STATUS(ts_gguf_writer_create(&w, 48), TS_ERR_INVALID_ARG);
   ts_gguf *g;
-  CHECK_STATUS(ts_gguf_open("/nonexistent/dir/x.gguf", &g), TS_ERR_NOT_FOUND);
+  CHECK_STATUS(ts_gguf_open(&g, "/nonexistent/dir/x.gguf"), TS_ERR_NOT_FOUND);
 }
 
 /* Every prefix of a valid image fails cleanly (and the full image opens). */
@@ -290,13 +290,13 @@ static void test_truncation(void) {
   int bad = 0;
   for (size_t len = 0; len < n; len++) {
     ts_gguf *g = NULL;
-    ts_status s = ts_gguf_open_mem(img, len, "cut.gguf", &g);
+    ts_status s = ts_gguf_open_mem(&g, img, len, "cut.gguf");
     if (s == TS_OK || g || !ts_last_error()[0]) bad++;
     ts_gguf_close(g);
   }
   CHECK(bad == 0, "%d truncated images were accepted", bad);
   ts_gguf *g = NULL;
-  CHECK_OK(ts_gguf_open_mem(img, n, "full.gguf", &g));
+  CHECK_OK(ts_gguf_open_mem(&g, img, n, "full.gguf"));
   ts_gguf_close(g);
   free(img);
   ts_gguf_writer_destroy(w);

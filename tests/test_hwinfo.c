@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "core/artifact_internal.h"
 #include "harness.h"
 #include "tessera/artifact.h"
 #include "tessera/hwinfo.h"
@@ -106,23 +107,31 @@ static void test_roundtrip(void) {
   p.threads = 3;
 
   /* the JSON carries the isa as an array and the provenance */
-  cJSON *j = ts_hwinfo_to_json(&p);
+  cJSON *j = ts__hwinfo_to_cjson(&p);
   CHECK(j != NULL, "to_json");
   const cJSON *isa = cJSON_GetObjectItemCaseSensitive(j, "isa");
   CHECK(cJSON_IsArray(isa) && cJSON_GetArraySize(isa) == 4 && !strcmp(cJSON_GetArrayItem(isa, 2)->valuestring, "avx2"),
         "isa array");
   CHECK(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "tessera_version")), "tessera_version");
   ts_machine_profile r;
-  CHECK_OK(ts_hwinfo_from_json(j, &r));
-  CHECK(same_profile(&p, &r), "from_json(to_json) differs");
+  CHECK_OK(ts__hwinfo_from_cjson(j, &r));
+  CHECK(same_profile(&p, &r), "from_cjson(to_cjson) differs");
   cJSON_Delete(j);
+  /* the public form: a malloc'd string */
+  char *js = NULL;
+  CHECK_OK(ts_hwinfo_to_json(&p, &js));
+  memset(&r, 0, sizeof r);
+  CHECK_OK(ts_hwinfo_from_json(js, &r));
+  CHECK(same_profile(&p, &r), "from_json(to_json) differs");
+  free(js);
+  CHECK_STATUS(ts_hwinfo_from_json("{\"threads\": ", &r), TS_ERR_FORMAT);
   unlink(path);
 }
 
 /* Writes the sample profile's JSON after `edit` changed it, loads it, expects `code` and `needle`. */
 static void expect_bad(const char *what, void (*edit)(cJSON *), ts_status code, const char *needle) {
   ts_machine_profile p = sample_profile(), q;
-  cJSON *j = ts_hwinfo_to_json(&p);
+  cJSON *j = ts__hwinfo_to_cjson(&p);
   edit(j);
   char *text = cJSON_PrintUnformatted(j);
   cJSON_Delete(j);
@@ -356,21 +365,21 @@ static void test_refresh(void) {
   CHECK(!ts_hwinfo_should_refresh(&p, -1, 2), "unknown load now");
 
   /* older file without the fields: unknown load */
-  cJSON *j = ts_hwinfo_to_json(&p);
+  cJSON *j = ts__hwinfo_to_cjson(&p);
   cJSON_DeleteItemFromObject(j, "load_avg");
   cJSON_DeleteItemFromObject(j, "cpus_online");
   cJSON_DeleteItemFromObject(j, "xfer_ns");
   cJSON_DeleteItemFromObject(j, "other_cpus");
   ts_machine_profile q;
-  CHECK_OK(ts_hwinfo_from_json(j, &q));
+  CHECK_OK(ts__hwinfo_from_cjson(j, &q));
   CHECK(q.other_cpus < 0, "absent other_cpus reads as unknown (%g)", q.other_cpus);
   cJSON_AddNumberToObject(j, "other_cpus", -0.5);
-  CHECK_STATUS(ts_hwinfo_from_json(j, &q), TS_ERR_FORMAT);
+  CHECK_STATUS(ts__hwinfo_from_cjson(j, &q), TS_ERR_FORMAT);
   cJSON_DeleteItemFromObject(j, "other_cpus");
   CHECK(q.load_avg < 0 && q.cpus_online == 0, "absent load fields read as unknown (%g, %d)", q.load_avg, q.cpus_online);
   CHECK(q.xfer_ns == 0, "absent xfer_ns reads as unknown (%g)", q.xfer_ns);
   cJSON_AddNumberToObject(j, "xfer_ns", -3);
-  CHECK_STATUS(ts_hwinfo_from_json(j, &q), TS_ERR_FORMAT);
+  CHECK_STATUS(ts__hwinfo_from_cjson(j, &q), TS_ERR_FORMAT);
   cJSON_Delete(j);
 
   ts_machine_profile a = sample_profile(), b = sample_profile();

@@ -6,7 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "tessera/io.h"
+#include "io/json_internal.h"
 #include "tst.h"
 
 static char *read_all(const char *path, size_t *n) {
@@ -454,17 +454,17 @@ static void test_json(void) {
   tst_tmp_path(path, sizeof path, "io_bad.json");
   CHECK_OK(ts_write_file_atomic(path, "{\n  \"a\": 1,\n  \"b\": tru\n}\n", 25));
   cJSON *j = NULL;
-  CHECK_STATUS(ts_json_read_file(path, &j), TS_ERR_FORMAT);
+  CHECK_STATUS(ts__json_read_file(path, &j), TS_ERR_FORMAT);
   char want[2200];
   snprintf(want, sizeof want, "%s:3:8: invalid JSON near 'tru'", path);
-  CHECK_ERR_CONTAINS(ts_json_read_file(path, &j), want);
+  CHECK_ERR_CONTAINS(ts__json_read_file(path, &j), want);
   CHECK(j == NULL, "no result on error");
-  CHECK_ERR_CONTAINS(ts_json_read_mem("{\"a\": [1, 2,", 12, "m.json", &j), "m.json:1:13: invalid JSON: unexpected end of text");
-  CHECK_ERR_CONTAINS(ts_json_read_mem("{} x", 4, "m.json", &j), "m.json:1:4: invalid JSON near 'x'");
-  CHECK_ERR_CONTAINS(ts_json_read_mem("", 0, "m.json", &j), "m.json:1:1:");
-  CHECK_ERR_CONTAINS(ts_json_read_mem("{}\0{}", 5, "m.json", &j), "NUL byte");
+  CHECK_ERR_CONTAINS(ts__json_read_mem("{\"a\": [1, 2,", 12, "m.json", &j), "m.json:1:13: invalid JSON: unexpected end of text");
+  CHECK_ERR_CONTAINS(ts__json_read_mem("{} x", 4, "m.json", &j), "m.json:1:4: invalid JSON near 'x'");
+  CHECK_ERR_CONTAINS(ts__json_read_mem("", 0, "m.json", &j), "m.json:1:1:");
+  CHECK_ERR_CONTAINS(ts__json_read_mem("{}\0{}", 5, "m.json", &j), "NUL byte");
   tst_tmp_path(path, sizeof path, "io_none.json");
-  CHECK_STATUS(ts_json_read_file(path, &j), TS_ERR_NOT_FOUND);
+  CHECK_STATUS(ts__json_read_file(path, &j), TS_ERR_NOT_FOUND);
 
   /* pretty atomic write, read back, typed lookups */
   tst_tmp_path(path, sizeof path, "io_ok.json");
@@ -474,30 +474,30 @@ static void test_json(void) {
   cJSON_AddStringToObject(o, "s", "abc");
   cJSON_AddBoolToObject(o, "b", 1);
   cJSON_AddItemToObject(o, "arr", cJSON_CreateArray());
-  CHECK_OK(ts_json_write_file(path, o));
+  CHECK_OK(ts__json_write_file(path, o));
   cJSON_Delete(o);
   size_t n;
   char *text = read_all(path, &n);
   CHECK(text && n > 2 && text[n - 1] == '\n' && strchr(text, '\t') != NULL, "pretty, newline-terminated");
   free(text);
-  CHECK_OK(ts_json_read_file(path, &j));
+  CHECK_OK(ts__json_read_file(path, &j));
   double d = 0;
   const char *s = NULL;
   int64_t k = 0;
   bool b = false;
-  CHECK_OK(ts_json_get_number(j, "n", &d));
-  CHECK_OK(ts_json_get_string(j, "s", &s));
-  CHECK_OK(ts_json_get_int(j, "k", &k));
-  CHECK_OK(ts_json_get_bool(j, "b", &b));
+  CHECK_OK(ts__json_get_number(j, "n", &d));
+  CHECK_OK(ts__json_get_string(j, "s", &s));
+  CHECK_OK(ts__json_get_int(j, "k", &k));
+  CHECK_OK(ts__json_get_bool(j, "b", &b));
   CHECK(d == 2.5 && s && strcmp(s, "abc") == 0 && k == 12 && b, "lookups");
-  CHECK_STATUS(ts_json_get_number(j, "missing", &d), TS_ERR_NOT_FOUND);
-  CHECK_ERR_CONTAINS(ts_json_get_number(j, "missing", &d), "missing key 'missing'");
-  CHECK_STATUS(ts_json_get_number(j, "s", &d), TS_ERR_FORMAT);
-  CHECK_ERR_CONTAINS(ts_json_get_number(j, "s", &d), "key 's': expected a number, found a string (\"abc\")");
-  CHECK_ERR_CONTAINS(ts_json_get_string(j, "n", &s), "key 'n': expected a string, found a number (2.5)");
-  CHECK_ERR_CONTAINS(ts_json_get_int(j, "n", &k), "key 'n': expected an integer, found 2.5");
-  CHECK_ERR_CONTAINS(ts_json_get_bool(j, "arr", &b), "key 'arr': expected true or false, found an array");
-  CHECK_STATUS(ts_json_get_number(cJSON_GetObjectItem(j, "arr"), "x", &d), TS_ERR_INVALID_ARG);
+  CHECK_STATUS(ts__json_get_number(j, "missing", &d), TS_ERR_NOT_FOUND);
+  CHECK_ERR_CONTAINS(ts__json_get_number(j, "missing", &d), "missing key 'missing'");
+  CHECK_STATUS(ts__json_get_number(j, "s", &d), TS_ERR_FORMAT);
+  CHECK_ERR_CONTAINS(ts__json_get_number(j, "s", &d), "key 's': expected a number, found a string (\"abc\")");
+  CHECK_ERR_CONTAINS(ts__json_get_string(j, "n", &s), "key 'n': expected a string, found a number (2.5)");
+  CHECK_ERR_CONTAINS(ts__json_get_int(j, "n", &k), "key 'n': expected an integer, found 2.5");
+  CHECK_ERR_CONTAINS(ts__json_get_bool(j, "arr", &b), "key 'arr': expected true or false, found an array");
+  CHECK_STATUS(ts__json_get_number(cJSON_GetObjectItem(j, "arr"), "x", &d), TS_ERR_INVALID_ARG);
   CHECK(d == 2.5 && k == 12, "outputs untouched on error");
   cJSON_Delete(j);
   /* a failed write keeps the old file */
@@ -507,7 +507,7 @@ static void test_json(void) {
   for (int i = 0; i < 5000; i++) cJSON_AddItemToArray(big, cJSON_CreateNumber(i * 1.5));
   signal(SIGXFSZ, SIG_IGN);
   fsize_limit(4096);
-  CHECK_STATUS(ts_json_write_file(path, big), TS_ERR_IO);
+  CHECK_STATUS(ts__json_write_file(path, big), TS_ERR_IO);
   fsize_limit(RLIM_INFINITY);
   cJSON_Delete(big);
   char *after = read_all(path, &n1);

@@ -42,7 +42,7 @@ static ts_llm_model *load_tiny(const tiny_cfg *c, const char *file) {
   tst_tmp_path(path, sizeof path, file);
   tiny_write(c, path);
   ts_llm_model *m = NULL;
-  CHECK_OK(ts_llm_model_load(path, &m));
+  CHECK_OK(ts_llm_model_load(&m, path));
   return m;
 }
 
@@ -141,7 +141,7 @@ static void check_forward(uint32_t wtype, const char *file, bool tied, bool wide
     CHECK_OK(ts_context_create(&ctx, threads));
     for (int batch = 1; batch <= 16; batch *= 4) { /* 1, 4, 16: decode-sized up to one big batch */
       ts_llm_state *s = NULL;
-      CHECK_OK(ts_llm_state_create(m, ctx, 32, batch, &s));
+      CHECK_OK(ts_llm_state_create(&s, m, ctx, 32, batch));
       if (!s) continue;
       check_layout(m, s->nt);
       tst_poison(all, (size_t)NSEQ * nv);
@@ -158,7 +158,7 @@ static void check_forward(uint32_t wtype, const char *file, bool tied, bool wide
         ts_context *c1;
         ts_llm_state *s1 = NULL;
         CHECK_OK(ts_context_create(&c1, 1));
-        CHECK_OK(ts_llm_state_create(m, c1, 32, batch, &s1));
+        CHECK_OK(ts_llm_state_create(&s1, m, c1, 32, batch));
         if (s1) {
           check_layout(m, s->nt);
           float *other = tst_alloc_guarded((size_t)NSEQ * nv);
@@ -259,7 +259,7 @@ static void check_eval_errors(void) {
   ts_llm_model *m = load_tiny(&c, "llm_err.gguf");
   if (!m) return;
   ts_llm_state *s = NULL;
-  CHECK_OK(ts_llm_state_create(m, NULL, 8, 4, &s));
+  CHECK_OK(ts_llm_state_create(&s, m, NULL, 8, 4));
   float *lg = malloc((size_t)tiny_n_vocab() * 8 * sizeof *lg);
   int32_t bad[2] = {5, 100000};
   CHECK_ERR_CONTAINS(ts_llm_eval(s, bad, 2, 0, TS_LLM_LOGITS_LAST, lg), "token 100000 at index 1");
@@ -271,7 +271,7 @@ static void check_eval_errors(void) {
   CHECK_OK(ts_llm_eval(s, ok, 3, 0, TS_LLM_LOGITS_NONE, NULL));
   CHECK_STATUS(ts_llm_eval_from(s, ok, 3, 0, 3, lg), TS_ERR_INVALID_ARG);
   ts_llm_state *s0 = NULL; /* a failed create sets its output to NULL: keep s to destroy it */
-  CHECK_STATUS(ts_llm_state_create(m, NULL, 0, 4, &s0), TS_ERR_INVALID_ARG);
+  CHECK_STATUS(ts_llm_state_create(&s0, m, NULL, 0, 4), TS_ERR_INVALID_ARG);
   CHECK(s0 == NULL, "failed state_create left a state");
   ts_llm_state_destroy(s);
   free(lg);
@@ -294,12 +294,12 @@ static void check_load_errors(void) {
     c.arch = cases[i].arch;
     tiny_write(&c, path);
     ts_llm_model *m = (ts_llm_model *)1;
-    CHECK_ERR_CONTAINS(ts_llm_model_load(path, &m), cases[i].needle);
+    CHECK_ERR_CONTAINS(ts_llm_model_load(&m, path), cases[i].needle);
     CHECK(m == NULL, "failed load left a model");
     CHECK(strstr(ts_last_error(), "llm_bad.gguf") != NULL, "error does not name the file: %s", ts_last_error());
   }
   ts_llm_model *m;
-  CHECK_ERR_CONTAINS(ts_llm_model_load("/nonexistent/x.gguf", &m), "/nonexistent/x.gguf");
+  CHECK_ERR_CONTAINS(ts_llm_model_load(&m, "/nonexistent/x.gguf"), "/nonexistent/x.gguf");
 }
 
 /* Attention work items: every SIMD level's kernel this CPU runs (a level it lacks is said to be
@@ -555,7 +555,7 @@ static void check_perplexity(void) {
   int32_t toks[26];
   for (int i = 0; i < 26; i++) toks[i] = (int32_t)((i * 37 + 11) % nv);
   ts_llm_state *s = NULL;
-  CHECK_OK(ts_llm_state_create(m, NULL, win, 8, &s));
+  CHECK_OK(ts_llm_state_create(&s, m, NULL, win, 8));
   float *lg = malloc((size_t)win * nv * sizeof *lg);
   for (int full = 0; full <= 1; full++) {
     double sum = 0;
@@ -624,7 +624,7 @@ static void test_weight_prefetch(void) {
     CHECK(r.bytes == b && !r.measured, "weight prefetch set %d: report %d (measured %d)", b, r.bytes, r.measured);
     lg[k] = malloc((size_t)nv * sizeof(float));
     ts_llm_state *s = NULL;
-    CHECK_OK(ts_llm_state_create(m, ctx, 16, 4, &s));
+    CHECK_OK(ts_llm_state_create(&s, m, ctx, 16, 4));
     CHECK_OK(ts_llm_eval(s, toks, 3, 0, TS_LLM_LOGITS_LAST, lg[k]));
     for (int p = 3; p < 5; p++) CHECK_OK(ts_llm_eval(s, toks + p, 1, p, TS_LLM_LOGITS_LAST, lg[k])); /* decode */
     ts_llm_state_destroy(s);
@@ -637,7 +637,7 @@ static void test_weight_prefetch(void) {
   /* auto: a tiny model keeps none without timing; forced past the size floor it is timed */
   CHECK_OK(ts_llm_model_set_weight_prefetch(m, -1));
   ts_llm_state *s = NULL;
-  CHECK_OK(ts_llm_state_create(m, ctx, 16, 4, &s));
+  CHECK_OK(ts_llm_state_create(&s, m, ctx, 16, 4));
   ts_llm_wpf_report r;
   ts_llm_model_weight_prefetch(m, &r);
   CHECK(r.bytes == 0 && !r.measured, "tiny model: weight prefetch %d (measured %d), expected none unmeasured", r.bytes, r.measured);
@@ -655,7 +655,7 @@ static void test_weight_prefetch(void) {
     /* the same weights in another model object (another process) read the stored measurement */
     ts_llm_model *m2 = load_tiny(&c, "llm_wpf.gguf");
     ts_llm_state *s2 = NULL;
-    if (m2 && ts_llm_state_create(m2, ctx, 16, 4, &s2) == TS_OK) { /* cuts the packed layout for 2 */
+    if (m2 && ts_llm_state_create(&s2, m2, ctx, 16, 4) == TS_OK) { /* cuts the packed layout for 2 */
       ts_llm_state_destroy(s2);
       ts__llm_tune_wpf(m2, 2, 0);
       ts_llm_wpf_report r2;

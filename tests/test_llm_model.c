@@ -51,7 +51,7 @@ int main(void) {
   }
   if (!path) tst_skip("SmolLM2 GGUF not found (set TESSERA_SMOLLM2 or run scripts/get-smollm2.sh; CI installs it)");
   ts_llm_model *m = NULL;
-  CHECK_OK(ts_llm_model_load(path, &m));
+  CHECK_OK(ts_llm_model_load(&m, path));
   if (!m) return tst_finish();
   const ts_llm_config *c = ts_llm_model_config(m);
   CHECK(c->n_layer == 30 && c->d_model == 576 && c->n_ff == 1536 && c->n_head == 9 && c->n_head_kv == 3 &&
@@ -67,7 +67,7 @@ int main(void) {
     ts_context *ctx;
     CHECK_OK(ts_context_create(&ctx, threads));
     ts_llm_state *s = NULL;
-    CHECK_OK(ts_llm_state_create(m, ctx, 64, 512, &s));
+    CHECK_OK(ts_llm_state_create(&s, m, ctx, 64, 512));
     if (s) {
       float *out = threads == 1 ? z1 : z;
       CHECK_OK(ts_llm_eval(s, kIds, 5, 0, TS_LLM_LOGITS_ALL, out));

@@ -17,8 +17,8 @@ static ts_llm_vocab *tiny_bpe(void) {
   ts_gguf_writer_destroy(w);
   ts_gguf *g;
   ts_llm_vocab *v = NULL;
-  CHECK_OK(ts_gguf_open_mem(img, n, "tiny", &g));
-  CHECK_OK(ts_llm_vocab_load(g, "tiny", &v));
+  CHECK_OK(ts_gguf_open_mem(&g, img, n, "tiny"));
+  CHECK_OK(ts_llm_vocab_load(&v, g, "tiny"));
   ts_gguf_close(g); /* the vocabulary copies what it keeps */
   free(img);
   return v;
@@ -155,8 +155,8 @@ static ts_llm_vocab *tiny_spm(void) {
   ts_gguf_writer_destroy(w);
   ts_gguf *g;
   ts_llm_vocab *v = NULL;
-  CHECK_OK(ts_gguf_open_mem(img, sz, "spm", &g));
-  CHECK_OK(ts_llm_vocab_load(g, "spm", &v));
+  CHECK_OK(ts_gguf_open_mem(&g, img, sz, "spm"));
+  CHECK_OK(ts_llm_vocab_load(&v, g, "spm"));
   ts_gguf_close(g);
   free(img);
   return v;
@@ -193,9 +193,9 @@ static void vocab_error(void (*fill)(ts_gguf_writer *), const char *needle) {
   CHECK_OK(ts_gguf_writer_to_mem(w, &img, &sz));
   ts_gguf_writer_destroy(w);
   ts_gguf *g;
-  CHECK_OK(ts_gguf_open_mem(img, sz, "bad", &g));
+  CHECK_OK(ts_gguf_open_mem(&g, img, sz, "bad"));
   ts_llm_vocab *v = (ts_llm_vocab *)1;
-  CHECK_ERR_CONTAINS(ts_llm_vocab_load(g, "bad.gguf", &v), needle);
+  CHECK_ERR_CONTAINS(ts_llm_vocab_load(&v, g, "bad.gguf"), needle);
   CHECK(v == NULL && strstr(ts_last_error(), "bad.gguf"), "error names the file: %s", ts_last_error());
   ts_gguf_close(g);
   free(img);
@@ -257,8 +257,8 @@ static void check_smollm2(void) {
   }
   ts_gguf *g;
   ts_llm_vocab *v = NULL;
-  CHECK_OK(ts_gguf_open(path, &g));
-  CHECK_OK(ts_llm_vocab_load(g, path, &v));
+  CHECK_OK(ts_gguf_open(&g, path));
+  CHECK_OK(ts_llm_vocab_load(&v, g, path));
   ts_gguf_close(g);
   if (!v) return;
   /* ids from llama.cpp (llama-cpp-python 0.3.36, add_bos=True, special=False) */

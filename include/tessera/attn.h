@@ -62,7 +62,9 @@
  *    the schedule assigns every panel a thread (ts_attn_schedule.thread, set by the scheduler in
  *    tessera/attn_sched.h), statically: each thread runs its own panels for every (batch, head), then
  *    helps with what is left of the others' (so a thread the OS deschedules on a busy machine does
- *    not hold the rest back; on a quiet one the assignment runs as scheduled). It never allocates. One execute at a time per plan (the workspaces belong to the plan).
+ *    not hold the rest back; on a quiet one the assignment runs as scheduled). It never allocates.
+ *    One execute at a time per plan (the workspaces belong to the plan; see ts_attn_plan's thread
+ *    safety).
  *
  * Kernel design (src/attn/): the score tile is computed TRANSPOSED, S^T[j][i], with query rows in
  * the SIMD lanes. The panel's Q is packed once per panel as Q^T [d][nr] (the scale is folded into the
@@ -222,16 +224,23 @@ int ts_attn_default_menu(const ts_attn_tile **menu);
 
 /* ---- JSON ------------------------------------------------------------------------------------ */
 
-struct cJSON;
 /* {"n": N, "panels": [{"r0":..,"nr":..,"segs":[[r0,nr,c0,nc,br,bc,"kind"],...]}, ...]}, plus
- * "thread": T in every panel when the schedule has a thread assignment. NULL on OOM. */
-struct cJSON *ts_attn_schedule_to_json(const ts_attn_schedule *s);
-/* Parses and validates (TS_ERR_FORMAT naming the field for a malformed document, then the
- * ts_attn_schedule_validate errors). */
-ts_status ts_attn_schedule_from_json(const struct cJSON *j, ts_attn_schedule *s);
+ * "thread": T in every panel when the schedule has a thread assignment, as a malloc'd
+ * NUL-terminated string (*json; the caller free()s it). TS_ERR_OOM on allocation failure. */
+ts_status ts_attn_schedule_to_json(const ts_attn_schedule *s, char **json);
+/* Parses and validates into *s (zeroed first; empty on error): TS_ERR_FORMAT for text that is
+ * not JSON or a malformed document (naming the field), then the ts_attn_schedule_validate errors. */
+ts_status ts_attn_schedule_from_json(const char *json, ts_attn_schedule *s);
 
 /* ---- plan ------------------------------------------------------------------------------------ */
 
+/* Thread safety: create, the setters (set_isa, set_bf16_dot, set_warm) and destroy need the plan
+ * to themselves. ONE EXECUTE AT A TIME PER PLAN: an execute writes the plan's per-thread
+ * workspaces and resets its static queues' counters, so two concurrent ts_attn_execute /
+ * _execute_bf16 / ts_attn_execute_original calls on one plan race (serialize them, or make one
+ * plan per caller thread). Different plans execute concurrently, even plans made from one shared
+ * schedule and mask (read only; tests/test_concurrency.c). ts_attn_plan_stats and
+ * ts_attn_plan_isa only read and may run beside anything but the setters and destroy. */
 typedef struct ts_attn_plan ts_attn_plan;
 
 /* mask: n x n (rows == cols == s->n). d: head dimension in [1, 4096]. Workspaces for ctx's thread
@@ -284,7 +293,8 @@ ts_status ts_attn_execute_bf16(const ts_context *ctx, ts_attn_plan *plan, const 
                                int64_t heads, int64_t n, int64_t d);
 
 /* Reference: double accumulation, explicit mask, softmax over allowed keys only, zero rows where
- * none is allowed. Single-threaded; for tests and small checks. */
+ * none is allowed. Single-threaded; for tests and small checks (allocates its row buffers per
+ * call; re-entrant). */
 ts_status ts_attn_reference(const ts_bitmap *mask, const float *Q, const float *K, const float *V,
                             float *O, int64_t batch, int64_t heads, int64_t n, int64_t d);
 

@@ -50,6 +50,10 @@ bool ts_attn_cuda_available(void);
 /* One line naming the current device and its compute capability, or why there is none. */
 ts_status ts_attn_cuda_device_name(char *buf, size_t cap);
 
+/* Thread safety: one execute at a time per plan, and not on two streams at once: a gather plan's
+ * split parts share the plan's device workspace, which execute allocates on first use and grows
+ * (the one CUDA exception to "execute never allocates", with _execute_host's per-call copies).
+ * Different plans execute concurrently. stats only reads. */
 typedef struct ts_attn_cuda_plan ts_attn_cuda_plan;
 
 /* Variable-tile plan for schedule s on mask (n x n) with head dimension d. The schedule and mask

@@ -131,11 +131,12 @@ ts_status ts_attn_profile_default_path(const ts_attn_profile_opts *o, char *buf,
  * "measure_s","sizes":[..],"densities":[..],"menu":[[br,bc],..],
  * "seconds":[tile][dens][row size][col size],"overhead_s":[row size][col size]}. from_json
  * validates everything (TS_ERR_FORMAT naming the field, e.g. "seconds[3][1][0][2]: expected a
- * positive number"; TS_ERR_UNSUPPORTED for a newer version). to_json: NULL on OOM. Measured
- * figures are kept to 9 significant digits, so a saved table reloads bit for bit. */
-struct cJSON;
-struct cJSON *ts_attn_profile_to_json(const ts_attn_profile *p);
-ts_status ts_attn_profile_from_json(const struct cJSON *j, ts_attn_profile *p);
+ * positive number"; TS_ERR_UNSUPPORTED for a newer version; TS_ERR_FORMAT too for text that is
+ * not JSON; *p zeroed first, empty on error). to_json: a malloc'd NUL-terminated string (*json;
+ * the caller free()s it), TS_ERR_OOM on allocation failure. Measured figures are kept to 9
+ * significant digits, so a saved table reloads bit for bit. */
+ts_status ts_attn_profile_to_json(const ts_attn_profile *p, char **json);
+ts_status ts_attn_profile_from_json(const char *json, ts_attn_profile *p);
 /* Atomic write; load reports TS_ERR_NOT_FOUND for a missing file, else the from_json errors
  * prefixed with the path. */
 ts_status ts_attn_profile_save(const ts_attn_profile *p, const char *path);
@@ -166,8 +167,10 @@ ts_status ts_attn_profile_get(const ts_attn_profile_opts *o, const char *path, t
  *    to the highest above it. nnz = rows * cols with a density-1 level reads that (FULL) level. */
 typedef struct ts_attn_cost_model ts_attn_cost_model;
 
-/* Copies what it needs from p (p may be freed). TS_ERR_INVALID_ARG for an empty profile. */
-ts_status ts_attn_cost_model_create(const ts_attn_profile *p, ts_attn_cost_model **m);
+/* Copies what it needs from p (p may be freed). TS_ERR_INVALID_ARG for an empty profile.
+ * Thread safety: immutable after create; predict, overhead, residue, menu and
+ * ts_attn_cost_profiled only read it and may run on any number of threads at once. */
+ts_status ts_attn_cost_model_create(ts_attn_cost_model **m, const ts_attn_profile *p);
 void ts_attn_cost_model_destroy(ts_attn_cost_model *m);
 /* Seconds for the block. TS_ERR_NOT_FOUND when t is not in the menu; TS_ERR_INVALID_ARG for
  * rows, cols < 1 or nnz outside [0, rows * cols]. */

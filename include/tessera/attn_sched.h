@@ -314,8 +314,9 @@ ts_status ts_attn_plan_load(const char *path, const char *expect_key, ts_attn_pl
  * (row i of the permuted problem is original row perm[i]) into temporaries, executes, and scatters
  * O back (O[perm[i]] = O'[i]). So the result equals attention over the original mask. Allocates
  * 4 x batch x heads x n x d floats for the call (the gather/scatter is the price of running on the
- * original order; a model that keeps activations in the permuted order avoids it). perm NULL:
- * plain execute. fp32 only. */
+ * original order; a model that keeps activations in the permuted order avoids it: the one execute
+ * that allocates, ARCHITECTURE.md "API shape"). perm NULL: plain execute. fp32 only. One call at a
+ * time per plan, as ts_attn_execute. */
 ts_status ts_attn_execute_original(const ts_context *ctx, ts_attn_plan *plan, const int32_t *perm, const float *Q,
                                    const float *K, const float *V, float *O, int64_t batch, int64_t heads, int64_t n,
                                    int64_t d);

@@ -72,6 +72,12 @@ typedef struct ts_cnn_pool_params {
 } ts_cnn_pool_params;
 ts_cnn_pool_params ts_cnn_pool_params_make(int k, int stride, int pad);
 
+/* Thread safety: building (the builders below, ts_cnn_param, ts_cnn_graph_init_random) needs the
+ * graph to itself. Once built it is only read: by the const functions, which may run on any
+ * number of threads at once, and by the nets made from it (ts_cnn_net_create, and every
+ * ts_cnn_net_forward reads its fully connected weights), so no parameter may change while a net
+ * made from it exists. Create nets one at a time: creating one may time convolutions and write the
+ * context's conv profile artifact. */
 typedef struct ts_cnn_graph ts_cnn_graph;
 
 ts_status ts_cnn_graph_create(ts_cnn_graph **g, const char *name);
@@ -123,7 +129,7 @@ ts_status ts_cnn_graph_init_random(ts_cnn_graph *g, uint64_t seed);
 /* Model zoo: "vgg16", "resnet50", "resnet101", "resnet152", "inception-v4". res 0: the model's
  * own input size (224; 299 for inception-v4); else any size the model's layers allow. Parameters
  * are not allocated (init_random or ts_cnn_param). */
-ts_status ts_cnn_model_create(const char *name, int res, ts_cnn_graph **g);
+ts_status ts_cnn_model_create(ts_cnn_graph **g, const char *name, int res);
 const char *ts_cnn_model_list(void); /* "vgg16, resnet50, resnet101, resnet152, inception-v4" */
 
 /* ---- net: a graph planned for a batch size ---------------------------------------------- */
@@ -151,7 +157,11 @@ ts_cnn_plan_opts ts_cnn_plan_opts_default(void);
 
 typedef struct ts_cnn_net ts_cnn_net;
 /* The graph must have parameters (init_random or set). The context and graph must outlive the
- * net (fully connected weights are read from the graph). */
+ * net (fully connected weights are read from the graph).
+ * Thread safety: one ts_cnn_net_forward at a time per net (it writes the net's activation arena,
+ * its workspaces and its timings); ts_cnn_net_tensor, _last_timing and _node_seconds read what a
+ * forward writes and must not run during one; the other const functions read only what create
+ * made and may run at any time. Different nets (even of one graph) forward concurrently. */
 ts_status ts_cnn_net_create(ts_cnn_net **net, ts_context *ctx, const ts_cnn_graph *g, const ts_cnn_plan_opts *o);
 void ts_cnn_net_destroy(ts_cnn_net *net);
 /* in [N][C][H][W] of the input node, out [N][numel of the last node per image]. */

@@ -46,7 +46,8 @@
  * (oneDNN) may keep internal buffers.
  *
  * Threads: the context's thread count (NULL context: ts_default_threads()) for OpenMP loops and
- * ts_sgemm. The context must outlive the plan. Execute is re-entrant for distinct workspaces. */
+ * ts_sgemm. The context must outlive the plan. Execute is re-entrant for distinct workspaces
+ * (ts_conv_plan's thread safety). */
 #ifndef TESSERA_CONV_H
 #define TESSERA_CONV_H
 
@@ -105,6 +106,11 @@ ts_status ts_conv_algo_parse(const char *name, ts_conv_algo *out);
  * dilation 1, got 5x5", or the descriptor's own validation error. */
 ts_status ts_conv_supported(const ts_conv_desc *d, ts_conv_algo a);
 
+/* Thread safety: create, set_weights and destroy need the plan to themselves. After set_weights
+ * the plan is only read: ts_conv_execute may run on several threads AT ONCE ON ONE PLAN, each
+ * call with its own workspace (the caller's, ts_conv_plan_workspace_size bytes: execute keeps
+ * everything it writes there; two calls sharing a workspace race), as may the const queries
+ * (tests/test_concurrency.c runs direct and Winograd this way). */
 typedef struct ts_conv_plan ts_conv_plan;
 
 ts_status ts_conv_plan_create(ts_conv_plan **plan, ts_context *ctx, const ts_conv_desc *d, ts_conv_algo a);
@@ -166,7 +172,10 @@ typedef enum ts_conv_baseline_kind {
 const char *ts_conv_baseline_name(ts_conv_baseline_kind k);
 typedef struct ts_conv_baseline ts_conv_baseline;
 /* weights [K][C/g][R][S], bias [K] or NULL. TS_ERR_UNSUPPORTED when the library has no
- * implementation for d (oneDNN's Winograd: 3x3, stride 1, AVX-512 only) or is not installed. */
+ * implementation for d (oneDNN's Winograd: 3x3, stride 1, AVX-512 only) or is not installed.
+ * Thread safety: one execute at a time per baseline (it runs through buffers and a stream the
+ * baseline owns); the OpenBLAS one also sets OpenBLAS's process-wide thread count at every
+ * execute, so it should not run beside other OpenBLAS users. Benchmarks only. */
 ts_status ts_conv_baseline_create(ts_conv_baseline **b, ts_context *ctx, const ts_conv_desc *d,
                                   ts_conv_baseline_kind kind, const float *weights, const float *bias);
 /* in [N][C][H][W] -> out [N][K][P][Q], NCHW like ts_conv_execute. */
@@ -180,7 +189,9 @@ void ts_conv_baseline_destroy(ts_conv_baseline *b);
 typedef struct ts_conv_trial ts_conv_trial;
 /* Random data for d (opts seed) and one plan per algorithm in `algos` (bit mask over ts_conv_algo;
  * 0 = every algorithm but the reference) that supports d and fits max_plan_bytes, weights set.
- * Algorithms left out keep their reason (ts_conv_trial_info). */
+ * Algorithms left out keep their reason (ts_conv_trial_info).
+ * Thread safety: a trial belongs to one thread at a time (add_baseline and run write it; info and
+ * count read what run wrote). Timings of trials run side by side disturb each other. */
 ts_status ts_conv_trial_create(ts_conv_trial **t, ts_context *ctx, const ts_conv_desc *d, unsigned algos,
                                const ts_conv_time_opts *opts);
 /* Adds a baseline contender on the trial's data; TS_ERR_UNSUPPORTED (reason kept) when the
@@ -215,6 +226,9 @@ void ts_conv_trial_destroy(ts_conv_trial *t);
  * a file measured elsewhere (another CPU, ISA level or thread count) is ignored and replaced on
  * save. Selection picks the fastest measured tessera algorithm -- never a baseline. */
 #define TS_CONV_PROFILE_VERSION 1
+/* Thread safety: put and measure write the profile and need it to themselves; get, size and path
+ * only read it and may run on any number of threads while nothing writes it; save one at a time
+ * (the store's temporary file is named per process, not per thread). */
 typedef struct ts_conv_profile ts_conv_profile;
 typedef struct ts_conv_profile_entry {
   double ms[TS_CONV_ALGO_COUNT]; /* median ms; NAN: not applicable, skipped or not measured */

@@ -66,11 +66,13 @@ void ts_free(void *p);
  *   cJSON (cJSON_InitHooks) while an allocator is set: every cJSON item and printed string of the
  *   process, tessera's (plans, profiles, JSON files read and written) and the caller's alike.
  *   Not covered: the plain malloc/calloc/realloc/strdup calls in tessera (many readers' and
- *   planners' own arrays and scratch), and the libraries' own memory (oneDNN, CBC, FFTW, METIS,
- *   OpenMP, zlib).
+ *   planners' own arrays and scratch, and the JSON strings the public *_to_json functions return:
+ *   plain malloc memory, free() them under any allocator), and the libraries' own memory
+ *   (oneDNN, CBC, FFTW, METIS, OpenMP, zlib).
  * alloc(user, bytes, align): align is a power of two (16 for cJSON, 64 = TS_ALIGN, 2 MiB for large
  * ts_malloc_huge buffers) and bytes a nonzero multiple of it; NULL means out of memory (ts_malloc
- * then fails with TS_ERR_OOM, cJSON's calls with their own NULL). free(user, p): p came from alloc
+ * then fails with TS_ERR_OOM, cJSON's calls with their own NULL; errno is ENOMEM after either, as
+ * after malloc, so a JSON parse that ran out of memory is told from a malformed text). free(user, p): p came from alloc
  * (never NULL). ts_malloc's memory check (a request of 256 MiB or more past ts_mem_available
  * fails) runs before alloc. NULL restores the default (aligned_alloc and free; cJSON's own
  * malloc/free). The allocator is global: set it while no other thread calls tessera or cJSON, and
@@ -135,7 +137,11 @@ ts_status ts_shape_check(ts_dtype dtype, int ndim, const int64_t *shape, size_t 
 
 /* ---- context --------------------------------------------------------------------------- */
 
-/* Carries the thread count every parallel call uses. Opaque. */
+/* Carries the thread count every parallel call uses. Opaque.
+ * Thread safety: immutable after create; one context may be passed to any number of calls on any
+ * threads at once (each call runs its own OpenMP team of that many threads). Destroy it after
+ * every object that keeps it (conv plans and trials, gconv executors and baselines, CNN nets, ViT
+ * models). */
 typedef struct ts_context ts_context;
 /* nthreads <= 0: TESSERA_THREADS, else OMP_NUM_THREADS, else all online CPUs. */
 ts_status ts_context_create(ts_context **ctx, int nthreads);

@@ -21,8 +21,8 @@
 #ifndef TESSERA_GCONV_H
 #define TESSERA_GCONV_H
 
-#include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tessera/core.h"
@@ -132,10 +132,13 @@ ts_status ts_gconv_profile_default_path(ts_gconv_profile_level level, char *buf,
 ts_status ts_gconv_profile_get(ts_gconv_profile_level level, const char *path, bool progress, ts_gconv_profile *out,
                                bool *measured);
 
+/* Thread safety: immutable after create; the const functions (source, tile, part,
+ * ts_gconv_parts_pred_ms, ts_gconv_plan_key, and planning with it) read it from any number of
+ * threads at once. */
 typedef struct ts_gconv_cost ts_gconv_cost;
 /* Interpolating model over a profile (copied): linear in rows, piecewise linear in K (linear
  * extrapolation past the grid), exact in the vector count. */
-ts_status ts_gconv_cost_create(const ts_gconv_profile *p, ts_gconv_cost **out);
+ts_status ts_gconv_cost_create(ts_gconv_cost **out, const ts_gconv_profile *p);
 /* A fixed formula on the same grid (no measurement): a tile costs
  * (2 + ceil(rows/MR)) * 4 ns + K * (ceil(rows/6)*(v+1)*... ) -- deterministic, for tests. */
 ts_status ts_gconv_cost_analytic(ts_gconv_cost **out);
@@ -234,9 +237,11 @@ double ts_gconv_parts_pred_ms(const ts_gconv_cost *m, const ts_gconv_layer *l, c
 uint64_t ts_gconv_plan_key(const ts_gconv_layer *l, const ts_csr *conn, const ts_gconv_cost *m,
                            const ts_gconv_plan_opts *o);
 
-/* JSON (docs/FORMATS.md): the plan with its candidates and provenance. */
-ts_status ts_gconv_plan_to_json(const ts_gconv_plan *p, cJSON **out);
-ts_status ts_gconv_plan_from_json(const cJSON *j, const char *name, ts_gconv_plan *out);
+/* JSON (docs/FORMATS.md): the plan with its candidates and provenance, as a malloc'd
+ * NUL-terminated string (*json; the caller free()s it), and back (TS_ERR_FORMAT naming the field,
+ * or for text that is not JSON; *out zeroed first, empty on error; free with ts_gconv_plan_free). */
+ts_status ts_gconv_plan_to_json(const ts_gconv_plan *p, char **json);
+ts_status ts_gconv_plan_from_json(const char *json, ts_gconv_plan *out);
 ts_status ts_gconv_plan_save(const ts_gconv_plan *p, const char *path);
 ts_status ts_gconv_plan_load(const char *path, ts_gconv_plan *out);
 /* <cache>/gconv_plans/<key as 16 hex digits>.json */
@@ -253,11 +258,15 @@ typedef struct ts_gconv_exec ts_gconv_exec;
 /* Binds partitions to a layer, its connectivity and weights [cout][cin][k][k] (copied; absent
  * connections read as 0). Validates the partitions against conn. Threads: ctx (NULL: default);
  * the context must outlive the executor. Work is split over (image, partition, column chunk)
- * items, longest predicted first, run by OpenMP dynamic scheduling. */
+ * items, longest predicted first, run by OpenMP dynamic scheduling.
+ * Thread safety: one ts_gconv_execute at a time per executor (it writes the executor's own
+ * workspace: the padded or lowered input and the per-thread row pointers, allocated here);
+ * different executors run concurrently. ts_gconv_exec_bytes only reads. */
 ts_status ts_gconv_exec_create(ts_gconv_exec **out, ts_context *ctx, const ts_gconv_layer *l, const ts_csr *conn,
                                const ts_gconv_part *parts, int32_t nparts, const float *weights);
-/* in [n][cin][h][w] -> out [n][cout][ho][wo]; never allocates. Not re-entrant (one workspace). */
-ts_status ts_gconv_execute(const ts_gconv_exec *e, const float *in, float *out);
+/* in [n][cin][h][w] -> out [n][cout][ho][wo]; never allocates. Not re-entrant (one workspace, the
+ * executor's: hence not const). */
+ts_status ts_gconv_execute(ts_gconv_exec *e, const float *in, float *out);
 void ts_gconv_exec_destroy(ts_gconv_exec *e);
 /* Bytes the executor holds (packed weights + workspace). */
 size_t ts_gconv_exec_bytes(const ts_gconv_exec *e);
@@ -286,11 +295,14 @@ typedef enum ts_gconv_base_kind {
 
 const char *ts_gconv_base_name(ts_gconv_base_kind k);
 
+/* Thread safety: one ts_gconv_base_run at a time per baseline (it writes the baseline's gather and
+ * im2col buffers, or runs its oneDNN primitive or executor); different baselines run concurrently.
+ * Benchmarks only. */
 typedef struct ts_gconv_base ts_gconv_base;
 /* groups: deploy/onednn_grouped only (>= 1, dividing cout). */
 ts_status ts_gconv_base_create(ts_gconv_base **out, ts_context *ctx, ts_gconv_base_kind kind, const ts_gconv_layer *l,
                                const ts_csr *conn, const float *weights, int groups);
-ts_status ts_gconv_base_run(const ts_gconv_base *b, const float *in, float *out);
+ts_status ts_gconv_base_run(ts_gconv_base *b, const float *in, float *out);
 void ts_gconv_base_destroy(ts_gconv_base *b);
 /* Per group of cout/groups consecutive outputs, the size of the union of their inputs: umax the
  * largest, total the sum. */

@@ -50,6 +50,9 @@ typedef enum ts_gguf_vtype {
 /* "u32", "string", "array", ... ("?" for an unknown id). */
 const char *ts_gguf_vtype_name(uint32_t t);
 
+/* Thread safety: immutable after open; every getter takes a const handle, only reads, and may run
+ * on any number of threads at once. Pointers it returns (keys, names, string values, tensor data)
+ * stay valid until ts_gguf_close, which needs the handle to itself. */
 typedef struct ts_gguf ts_gguf;
 
 typedef struct ts_gguf_tensor {
@@ -64,12 +67,13 @@ typedef struct ts_gguf_tensor {
   const void *data; /* inside the mapping; NULL when !known */
 } ts_gguf_tensor;
 
-/* Opens and validates a file. Errors name the file and the field (TS_ERR_IO, TS_ERR_FORMAT,
- * TS_ERR_TRUNCATED, TS_ERR_UNSUPPORTED for another version or a big-endian file, TS_ERR_OVERFLOW). */
-ts_status ts_gguf_open(const char *path, ts_gguf **out);
+/* Opens and validates a file into *out (the handle first, as every constructor takes it). Errors
+ * name the file and the field (TS_ERR_IO, TS_ERR_FORMAT, TS_ERR_TRUNCATED, TS_ERR_UNSUPPORTED for
+ * another version or a big-endian file, TS_ERR_OVERFLOW). */
+ts_status ts_gguf_open(ts_gguf **out, const char *path);
 /* Parses an image in memory without copying it: `data` must outlive the handle. `name` is used in
  * messages. */
-ts_status ts_gguf_open_mem(const void *data, size_t size, const char *name, ts_gguf **out);
+ts_status ts_gguf_open_mem(ts_gguf **out, const void *data, size_t size, const char *name);
 void ts_gguf_close(ts_gguf *g);
 
 uint32_t ts_gguf_version(const ts_gguf *g);
@@ -124,6 +128,8 @@ ts_status ts_gguf_find_tensor(const ts_gguf *g, const char *name, const ts_gguf_
 
 /* ---- writer ------------------------------------------------------------------------------ */
 
+/* Thread safety: the add functions write the writer and need it to themselves; to_mem and write
+ * only read it and may run concurrently with each other (write: not two on one path at once). */
 typedef struct ts_gguf_writer ts_gguf_writer;
 
 /* alignment: a power of two in 1..65536 (0: 32); written as `general.alignment` (u32) when not 32. */

@@ -113,10 +113,11 @@ void ts_hwinfo_merge_max(ts_machine_profile *dst, const ts_machine_profile *othe
 /* The current 1-minute load average (-1 when unavailable). */
 double ts_hwinfo_load_now(void);
 
-/* cJSON conversions (the profile's JSON object; from_json names the bad field). */
-struct cJSON;
-struct cJSON *ts_hwinfo_to_json(const ts_machine_profile *p);
-ts_status ts_hwinfo_from_json(const struct cJSON *j, ts_machine_profile *p);
+/* The profile's JSON object (as `tessera hwinfo --json` prints it) in a malloc'd NUL-terminated
+ * string (*json; the caller free()s it; TS_ERR_OOM on allocation failure), and back (TS_ERR_FORMAT
+ * naming the bad field, or for text that is not JSON; TS_ERR_UNSUPPORTED for a newer version). */
+ts_status ts_hwinfo_to_json(const ts_machine_profile *p, char **json);
+ts_status ts_hwinfo_from_json(const char *json, ts_machine_profile *p);
 
 /* Cache sizes in bytes from /sys/devices/system/cpu/cpu0/cache (sysconf fallback), read once per
  * process (the profile's l1d/l2/l3_bytes); 0 = unknown. Any pointer may be NULL. */

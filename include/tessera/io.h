@@ -1,10 +1,14 @@
-/* tessera I/O: .npy tensors, Matrix Market coordinate matrices, JSON files (cJSON).
+/* tessera I/O: .npy tensors and Matrix Market coordinate matrices.
  * Every reader validates everything it reads and returns a clear error (never crashes);
- * every writer writes a temporary file and renames it. */
+ * every writer writes a temporary file and renames it. (JSON documents are read and written
+ * through cJSON inside the library, src/io/json_internal.h; the public API passes JSON as
+ * strings.) */
 #ifndef TESSERA_IO_H
 #define TESSERA_IO_H
 
-#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "tessera/core.h"
 
@@ -58,25 +62,6 @@ ts_status ts_mm_read_mem(const char *buf, size_t len, const char *name, bool exp
 /* Writes m (for symmetric, only entries with row >= col are written; others are an error). */
 ts_status ts_mm_write(const char *path, const ts_mm_matrix *m);
 void ts_mm_free(ts_mm_matrix *m);
-
-/* ---- JSON --------------------------------------------------------------------------------- */
-
-/* Parse errors are TS_ERR_FORMAT "path:LINE:COL: invalid JSON near '...'" (1-based, bytes).
- * Free the result with cJSON_Delete. */
-ts_status ts_json_read_file(const char *path, cJSON **out);
-/* The same for an in-memory text (need not be NUL-terminated); `name` is used in messages. */
-ts_status ts_json_read_mem(const char *buf, size_t len, const char *name, cJSON **out);
-/* Pretty-printed, newline-terminated, atomic. */
-ts_status ts_json_write_file(const char *path, const cJSON *j);
-/* Typed lookups with errors naming the key: TS_ERR_NOT_FOUND for a missing key, TS_ERR_FORMAT
- * for a value of the wrong type ("key 'n': expected a number, found a string ("abc")"),
- * TS_ERR_INVALID_ARG when obj is not an object. *out is untouched on error. */
-ts_status ts_json_get_number(const cJSON *obj, const char *key, double *out);
-/* A number that is an integer of magnitude <= 2^53. */
-ts_status ts_json_get_int(const cJSON *obj, const char *key, int64_t *out);
-/* Points into obj (valid while obj lives). */
-ts_status ts_json_get_string(const cJSON *obj, const char *key, const char **out);
-ts_status ts_json_get_bool(const cJSON *obj, const char *key, bool *out);
 
 #ifdef __cplusplus
 }

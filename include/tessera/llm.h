@@ -56,15 +56,26 @@ typedef struct ts_llm_config {
   uint32_t wtype;      /* type of blk.0.ffn_gate.weight (the model's main quantization) */
 } ts_llm_config;
 
+/* Thread safety: a loaded model is shared by any number of threads and states. Its const functions
+ * (config, vocab, gguf, weight_bytes, kv_bytes_per_pos, weight_prefetch, stream_gbs) may run at any
+ * time on any thread, as may ts_llm_eval on its states and ts_llm_state_create / _destroy
+ * (stream_gbs and weight_prefetch take the model's internal lock, so they never see the packed
+ * layout or the prefetch report half made). set_weight_prefetch may be called while states
+ * evaluate: running evals take the new distance at their next call. ts_llm_model_destroy needs the
+ * model to itself, after every state made from it is destroyed: a state must not outlive its
+ * model (it reads the model's weights, vocabulary and lock). */
 typedef struct ts_llm_model ts_llm_model;
+/* Thread safety: immutable after load; every function takes a const vocabulary, only reads it,
+ * and may run on any number of threads at once (tokenize and detokenize allocate their own
+ * scratch). The vocabulary of ts_llm_model_vocab lives as long as its model. */
 typedef struct ts_llm_vocab ts_llm_vocab;
 
 /* Opens, validates and binds a GGUF model: every tensor the architecture needs, with its shape and
  * a type that has kernels; the tokenizer metadata. Errors name the file and the key or tensor. The
  * weights stay in the mapping (no copy; norms are converted to fp32). */
-ts_status ts_llm_model_load(const char *path, ts_llm_model **out);
+ts_status ts_llm_model_load(ts_llm_model **out, const char *path);
 /* The same from an opened file; takes ownership of g (closed on failure too). */
-ts_status ts_llm_model_from_gguf(ts_gguf *g, const char *name, ts_llm_model **out);
+ts_status ts_llm_model_from_gguf(ts_llm_model **out, ts_gguf *g, const char *name);
 void ts_llm_model_destroy(ts_llm_model *m);
 const ts_llm_config *ts_llm_model_config(const ts_llm_model *m);
 const ts_llm_vocab *ts_llm_model_vocab(const ts_llm_model *m);
@@ -111,12 +122,29 @@ void ts_llm_model_weight_prefetch(const ts_llm_model *m, ts_llm_wpf_report *out)
 
 /* ---- evaluation state -------------------------------------------------------------------- */
 
+/* Thread safety: a state belongs to one thread at a time: ts_llm_eval, _eval_from, perplexity,
+ * set_adaptive and timing_reset write it (its KV cache, workspaces, worker team and timings) and
+ * must not overlap; its own worker threads are internal. States of one model are independent:
+ * they evaluate concurrently, each on its own thread (they share only the model's weights, read
+ * only; tests/test_concurrency.c). */
 typedef struct ts_llm_state ts_llm_state;
 
 /* A KV cache for n_ctx positions (<= 1<<20) and workspaces for up to n_batch tokens per ts_llm_eval
- * call; threads from ctx (NULL: default). Everything is allocated here; eval never allocates. */
-ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int n_ctx, int n_batch,
-                              ts_llm_state **out);
+ * call; threads from ctx (NULL: default). Everything is allocated here; eval never allocates.
+ * m is not const: creating a state may change, under the model's internal mutex,
+ *   - the model's packed weight layout: the packed copy of the block-type matrices (AVX-512) is
+ *     cut and laid out again for this state's team size (its thread count), but only while no
+ *     other state of the model exists (ts__llm_layout; a later state of another team uses the
+ *     layout it finds);
+ *   - the model's measured weight prefetch distance: measured for this team (or read from the
+ *     "llm-wpf" artifact) when it was never set or was measured for another team, again only while
+ *     no other state exists (ts_llm_model_set_weight_prefetch);
+ *   - the model's count of live states (ts_llm_state_destroy lowers it).
+ * Neither the layout nor the distance changes any result (the logits are the same bits). The
+ * mutex makes ts_llm_state_create and ts_llm_state_destroy on one model safe from several
+ * threads at once and while its other states evaluate (no state exists when the layout changes),
+ * and also beside ts_llm_model_stream_gbs; not beside ts_llm_model_destroy. */
+ts_status ts_llm_state_create(ts_llm_state **out, ts_llm_model *m, const ts_context *ctx, int n_ctx, int n_batch);
 void ts_llm_state_destroy(ts_llm_state *s);
 int ts_llm_state_n_ctx(const ts_llm_state *s);
 /* Adaptive decode team (on by default; no effect with one thread): single-token evals leave the
@@ -165,7 +193,7 @@ typedef enum ts_llm_vocab_kind { TS_LLM_VOCAB_BPE = 0, TS_LLM_VOCAB_SPM = 1 } ts
 
 /* Reads the tokenizer from GGUF metadata (tokenizer.ggml.model, tokens, token_type, scores, merges,
  * pre, bos/eos ids, add_bos_token, add_space_prefix). Errors name the key and the index. */
-ts_status ts_llm_vocab_load(const ts_gguf *g, const char *name, ts_llm_vocab **out);
+ts_status ts_llm_vocab_load(ts_llm_vocab **out, const ts_gguf *g, const char *name);
 void ts_llm_vocab_destroy(ts_llm_vocab *v);
 ts_llm_vocab_kind ts_llm_vocab_kind_of(const ts_llm_vocab *v);
 int ts_llm_vocab_size(const ts_llm_vocab *v);

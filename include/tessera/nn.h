@@ -48,7 +48,9 @@ typedef struct ts_nn_token_mask {
 
 /* From a spec (filled by ts_nn_spec_for_grid, then ts_pattern_generate). A pattern that is not
  * n x n for n = h*w (e.g. keep:) is TS_ERR_SHAPE; a permute: wrapper is undone (the mask is
- * stored in grid order). out is zeroed on error. */
+ * stored in grid order). out is zeroed on error. A plain struct the caller owns, so it is filled
+ * through the LAST argument (like every function that fills one: ARCHITECTURE.md, "API shape")
+ * and its contents released with ts_nn_token_mask_free. */
 ts_status ts_nn_token_mask_create(const char *spec, int64_t h, int64_t w, ts_nn_token_mask *out);
 void ts_nn_token_mask_free(ts_nn_token_mask *m);
 
@@ -101,7 +103,11 @@ typedef struct ts_nn_attn_opts {
 void ts_nn_attn_opts_default(ts_nn_attn_opts *o, ts_nn_attn_kind kind);
 
 /* Holds the plan for (mask, head dimension d), the mask in the backend's token order and the
- * permutation. Opaque; one run at a time (the plan's workspaces). */
+ * permutation. Opaque.
+ * Thread safety: one ts_nn_attn_run at a time per backend (it executes the backend's attention
+ * plan, whose workspaces it owns: ts_attn_plan), so ViT models sharing one backend must not
+ * forward at the same time; different backends run concurrently. ts_nn_attn_get_info only reads.
+ * The REFERENCE kind holds no plan and is re-entrant. */
 typedef struct ts_nn_attn ts_nn_attn;
 
 /* Builds the backend kind o->kind (not CUSTOM) for mask and head dimension d. ctx: the thread
@@ -171,7 +177,11 @@ ts_status ts_nn_vit_config_validate(const ts_nn_vit_config *c);
 typedef struct ts_nn_vit ts_nn_vit;
 
 /* Weights and every activation buffer for `batch` images. ctx (kept, must outlive the model):
- * the thread count of the GEMMs and token-wise loops (NULL: default). No attention backend yet. */
+ * the thread count of the GEMMs and token-wise loops (NULL: default). No attention backend yet.
+ * Thread safety: one ts_nn_vit_forward at a time per model (it writes the model's activation
+ * buffers and last timing), and not while its backend runs for anything else (ts_nn_attn); set_attn
+ * not during a forward. shape, last_timing and flops only read. Different models forward
+ * concurrently when they do not share a backend. */
 ts_status ts_nn_vit_create(ts_nn_vit **m, ts_context *ctx, const ts_nn_vit_config *cfg, int64_t batch);
 void ts_nn_vit_destroy(ts_nn_vit *m);
 /* Grid h x w (img / patch), tokens n = h*w, head dimension dim / heads. */

@@ -50,7 +50,8 @@ ts_status ts_png_write(const char *path, const ts_image *img);
 /* ---- SVG ---------------------------------------------------------------------------------- */
 
 /* An SVG document being built. Drawing calls never fail: an allocation failure is remembered
- * and returned by ts_svg_finish / ts_svg_write. Opaque. */
+ * and returned by ts_svg_finish / ts_svg_write. Opaque.
+ * Thread safety: every call writes the document: one thread at a time per document. */
 typedef struct ts_svg ts_svg;
 
 ts_status ts_svg_create(ts_svg **svg, double w, double h);

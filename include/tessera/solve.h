@@ -20,6 +20,9 @@ extern "C" {
  * Infinite bounds are written as -INFINITY / INFINITY. Row coefficients and the right-hand side
  * must be finite; duplicate variable indices in one row are summed and zero coefficients dropped. */
 
+/* Thread safety: a model belongs to one thread at a time (building and ts_ilp_solve write it;
+ * check, eval and the counts only read). Different models may be built and solved on different
+ * threads at once; their CBC solves then take turns (the process-wide lock above). */
 typedef struct ts_ilp ts_ilp;
 
 typedef enum ts_ilp_var_kind { TS_ILP_BINARY = 0, TS_ILP_INTEGER, TS_ILP_CONTINUOUS } ts_ilp_var_kind;

@@ -2,11 +2,18 @@
 #ifndef TS_ATTN_INTERNAL_H
 #define TS_ATTN_INTERNAL_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "core/dispatch.h"
 #include "tessera/attn.h"
+
+/* The schedule as a cJSON object (the public ts_attn_schedule_to_json's document; NULL on OOM) and
+ * back (TS_ERR_FORMAT naming the field, then the ts_attn_schedule_validate errors; *s zeroed
+ * first, empty on error). For the plan cache, the CLI and the fuzzers. */
+cJSON *ts__attn_schedule_to_cjson(const ts_attn_schedule *s);
+ts_status ts__attn_schedule_from_cjson(const cJSON *j, ts_attn_schedule *s);
 
 /* One sub-tile the kernels run: panel-relative query rows [i0, i0+br) x bc keys: the key columns
  * [j0, j0+bc) when qoff < 0, else (a COMPACT segment's item) bc / rl RUNS of rl consecutive keys

@@ -7,8 +7,9 @@
 #include <string.h>
 
 #include "attn/attn_internal.h"
+#include "core/artifact_internal.h"
 
-cJSON *ts_attn_schedule_to_json(const ts_attn_schedule *s) {
+cJSON *ts__attn_schedule_to_cjson(const ts_attn_schedule *s) {
   if (!s) return NULL;
   /* cJSON_Add*ToObject creates and attaches in one step: nothing is left unowned when its key
    * cannot be allocated (cJSON_AddItemToObject then fails, leaving the item to the caller) */
@@ -117,11 +118,30 @@ static ts_status parse(const cJSON *j, ts_attn_schedule *s) {
   return ts_attn_schedule_validate(s);
 }
 
-ts_status ts_attn_schedule_from_json(const cJSON *j, ts_attn_schedule *s) {
+ts_status ts__attn_schedule_from_cjson(const cJSON *j, ts_attn_schedule *s) {
   if (!s) return ts_error(TS_ERR_INVALID_ARG, "attn schedule json: NULL schedule");
   memset(s, 0, sizeof *s);
   if (!j) return ts_error(TS_ERR_INVALID_ARG, "attn schedule json: NULL document");
   ts_status st = parse(j, s);
   if (st != TS_OK) ts_attn_schedule_free(s);
+  return st;
+}
+
+ts_status ts_attn_schedule_to_json(const ts_attn_schedule *s, char **json) {
+  if (!s || !json) return ts_error(TS_ERR_INVALID_ARG, "ts_attn_schedule_to_json: NULL argument");
+  *json = NULL;
+  cJSON *j = ts__attn_schedule_to_cjson(s);
+  const ts_status st = ts__json_to_string(j, "attn schedule json", json);
+  cJSON_Delete(j);
+  return st;
+}
+
+ts_status ts_attn_schedule_from_json(const char *json, ts_attn_schedule *s) {
+  if (!s) return ts_error(TS_ERR_INVALID_ARG, "attn schedule json: NULL schedule");
+  memset(s, 0, sizeof *s);
+  cJSON *j = NULL;
+  TS_TRY(ts__json_from_string(json, "attn schedule json", &j));
+  const ts_status st = ts__attn_schedule_from_cjson(j, s);
+  cJSON_Delete(j);
   return st;
 }

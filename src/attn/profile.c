@@ -259,7 +259,7 @@ typedef struct get_ctx {
 static ts_status get_accept(void *ctx, const cJSON *data, const ts_provenance *prov) {
   (void)prov; /* the payload carries the same record; matches() judges it with the request */
   get_ctx *c = ctx;
-  TS_TRY(ts_attn_profile_from_json(data, c->out));
+  TS_TRY(ts__attn_profile_from_cjson(data, c->out));
   char why[256];
   if (ts_attn_profile_matches(c->out, c->o, why, sizeof why)) return TS_OK;
   if (c->o->progress) fprintf(stderr, "tessera: the cached attn profile is stale (%s): measuring again\n", why);
@@ -271,7 +271,7 @@ static ts_status get_compute(void *ctx, cJSON **data, ts_provenance *prov) {
   get_ctx *c = ctx;
   TS_TRY(ts_attn_profile_measure(c->o, c->out));
   *prov = c->out->prov;
-  if (!(*data = ts_attn_profile_to_json(c->out))) { /* measured but not kept: still a result */
+  if (!(*data = ts__attn_profile_to_cjson(c->out))) { /* measured but not kept: still a result */
     fprintf(stderr, "tessera: cannot build the attn profile's JSON: not cached\n");
   }
   return TS_OK;
@@ -280,7 +280,7 @@ static ts_status get_compute(void *ctx, cJSON **data, ts_provenance *prov) {
 static ts_status get_check(void *ctx, const cJSON *data) {
   (void)ctx;
   ts_attn_profile q;
-  TS_TRY(ts_attn_profile_from_json(data, &q));
+  TS_TRY(ts__attn_profile_from_cjson(data, &q));
   ts_attn_profile_free(&q);
   return TS_OK;
 }

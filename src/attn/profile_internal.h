@@ -2,7 +2,15 @@
 #ifndef TS_ATTN_PROFILE_INTERNAL_H
 #define TS_ATTN_PROFILE_INTERNAL_H
 
+#include <cjson/cJSON.h>
+
 #include "tessera/attn_profile.h"
+
+/* The profile as a cJSON object (the public ts_attn_profile_to_json's document; NULL on OOM) and
+ * back (the public from_json's checks; *p zeroed first, empty on error): the profile artifact's
+ * payload, the CLI and the fuzzers. */
+cJSON *ts__attn_profile_to_cjson(const ts_attn_profile *p);
+ts_status ts__attn_profile_from_cjson(const cJSON *j, ts_attn_profile *p);
 
 /* In-cache inputs for timing blocks up to nmax x nmax: Q, K, V [nmax][d] (fp32 or bf16), O. */
 typedef struct ts__attn_timer {

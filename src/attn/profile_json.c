@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn/profile_internal.h"
 #include "core/artifact_internal.h"
-#include "tessera/attn_profile.h"
-#include "tessera/io.h"
+#include "io/json_internal.h"
 
 #define FORMAT_NAME "tessera-attn-profile"
 
@@ -19,7 +19,7 @@ static cJSON *int_array(const int32_t *v, int n) {
   return a;
 }
 
-cJSON *ts_attn_profile_to_json(const ts_attn_profile *p) {
+cJSON *ts__attn_profile_to_cjson(const ts_attn_profile *p) {
   if (!p || !p->seconds || !p->overhead) return NULL;
   cJSON *j = cJSON_CreateObject(), *prov = ts__provenance_json(&p->prov);
   if (!j || !prov) return cJSON_Delete(j), cJSON_Delete(prov), NULL;
@@ -77,7 +77,7 @@ static ts_status as_format(ts_status s, const char *where) {
 
 static ts_status get_str(const cJSON *j, const char *where, const char *key, char *dst, size_t cap) {
   const char *s;
-  TS_TRY(as_format(ts_json_get_string(j, key, &s), where));
+  TS_TRY(as_format(ts__json_get_string(j, key, &s), where));
   if (strlen(s) >= cap)
     return ts_error(TS_ERR_FORMAT, "attn profile: key '%s': string of %zu bytes is longer than %zu", key, strlen(s), cap - 1);
   snprintf(dst, cap, "%s", s);
@@ -85,7 +85,7 @@ static ts_status get_str(const cJSON *j, const char *where, const char *key, cha
 }
 
 static ts_status get_int(const cJSON *j, const char *key, int64_t lo, int64_t hi, int64_t *out) {
-  TS_TRY(as_format(ts_json_get_int(j, key, out), ""));
+  TS_TRY(as_format(ts__json_get_int(j, key, out), ""));
   if (*out < lo || *out > hi)
     return ts_error(TS_ERR_FORMAT, "attn profile: key '%s': %lld is not in [%lld, %lld]", key, (long long)*out,
                     (long long)lo, (long long)hi);
@@ -188,7 +188,7 @@ static ts_status read_overhead(const cJSON *j, ts_attn_profile *q) {
   return TS_OK;
 }
 
-ts_status ts_attn_profile_from_json(const cJSON *j, ts_attn_profile *p) {
+ts_status ts__attn_profile_from_cjson(const cJSON *j, ts_attn_profile *p) {
   if (!p) return ts_error(TS_ERR_INVALID_ARG, "attn profile: NULL profile");
   memset(p, 0, sizeof *p);
   if (!cJSON_IsObject(j)) return ts_error(TS_ERR_FORMAT, "attn profile: expected a JSON object");
@@ -222,8 +222,8 @@ ts_status ts_attn_profile_from_json(const cJSON *j, ts_attn_profile *p) {
   q.repeats = (int)v;
   TS_TRY(get_int(j, "passes", 1, TS_ATTN_PROFILE_MAX_PASSES, &v));
   q.passes = (int)v;
-  TS_TRY(as_format(ts_json_get_number(j, "min_time_s", &q.min_time_s), ""));
-  TS_TRY(as_format(ts_json_get_number(j, "measure_s", &q.measure_s), ""));
+  TS_TRY(as_format(ts__json_get_number(j, "min_time_s", &q.min_time_s), ""));
+  TS_TRY(as_format(ts__json_get_number(j, "measure_s", &q.measure_s), ""));
   if (!q.prov.clock[0]) /* version 1: the clock beside the provenance */
     TS_TRY(get_str(j, "", "clock", q.prov.clock, sizeof q.prov.clock));
   if (strcmp(q.prov.clock, "wall") && strcmp(q.prov.clock, "thread_cpu"))
@@ -242,11 +242,30 @@ ts_status ts_attn_profile_from_json(const cJSON *j, ts_attn_profile *p) {
   return TS_OK;
 }
 
+ts_status ts_attn_profile_to_json(const ts_attn_profile *p, char **json) {
+  if (!p || !json) return ts_error(TS_ERR_INVALID_ARG, "ts_attn_profile_to_json: NULL argument");
+  *json = NULL;
+  cJSON *j = ts__attn_profile_to_cjson(p);
+  const ts_status s = ts__json_to_string(j, "attn profile", json);
+  cJSON_Delete(j);
+  return s;
+}
+
+ts_status ts_attn_profile_from_json(const char *json, ts_attn_profile *p) {
+  if (!p) return ts_error(TS_ERR_INVALID_ARG, "attn profile: NULL profile");
+  memset(p, 0, sizeof *p);
+  cJSON *j = NULL;
+  TS_TRY(ts__json_from_string(json, "attn profile", &j));
+  const ts_status s = ts__attn_profile_from_cjson(j, p);
+  cJSON_Delete(j);
+  return s;
+}
+
 ts_status ts_attn_profile_save(const ts_attn_profile *p, const char *path) {
   if (!p || !path) return ts_error(TS_ERR_INVALID_ARG, "attn profile save: NULL %s", p ? "path" : "profile");
-  cJSON *j = ts_attn_profile_to_json(p);
+  cJSON *j = ts__attn_profile_to_cjson(p);
   if (!j) return ts_error(TS_ERR_OOM, "attn profile save: cannot build the JSON for '%s'", path);
-  ts_status s = ts_json_write_file(path, j);
+  ts_status s = ts__json_write_file(path, j);
   cJSON_Delete(j);
   return s;
 }
@@ -255,8 +274,8 @@ ts_status ts_attn_profile_load(const char *path, ts_attn_profile *p) {
   if (!p || !path) return ts_error(TS_ERR_INVALID_ARG, "attn profile load: NULL %s", p ? "path" : "profile");
   memset(p, 0, sizeof *p);
   cJSON *j;
-  TS_TRY(ts_json_read_file(path, &j));
-  ts_status s = ts_attn_profile_from_json(j, p);
+  TS_TRY(ts__json_read_file(path, &j));
+  ts_status s = ts__attn_profile_from_cjson(j, p);
   cJSON_Delete(j);
   if (s != TS_OK) ts_error_prefix("%s: ", path);
   return s;

@@ -16,7 +16,7 @@ struct ts_attn_cost_model {
   double *ov; /* [nsizes][nsizes] */
 };
 
-ts_status ts_attn_cost_model_create(const ts_attn_profile *p, ts_attn_cost_model **out) {
+ts_status ts_attn_cost_model_create(ts_attn_cost_model **out, const ts_attn_profile *p) {
   if (!out) return ts_error(TS_ERR_INVALID_ARG, "attn cost model: NULL output");
   *out = NULL;
   if (!p || !p->seconds || !p->overhead || p->nsizes < 1 || p->ndens < 1 || p->nmenu < 1 ||

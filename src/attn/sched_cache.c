@@ -9,10 +9,10 @@
 
 #include "attn/profile_internal.h"
 #include "attn/sched_internal.h"
+#include "io/json_internal.h"
 #include "tessera/hwinfo.h"
 #include "core/artifact_internal.h"
 #include "tessera/attn_sched.h"
-#include "tessera/io.h"
 
 static void copy_str(char *dst, size_t cap, const char *src) {
   snprintf(dst, cap, "%s", src ? src : "");
@@ -117,7 +117,7 @@ static void plan_provenance(const ts_attn_plan_desc *d, ts_provenance *p) {
 /* The plan document (docs/FORMATS.md, "attention plan"); NULL on OOM (error set). */
 static cJSON *plan_doc(const char key[17], const ts_attn_plan_desc *d, const int32_t *perm, const ts_attn_schedule *s,
                        const ts_attn_sched_info *info, const ts_provenance *prov) {
-  cJSON *j = cJSON_CreateObject(), *sj = ts_attn_schedule_to_json(s), *dj = desc_json(d), *vj = ts__provenance_json(prov);
+  cJSON *j = cJSON_CreateObject(), *sj = ts__attn_schedule_to_cjson(s), *dj = desc_json(d), *vj = ts__provenance_json(prov);
   cJSON *pj = perm ? cJSON_CreateIntArray(perm, (int)s->n) : cJSON_CreateNull(); /* int32_t is int; n < 2^31 */
   if (!j || !sj || !dj || !pj || !vj) {
     cJSON_Delete(j), cJSON_Delete(sj), cJSON_Delete(dj), cJSON_Delete(pj), cJSON_Delete(vj);
@@ -169,7 +169,7 @@ ts_status ts_attn_plan_save(const char *path, const char key[17], const ts_attn_
     *slash = 0;
     st = ts_mkdirs(dir);
   }
-  if (st == TS_OK) st = ts_json_write_file(path, j);
+  if (st == TS_OK) st = ts__json_write_file(path, j);
   cJSON_Delete(j);
   return st;
 }
@@ -218,7 +218,7 @@ static ts_status parse_plan(const cJSON *j, const char *path, const char *expect
   const cJSON *pv = cJSON_GetObjectItemCaseSensitive(j, "provenance"); /* optional (plans before it) */
   ts_provenance prov;
   if (pv) TS_TRY(ts__provenance_parse(pv, path, &prov));
-  TS_TRY(ts_attn_schedule_from_json(cJSON_GetObjectItemCaseSensitive(j, "schedule"), s));
+  TS_TRY(ts__attn_schedule_from_cjson(cJSON_GetObjectItemCaseSensitive(j, "schedule"), s));
   if (s->n != d->n)
     return ts_error(TS_ERR_FORMAT, "attn plan %s: schedule n = %lld but desc n = %lld", path, (long long)s->n, (long long)d->n);
   const cJSON *pj = cJSON_GetObjectItemCaseSensitive(j, "perm");
@@ -262,7 +262,7 @@ ts_status ts_attn_plan_load(const char *path, const char *expect_key, ts_attn_pl
   if (!fp) return ts_error(TS_ERR_NOT_FOUND, "attn plan %s: no such plan file", path);
   fclose(fp);
   cJSON *j = NULL;
-  TS_TRY(ts_json_read_file(path, &j));
+  TS_TRY(ts__json_read_file(path, &j));
   ts_status st = ts__attn_plan_parse(j, path, expect_key, d, perm, s);
   cJSON_Delete(j);
   return st;

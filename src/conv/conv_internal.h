@@ -16,6 +16,33 @@ static inline size_t ts__conv_align(size_t bytes) {
 
 typedef struct ts__conv_algo_ops ts__conv_algo_ops;
 
+/* ---- plan options that are not public ---------------------------------------------------------
+ * Experiments and tests choose through them (bench_conv --wino-schedule, tests/test_conv.c),
+ * never through an environment variable the library reads. */
+enum {
+  TS__WINO_SCHED_AUTO = 0,      /* the plan's own choice (ts__wino_setup_avx512) */
+  TS__WINO_SCHED_FUSED,         /* the AVX-512 tile-lane schedules, fused or staged */
+  TS__WINO_SCHED_STAGED,
+  TS__WINO_SCHED_CLANE,         /* channels in the lanes, blocks private or shared as it chooses */
+  TS__WINO_SCHED_CLANE_PRIVATE, /* channels in the lanes, blocks private to a thread */
+  TS__WINO_SCHED_CLANE_SHARED,  /* channels in the lanes, shared blocks */
+  TS__WINO_SCHED_COUNT
+};
+typedef struct ts__conv_plan_opts {
+  int wino_schedule; /* a TS__WINO_SCHED_*; applies to Winograd plans at the AVX-512 level only
+                        (the other levels have one schedule) */
+} ts__conv_plan_opts;
+/* "auto", "fused", "staged", "clane", "clane-private", "clane-shared" and back (TS_ERR_NOT_FOUND
+ * listing them). */
+const char *ts__conv_wino_schedule_name(int sched);
+ts_status ts__conv_wino_schedule_parse(const char *name, int *out);
+/* ts_conv_plan_create with options (o NULL: the defaults, = ts_conv_plan_create). */
+ts_status ts__conv_plan_create_opts(ts_conv_plan **plan, ts_context *ctx, const ts_conv_desc *d, ts_conv_algo a,
+                                    const ts__conv_plan_opts *o);
+/* ts_conv_trial_create whose plans are made with po (NULL: the defaults). */
+ts_status ts__conv_trial_create_opts(ts_conv_trial **t, ts_context *ctx, const ts_conv_desc *d, unsigned algos,
+                                     const ts_conv_time_opts *opts, const ts__conv_plan_opts *po);
+
 struct ts_conv_plan {
   ts_conv_desc d;
   ts_conv_algo algo;
@@ -30,6 +57,7 @@ struct ts_conv_plan {
   float *bias;          /* [K], zeros when none was given */
   const ts__conv_algo_ops *ops;
   void *state;          /* algorithm-owned: packed weights, transforms, FFTW plans */
+  ts__conv_plan_opts opts;
 };
 
 /* Per-algorithm hooks. `check` returns TS_ERR_UNSUPPORTED with a message; `init` sets
@@ -106,6 +134,8 @@ typedef struct ts__wino_geom {
                                     wpv rounded up to 16), output row buffer length (tw*m rounded up to 16) */
   int clpriv;                    /* clane: 1 blocks private to a thread (no barriers), 0 shared blocks
                                     (-1 on entry to ts__wino_cl_setup: choose) */
+  int force;                     /* on entry to ts__wino_setup_avx512: a TS__WINO_SCHED_* (the plan's
+                                    options; AUTO: choose) */
   size_t workspace;              /* bytes */
 } ts__wino_geom;
 enum { TS__WINO_STAGED = 0, TS__WINO_FUSED, TS__WINO_CLANE };

@@ -85,9 +85,31 @@ ts_status ts_conv_supported(const ts_conv_desc *d, ts_conv_algo a) {
   return algo_ops[a]->check ? algo_ops[a]->check(d) : TS_OK;
 }
 
+static const char *const wino_sched_names[TS__WINO_SCHED_COUNT] = {"auto", "fused", "staged", "clane",
+                                                                   "clane-private", "clane-shared"};
+
+const char *ts__conv_wino_schedule_name(int sched) {
+  return sched >= 0 && sched < TS__WINO_SCHED_COUNT ? wino_sched_names[sched] : "unknown";
+}
+
+ts_status ts__conv_wino_schedule_parse(const char *name, int *out) {
+  for (int i = 0; name && i < TS__WINO_SCHED_COUNT; i++)
+    if (!strcmp(name, wino_sched_names[i])) return *out = i, TS_OK;
+  return ts_error(TS_ERR_NOT_FOUND,
+                  "unknown Winograd schedule '%s' (auto, fused, staged, clane, clane-private, clane-shared)",
+                  name ? name : "");
+}
+
 ts_status ts_conv_plan_create(ts_conv_plan **plan, ts_context *ctx, const ts_conv_desc *d, ts_conv_algo a) {
+  return ts__conv_plan_create_opts(plan, ctx, d, a, NULL);
+}
+
+ts_status ts__conv_plan_create_opts(ts_conv_plan **plan, ts_context *ctx, const ts_conv_desc *d, ts_conv_algo a,
+                                    const ts__conv_plan_opts *o) {
   if (!plan) return ts_error(TS_ERR_INVALID_ARG, "ts_conv_plan_create: NULL plan pointer");
   *plan = NULL;
+  if (o && (o->wino_schedule < 0 || o->wino_schedule >= TS__WINO_SCHED_COUNT))
+    return ts_error(TS_ERR_INVALID_ARG, "ts_conv_plan_create: Winograd schedule %d out of range", o->wino_schedule);
   int p, q;
   TS_TRY(ts_conv_supported(d, a));
   TS_TRY(ts_conv_output_dims(d, &p, &q));
@@ -101,6 +123,7 @@ ts_status ts_conv_plan_create(ts_conv_plan **plan, ts_context *ctx, const ts_con
   pl->p = p, pl->q = q;
   pl->cg = d->c / d->groups, pl->kg = d->k / d->groups;
   pl->ops = algo_ops[a];
+  if (o) pl->opts = *o;
   const size_t wn = (size_t)d->k * pl->cg * d->r * d->s;
   pl->weights = ts_malloc(wn * sizeof(float));
   pl->bias = ts_malloc((size_t)d->k * sizeof(float));

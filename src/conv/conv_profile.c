@@ -17,7 +17,7 @@
 
 #include "conv/conv_internal.h"
 #include "core/artifact_internal.h"
-#include "tessera/io.h"
+#include "io/json_internal.h"
 
 #define FORMAT_NAME "tessera-conv-profile"
 enum { KEY_CAP = 96 };
@@ -143,7 +143,7 @@ static ts_status load(ts_conv_profile *p, bool *stale) {
     FILE *f = fopen(p->path, "rb");
     if (!f) return TS_OK; /* no file yet: empty profile */
     fclose(f);
-    TS_TRY(ts_json_read_file(p->path, &j));
+    TS_TRY(ts__json_read_file(p->path, &j));
     const ts_status s = from_json(p, j, NULL, p->path, stale);
     cJSON_Delete(j);
     return s;
@@ -245,7 +245,7 @@ ts_status ts_conv_profile_save(const ts_conv_profile *p) {
   if (ok && !p->key[0]) ok = pj && cJSON_AddNumberToObject(j, "version", TS_CONV_PROFILE_VERSION);
   ts_status s = !ok                 ? ts_error(TS_ERR_OOM, "conv profile: out of memory for JSON")
                 : p->key[0] ? ts__artifact_store(&KIND, p->key, j, &prov)
-                                    : ts_json_write_file(p->path, j);
+                                    : ts__json_write_file(p->path, j);
   cJSON_Delete(j);
   return s;
 }

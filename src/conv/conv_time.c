@@ -88,6 +88,11 @@ static void keep_why(contender *c, const char *prefix) {
 
 ts_status ts_conv_trial_create(ts_conv_trial **out, ts_context *ctx, const ts_conv_desc *d, unsigned algos,
                                const ts_conv_time_opts *opts) {
+  return ts__conv_trial_create_opts(out, ctx, d, algos, opts, NULL);
+}
+
+ts_status ts__conv_trial_create_opts(ts_conv_trial **out, ts_context *ctx, const ts_conv_desc *d, unsigned algos,
+                                     const ts_conv_time_opts *opts, const ts__conv_plan_opts *po) {
   if (!out) return ts_error(TS_ERR_INVALID_ARG, "ts_conv_trial_create: NULL trial pointer");
   *out = NULL;
   int P, Q;
@@ -119,7 +124,7 @@ ts_status ts_conv_trial_create(ts_conv_trial **out, ts_context *ctx, const ts_co
       keep_why(c, "");
       continue;
     }
-    if (ts_conv_plan_create(&c->plan, ctx, d, c->algo) != TS_OK) {
+    if (ts__conv_plan_create_opts(&c->plan, ctx, d, c->algo, po) != TS_OK) {
       keep_why(c, "plan failed: ");
       continue;
     }

@@ -106,7 +106,7 @@ static ts_status wino_init(ts_conv_plan *pl, int m) {
                          .H = d->h, .W = d->w, .P = pl->p, .Q = pl->q, .K = d->k, .pad_top = d->pad_top,
                          .pad_left = d->pad_left, .th = st->th, .tw = st->tw, .cg = pl->cg, .kg = pl->kg,
                          .groups = d->groups, .threads = pl->threads, .kgp = st->kgp, .U = st->U, .bias = pl->bias,
-                         .relu = d->relu};
+                         .relu = d->relu, .force = pl->opts.wino_schedule};
     ts__wino_setup_avx512(g);
     pl->workspace = g->workspace;
   }

@@ -240,11 +240,12 @@ void ts__wino_setup_avx512(ts__wino_geom *g) {
       assert(i >= g->M || g->AT[i * AM + j] == (g->A == 6 ? AT4 : AT2)[i][j]);
     }
   const size_t aa = (size_t)g->A * g->A, ubytes = aa * g->cg * g->kgp * sizeof(float);
-  /* TESSERA_WINO_SCHEDULE = fused, staged, clane, clane-private or clane-shared: experiments, tests */
-  const char *force = getenv("TESSERA_WINO_SCHEDULE");
-  g->clpriv = force && !strcmp(force, "clane-private") ? 1 : force && !strcmp(force, "clane-shared") ? 0 : -1;
-  if (force && (!strcmp(force, "fused") || !strcmp(force, "staged") || !strncmp(force, "clane", 5)))
-    g->sched = !strcmp(force, "fused") ? TS__WINO_FUSED : !strcmp(force, "staged") ? TS__WINO_STAGED : TS__WINO_CLANE;
+  /* a schedule forced by the plan's options (ts__conv_plan_opts: experiments, tests) */
+  const int force = g->force;
+  g->clpriv = force == TS__WINO_SCHED_CLANE_PRIVATE ? 1 : force == TS__WINO_SCHED_CLANE_SHARED ? 0 : -1;
+  if (force == TS__WINO_SCHED_FUSED) g->sched = TS__WINO_FUSED;
+  else if (force == TS__WINO_SCHED_STAGED) g->sched = TS__WINO_STAGED;
+  else if (force == TS__WINO_SCHED_CLANE || g->clpriv >= 0) g->sched = TS__WINO_CLANE;
   else
     g->sched = g->A == 6 || g->tw < CLANE_TW_F2 ? TS__WINO_CLANE
                : ubytes <= 4 * ts__conv_l2_bytes() ? TS__WINO_FUSED /* U up to 4x L2: 4 MiB on a 1 MiB L2 */

@@ -1,8 +1,8 @@
 /* AVX-512 Winograd F(m x m, 3 x 3), channel-lane schedule: 16 channels per vector instead of the
  * 16 tiles of one tile row that conv_winograd_avx512.c puts in the lanes, which run on mostly
  * empty vectors when tile rows are short (4 of 16 lanes at 14^2, F(4,3)). The default schedule
- * (ts__wino_setup_avx512: every F(4,3) layer, F(2,3) below 96 tiles per tile row); forced with
- * TESSERA_WINO_SCHEDULE=clane, clane-private or clane-shared.
+ * (ts__wino_setup_avx512: every F(4,3) layer, F(2,3) below 96 tiles per tile row); forced by a
+ * plan's internal options (ts__conv_plan_opts: clane, clane-private or clane-shared).
  *
  * Blocks of whole tile rows over the batch, either private to a thread (V and M of a block in its
  * L2, no barriers; when U is small enough to be re-read per block from L3 and there are at least

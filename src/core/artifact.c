@@ -195,9 +195,9 @@ ts_status ts_artifact_load(const char *kind, int version, const char *key, char 
   const ts__artifact_kind kd = {kind, version};
   cJSON *d;
   TS_TRY(ts__artifact_load(&kd, key, &d, prov));
-  *data_json = cJSON_PrintUnformatted(d);
+  const ts_status s = ts__json_to_string(d, "ts_artifact_load", data_json); /* plain malloc: free() */
   cJSON_Delete(d);
-  return *data_json ? TS_OK : ts_error(TS_ERR_OOM, "ts_artifact_load: out of memory");
+  return s;
 }
 
 ts_status ts_artifact_store(const char *kind, int version, const char *key, const char *data_json,

@@ -1,17 +1,33 @@
-/* The artifact store and provenance records for the rooms (cJSON side of tessera/artifact.h and
- * tessera/measure.h). How a room keeps a kind of artifact: ARCHITECTURE.md, "Adding a subsystem". */
+/* The artifact store, provenance records and machine profile for the rooms (cJSON side of
+ * tessera/artifact.h, tessera/measure.h and tessera/hwinfo.h), and the two helpers every room's
+ * public JSON functions use: public JSON is a malloc'd NUL-terminated string (ARCHITECTURE.md,
+ * "API shape"), cJSON stays inside. How a room keeps a kind of artifact: ARCHITECTURE.md, "Adding
+ * a subsystem". */
 #ifndef TS_CORE_ARTIFACT_INTERNAL_H
 #define TS_CORE_ARTIFACT_INTERNAL_H
 
 #include <cjson/cJSON.h>
 
 #include "tessera/artifact.h"
+#include "tessera/hwinfo.h"
 #include "tessera/measure.h"
+
+/* j printed compactly into a plain malloc'd string (*out, the caller's to free(), whatever
+ * allocator ts_set_allocator installed for cJSON). TS_ERR_OOM naming `what`; j NULL (a failed
+ * to_cjson) is TS_ERR_OOM too. */
+ts_status ts__json_to_string(const cJSON *j, const char *what, char **out);
+/* Parses a NUL-terminated JSON text (*out, the caller's to cJSON_Delete). TS_ERR_FORMAT naming
+ * `what` and the byte offset; TS_ERR_OOM when an allocation failed; TS_ERR_INVALID_ARG for NULL. */
+ts_status ts__json_from_string(const char *json, const char *what, cJSON **out);
 
 /* Provenance as a cJSON object (NULL on OOM) and back (TS_ERR_FORMAT naming `what` on a field of
  * the wrong type or length; absent fields stay empty). */
 cJSON *ts__provenance_json(const ts_provenance *p);
 ts_status ts__provenance_parse(const cJSON *j, const char *what, ts_provenance *p);
+
+/* The machine profile's JSON object (NULL on OOM) and back (from_cjson names the bad field). */
+cJSON *ts__hwinfo_to_cjson(const ts_machine_profile *p);
+ts_status ts__hwinfo_from_cjson(const cJSON *j, ts_machine_profile *p);
 
 /* A room's kind of artifact: its name (the folder) and format version. */
 typedef struct ts__artifact_kind {

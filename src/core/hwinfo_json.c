@@ -79,7 +79,7 @@ ts_status ts_hwinfo_profile_key(const ts_machine_profile *p, char key[17]) {
   return TS_OK;
 }
 
-cJSON *ts_hwinfo_to_json(const ts_machine_profile *p) {
+cJSON *ts__hwinfo_to_cjson(const ts_machine_profile *p) {
   if (!p) return NULL;
   cJSON *j = cJSON_CreateObject(), *isa = cJSON_CreateArray();
   if (!j || !isa) {
@@ -170,8 +170,8 @@ static ts_status get_isa(const cJSON *j, char *dst, size_t cap) {
   return TS_OK;
 }
 
-ts_status ts_hwinfo_from_json(const cJSON *j, ts_machine_profile *p) {
-  if (!j || !p) return ts_error(TS_ERR_INVALID_ARG, "ts_hwinfo_from_json: NULL argument");
+ts_status ts__hwinfo_from_cjson(const cJSON *j, ts_machine_profile *p) {
+  if (!j || !p) return ts_error(TS_ERR_INVALID_ARG, "ts__hwinfo_from_cjson: NULL argument");
   if (!cJSON_IsObject(j)) return ts_error(TS_ERR_FORMAT, "machine profile: top level must be a JSON object");
   ts_machine_profile q;
   memset(&q, 0, sizeof q);
@@ -233,9 +233,27 @@ static bool is_store_path(const ts_machine_profile *p, const char *path, char ke
   return strcmp(path, store) == 0;
 }
 
+ts_status ts_hwinfo_to_json(const ts_machine_profile *p, char **json) {
+  if (!p || !json) return ts_error(TS_ERR_INVALID_ARG, "ts_hwinfo_to_json: NULL argument");
+  *json = NULL;
+  cJSON *j = ts__hwinfo_to_cjson(p);
+  const ts_status s = ts__json_to_string(j, "machine profile", json);
+  cJSON_Delete(j);
+  return s;
+}
+
+ts_status ts_hwinfo_from_json(const char *json, ts_machine_profile *p) {
+  if (!json || !p) return ts_error(TS_ERR_INVALID_ARG, "ts_hwinfo_from_json: NULL argument");
+  cJSON *j = NULL;
+  TS_TRY(ts__json_from_string(json, "machine profile", &j));
+  const ts_status s = ts__hwinfo_from_cjson(j, p);
+  cJSON_Delete(j);
+  return s;
+}
+
 ts_status ts_hwinfo_save(const ts_machine_profile *p, const char *path) {
   if (!p) return ts_error(TS_ERR_INVALID_ARG, "ts_hwinfo_save: profile is NULL");
-  cJSON *j = ts_hwinfo_to_json(p);
+  cJSON *j = ts__hwinfo_to_cjson(p);
   if (!j) return ts_error(TS_ERR_OOM, "out of memory serializing the machine profile");
   char key[24];
   ts_status s;
@@ -293,7 +311,7 @@ ts_status ts_hwinfo_load(const char *path, ts_machine_profile *p) {
   free(data);
   const cJSON *prof;
   ts_status s = unwrap(j, &prof);
-  if (s == TS_OK) s = ts_hwinfo_from_json(prof, p);
+  if (s == TS_OK) s = ts__hwinfo_from_cjson(prof, p);
   cJSON_Delete(j);
   if (s != TS_OK) ts_error_prefix("'%s': ", path);
   return s;
@@ -312,7 +330,7 @@ static ts_status get_accept(void *arg, const cJSON *data, const ts_provenance *p
   (void)prov; /* the profile carries its own provenance fields, checked by ts_hwinfo_matches */
   get_ctx *g = arg;
   ts_machine_profile p;
-  TS_TRY(ts_hwinfo_from_json(data, &p));
+  TS_TRY(ts__hwinfo_from_cjson(data, &p));
   const int threads = ts_context_threads(g->ctx);
   if (p.threads != threads) return ts_error(TS_ERR_FORMAT, "a profile for %d threads under key t%d", p.threads, threads);
   if (!ts_hwinfo_matches(&p, threads)) return ts_error(TS_ERR_NOT_FOUND, "measured on another machine or level");
@@ -335,7 +353,7 @@ static ts_status get_compute(void *arg, cJSON **data, ts_provenance *prov) {
   TS_TRY(ts_hwinfo_measure(g->ctx, &p));
   if (g->have_stale) ts_hwinfo_merge_max(&p, &g->stale);
   *g->out = p;
-  *data = ts_hwinfo_to_json(&p);
+  *data = ts__hwinfo_to_cjson(&p);
   if (!*data) return ts_error(TS_ERR_OOM, "out of memory serializing the machine profile");
   profile_provenance(&p, prov);
   return TS_OK;
@@ -344,7 +362,7 @@ static ts_status get_compute(void *arg, cJSON **data, ts_provenance *prov) {
 static ts_status get_check(void *arg, const cJSON *data) {
   (void)arg;
   ts_machine_profile p;
-  return ts_hwinfo_from_json(data, &p);
+  return ts__hwinfo_from_cjson(data, &p);
 }
 
 ts_status ts_hwinfo_get(const ts_context *ctx, ts_machine_profile *p) {

@@ -1,6 +1,7 @@
 /* Provenance records (where and when something was measured or planned) and the one hash for
  * cache keys (tessera/measure.h). */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,20 +98,49 @@ ts_status ts_provenance_to_json(const ts_provenance *p, char **json) {
   if (!p || !json) return ts_error(TS_ERR_INVALID_ARG, "ts_provenance_to_json: NULL argument");
   *json = NULL;
   cJSON *j = ts__provenance_json(p);
-  char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+  const ts_status s = ts__json_to_string(j, "ts_provenance_to_json", json);
   cJSON_Delete(j);
-  if (!s) return ts_error(TS_ERR_OOM, "ts_provenance_to_json: out of memory");
-  *json = s;
-  return TS_OK;
+  return s;
 }
 
 ts_status ts_provenance_from_json(const char *json, ts_provenance *p) {
   if (!json || !p) return ts_error(TS_ERR_INVALID_ARG, "ts_provenance_from_json: NULL argument");
-  cJSON *j = cJSON_Parse(json);
-  if (!j) return ts_error(TS_ERR_FORMAT, "provenance: not valid JSON");
+  cJSON *j = NULL;
+  TS_TRY(ts__json_from_string(json, "provenance", &j));
   const ts_status s = ts__provenance_parse(j, "provenance", p);
   cJSON_Delete(j);
   return s;
+}
+
+/* ---- public JSON strings ------------------------------------------------------------------ */
+
+ts_status ts__json_to_string(const cJSON *j, const char *what, char **out) {
+  *out = NULL;
+  char *text = j ? cJSON_PrintUnformatted(j) : NULL; /* cJSON's allocator (the hooks, when set) */
+  const size_t n = text ? strlen(text) + 1 : 0;
+  char *s = text ? malloc(n) : NULL; /* the caller's to free(): plain malloc memory */
+  if (s) memcpy(s, text, n);
+  cJSON_free(text);
+  if (!s) return ts_error(TS_ERR_OOM, "%s: out of memory formatting JSON", what);
+  *out = s;
+  return TS_OK;
+}
+
+ts_status ts__json_from_string(const char *json, const char *what, cJSON **out) {
+  *out = NULL;
+  if (!json) return ts_error(TS_ERR_INVALID_ARG, "%s: JSON text is NULL", what);
+  const char *end = NULL;
+  errno = 0;
+  cJSON *j = cJSON_ParseWithOpts(json, &end, 1);
+  if (!j && errno == ENOMEM) /* an allocation failed (malloc and the allocator hooks set ENOMEM), not the text */
+    return ts_error(TS_ERR_OOM, "%s: out of memory parsing JSON", what);
+  if (!j) {
+    const size_t len = strlen(json);
+    const size_t off = end && end >= json && end <= json + len ? (size_t)(end - json) : len;
+    return ts_error(TS_ERR_FORMAT, "%s: invalid JSON at byte %zu", what, off);
+  }
+  *out = j;
+  return TS_OK;
 }
 
 /* ---- keys ------------------------------------------------------------------------------- */

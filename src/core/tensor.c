@@ -24,7 +24,7 @@ static ts_allocator g_alloc = {default_alloc, default_free, NULL};
 static void *cjson_alloc(size_t bytes) {
   const size_t a = 16, n = bytes ? (bytes + a - 1) & ~(a - 1) : a;
   void *p = n < bytes ? NULL : g_alloc.alloc(g_alloc.user, n, a);
-  if (!p) errno = ENOMEM; /* as malloc: ts_json_read_mem tells a failed allocation from a bad text by it */
+  if (!p) errno = ENOMEM; /* as malloc: ts__json_read_mem tells a failed allocation from a bad text by it */
   return p;
 }
 static void cjson_free(void *p) {

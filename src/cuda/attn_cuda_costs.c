@@ -11,9 +11,9 @@
 #include "attn/profile_internal.h"
 #include "core/artifact_internal.h"
 #include "cuda/attn_cuda_internal.h"
+#include "io/json_internal.h"
 #include "tessera/hwinfo.h"
 #include "tessera/attn_cuda.h"
-#include "tessera/io.h"
 
 #define FORMAT_NAME "tessera cuda attention costs"
 #define FORMAT_VERSION 1
@@ -73,7 +73,7 @@ ts_status ts_attn_cuda_costs_save(const ts_attn_cuda_costs *c, const char *path)
   if (!c || !path) return ts_error(TS_ERR_INVALID_ARG, "cuda costs save: NULL argument");
   cJSON *j = ts__cuda_costs_to_json(c);
   if (!j) return ts_error(TS_ERR_OOM, "cuda costs save: out of memory");
-  ts_status st = ts_json_write_file(path, j);
+  ts_status st = ts__json_write_file(path, j);
   cJSON_Delete(j);
   return st;
 }
@@ -97,27 +97,27 @@ static ts_status parse(const cJSON *j, const char *path, ts_attn_cuda_costs *c) 
   memset(c, 0, sizeof *c);
   if (!cJSON_IsObject(j)) return ts_error(TS_ERR_FORMAT, "%s: expected a JSON object", path);
   const char *s;
-  ts_status st = ts_json_get_string(j, "format", &s);
+  ts_status st = ts__json_get_string(j, "format", &s);
   if (st != TS_OK || strcmp(s, FORMAT_NAME) != 0)
     return ts_error(TS_ERR_FORMAT, "%s: 'format' must be \"%s\"", path, FORMAT_NAME);
   int64_t v;
-  if (ts_json_get_int(j, "version", &v) != TS_OK || v < 1)
+  if (ts__json_get_int(j, "version", &v) != TS_OK || v < 1)
     return ts_error(TS_ERR_FORMAT, "%s: 'version' must be a positive integer", path);
   if (v > FORMAT_VERSION)
     return ts_error(TS_ERR_UNSUPPORTED, "%s: version %lld is newer than this tessera reads (%d)", path, (long long)v, FORMAT_VERSION);
-  if (ts_json_get_string(j, "device", &s) != TS_OK || strlen(s) >= sizeof c->device)
+  if (ts__json_get_string(j, "device", &s) != TS_OK || strlen(s) >= sizeof c->device)
     return ts_error(TS_ERR_FORMAT, "%s: 'device' must be a string of at most %zu characters", path, sizeof c->device - 1);
   snprintf(c->device, sizeof c->device, "%s", s);
-  if (ts_json_get_string(j, "date", &s) != TS_OK || strlen(s) >= sizeof c->date)
+  if (ts__json_get_string(j, "date", &s) != TS_OK || strlen(s) >= sizeof c->date)
     return ts_error(TS_ERR_FORMAT, "%s: 'date' must be a string of at most %zu characters", path, sizeof c->date - 1);
   snprintf(c->date, sizeof c->date, "%s", s);
-  if (ts_json_get_int(j, "d", &v) != TS_OK || v < 1 || v > 256)
+  if (ts__json_get_int(j, "d", &v) != TS_OK || v < 1 || v > 256)
     return ts_error(TS_ERR_FORMAT, "%s: 'd' must be an integer in [1, 256]", path);
   c->d = v;
-  if (ts_json_get_string(j, "dtype", &s) != TS_OK || (strcmp(s, "f32") != 0 && strcmp(s, "bf16") != 0))
+  if (ts__json_get_string(j, "dtype", &s) != TS_OK || (strcmp(s, "f32") != 0 && strcmp(s, "bf16") != 0))
     return ts_error(TS_ERR_FORMAT, "%s: 'dtype' must be \"f32\" or \"bf16\"", path);
   c->bf16 = strcmp(s, "bf16") == 0;
-  if (ts_json_get_bool(j, "measured", &c->measured) != TS_OK)
+  if (ts__json_get_bool(j, "measured", &c->measured) != TS_OK)
     return ts_error(TS_ERR_FORMAT, "%s: 'measured' must be true or false", path);
   const cJSON *names = cJSON_GetObjectItemCaseSensitive(j, "classes");
   if (!cJSON_IsArray(names) || cJSON_GetArraySize(names) != 4)
@@ -142,7 +142,7 @@ ts_status ts__cuda_costs_from_json(const cJSON *j, const char *name, ts_attn_cud
 ts_status ts_attn_cuda_costs_load(const char *path, ts_attn_cuda_costs *c) {
   if (!path || !c) return ts_error(TS_ERR_INVALID_ARG, "cuda costs load: NULL argument");
   cJSON *j;
-  TS_TRY(ts_json_read_file(path, &j));
+  TS_TRY(ts__json_read_file(path, &j));
   ts_attn_cuda_costs tmp;
   memset(&tmp, 0, sizeof tmp);
   ts_status st = parse(j, path, &tmp);

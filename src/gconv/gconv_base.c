@@ -182,7 +182,7 @@ static ts_status gemm_conv(const ts_gconv_base *b, const float *x, float *y) {
   return TS_OK;
 }
 
-ts_status ts_gconv_base_run(const ts_gconv_base *b, const float *in, float *out) {
+ts_status ts_gconv_base_run(ts_gconv_base *b, const float *in, float *out) {
   if (!b || !in || !out) return ts_error(TS_ERR_INVALID_ARG, "gconv baseline run: NULL argument");
   const ts_gconv_layer *l = &b->l;
   int ho, wo;

@@ -18,7 +18,7 @@ static ts_gconv_cost *alloc_model(int nrows, int nk) {
   return m;
 }
 
-ts_status ts_gconv_cost_create(const ts_gconv_profile *p, ts_gconv_cost **out) {
+ts_status ts_gconv_cost_create(ts_gconv_cost **out, const ts_gconv_profile *p) {
   if (!p || !out || !p->seconds || p->nrows < 1 || p->nk < 1 || p->nrows > TS_GCONV_PROFILE_MAX ||
       p->nk > TS_GCONV_PROFILE_MAX)
     return ts_error(TS_ERR_INVALID_ARG, "gconv cost: bad profile");

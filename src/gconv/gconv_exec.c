@@ -179,7 +179,7 @@ ts_status ts_gconv_exec_create(ts_gconv_exec **out, ts_context *ctx, const ts_gc
   return TS_OK;
 }
 
-ts_status ts_gconv_execute(const ts_gconv_exec *e, const float *in, float *out) {
+ts_status ts_gconv_execute(ts_gconv_exec *e, const float *in, float *out) {
   if (!e || !in || !out) return ts_error(TS_ERR_INVALID_ARG, "gconv execute: NULL argument");
   const ts_gconv_layer *l = &e->l;
   const ts__gconv_geom *g = &e->g;

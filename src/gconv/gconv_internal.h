@@ -4,9 +4,17 @@
 #ifndef TS_GCONV_INTERNAL_H
 #define TS_GCONV_INTERNAL_H
 
+#include <cjson/cJSON.h>
+
 #include "core/dispatch.h"
 #include "tessera/gconv.h"
 #include "tessera/measure.h"
+
+/* The plan as a cJSON object (the public ts_gconv_plan_to_json's document) and back (`name`
+ * labels the errors; *out zeroed first, empty on error): the plan artifact, the CLI, the tests
+ * and the fuzzers. */
+ts_status ts__gconv_plan_to_cjson(const ts_gconv_plan *p, cJSON **out);
+ts_status ts__gconv_plan_from_cjson(const cJSON *j, const char *name, ts_gconv_plan *out);
 
 /* ---- kernels ---------------------------------------------------------------------------------
  * One partition over columns [j0, j1): see ts_gconv_kernel_run. Arguments are trusted. */

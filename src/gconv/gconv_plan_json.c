@@ -8,8 +8,8 @@
 
 #include "core/artifact_internal.h"
 #include "gconv/gconv_internal.h"
+#include "io/json_internal.h"
 #include "tessera/hwinfo.h"
-#include "tessera/io.h"
 
 #define FORMAT_NAME "tessera-gconv-plan"
 #define PLAN_VERSION 2 /* 2: in an artifact envelope, keys hashed with ts_hash */
@@ -36,7 +36,7 @@ static bool add_parts(cJSON *j, const char *key, const ts_gconv_part *parts, int
 
 static void hex(char *buf, uint64_t v) { snprintf(buf, 17, "%016" PRIx64, v); }
 
-ts_status ts_gconv_plan_to_json(const ts_gconv_plan *p, cJSON **out) {
+ts_status ts__gconv_plan_to_cjson(const ts_gconv_plan *p, cJSON **out) {
   *out = NULL;
   cJSON *j = cJSON_CreateObject(), *ly = NULL, *cands = NULL;
   char h1[17], h2[17];
@@ -94,7 +94,7 @@ static ts_status bad(const char *name, const char *field, const char *why) {
 }
 
 static ts_status get_int(const char *name, const cJSON *o, const char *key, int64_t lo, int64_t hi, int64_t *v) {
-  if (ts_json_get_int(o, key, v) != TS_OK || *v < lo || *v > hi) {
+  if (ts__json_get_int(o, key, v) != TS_OK || *v < lo || *v > hi) {
     char why[96];
     snprintf(why, sizeof why, "missing or not an integer in [%lld, %lld]", (long long)lo, (long long)hi);
     return bad(name, key, why);
@@ -104,14 +104,14 @@ static ts_status get_int(const char *name, const cJSON *o, const char *key, int6
 
 static double num_or(const cJSON *o, const char *key, double def) {
   double v;
-  return ts_json_get_number(o, key, &v) == TS_OK ? v : def;
+  return ts__json_get_number(o, key, &v) == TS_OK ? v : def;
 }
 
 /* An optional integer field in [0, INT32_MAX] (0 when absent). */
 static ts_status count_or_zero(const char *name, const cJSON *o, const char *key, int32_t *out) {
   double v;
   *out = 0;
-  if (ts_json_get_number(o, key, &v) != TS_OK) return TS_OK;
+  if (ts__json_get_number(o, key, &v) != TS_OK) return TS_OK;
   if (!(v >= 0 && v <= (double)INT32_MAX) || v != floor(v)) return bad(name, key, "not an integer in [0, 2^31)");
   *out = (int32_t)v;
   return TS_OK;
@@ -164,10 +164,10 @@ static ts_status read_parts(const char *name, const char *key, const cJSON *j, c
   return TS_OK;
 }
 
-ts_status ts_gconv_plan_from_json(const cJSON *j, const char *name, ts_gconv_plan *out) {
+ts_status ts__gconv_plan_from_cjson(const cJSON *j, const char *name, ts_gconv_plan *out) {
   memset(out, 0, sizeof *out);
   const char *str;
-  if (ts_json_get_string(j, "format", &str) != TS_OK || strcmp(str, FORMAT_NAME) != 0)
+  if (ts__json_get_string(j, "format", &str) != TS_OK || strcmp(str, FORMAT_NAME) != 0)
     return bad(name, "format", "not " FORMAT_NAME);
   int64_t v;
   TS_TRY(get_int(name, j, "version", 1, PLAN_VERSION, &v));
@@ -182,35 +182,35 @@ ts_status ts_gconv_plan_from_json(const cJSON *j, const char *name, ts_gconv_pla
   if (ts_gconv_layer_check(&p.layer) != TS_OK) return bad(name, "layer", ts_last_error());
   TS_TRY(get_int(name, j, "nnz", 0, (int64_t)p.layer.cin * p.layer.cout, &p.nnz));
   const char *ch, *kh;
-  if (ts_json_get_string(j, "conn_hash", &ch) != TS_OK || sscanf(ch, "%" SCNx64, &p.conn_hash) != 1)
+  if (ts__json_get_string(j, "conn_hash", &ch) != TS_OK || sscanf(ch, "%" SCNx64, &p.conn_hash) != 1)
     return bad(name, "conn_hash", "missing or not hex");
-  if (ts_json_get_string(j, "key", &kh) != TS_OK || sscanf(kh, "%" SCNx64, &p.key) != 1) return bad(name, "key", "missing or not hex");
-  if (ts_json_get_string(j, "method", &str) != TS_OK || ts_reorder_method_parse(str, &p.method) != TS_OK)
+  if (ts__json_get_string(j, "key", &kh) != TS_OK || sscanf(kh, "%" SCNx64, &p.key) != 1) return bad(name, "key", "missing or not hex");
+  if (ts__json_get_string(j, "method", &str) != TS_OK || ts_reorder_method_parse(str, &p.method) != TS_OK)
     return bad(name, "method", "not a reorder method name");
-  if (ts_json_get_string(j, "solver", &str) != TS_OK || ts_gconv_solver_parse(str, &p.solver) != TS_OK)
+  if (ts__json_get_string(j, "solver", &str) != TS_OK || ts_gconv_solver_parse(str, &p.solver) != TS_OK)
     return bad(name, "solver", "not ilp or greedy");
   p.pred_ms = num_or(j, "pred_ms", 0), p.dense_pred_ms = num_or(j, "dense_pred_ms", 0), p.plan_ms = num_or(j, "plan_ms", 0);
-  if (ts_json_get_string(j, "cost_source", &str) == TS_OK) snprintf(p.cost_source, sizeof p.cost_source, "%s", str);
-  if (ts_json_get_string(j, "cpu_model", &str) == TS_OK) snprintf(p.cpu_model, sizeof p.cpu_model, "%s", str);
+  if (ts__json_get_string(j, "cost_source", &str) == TS_OK) snprintf(p.cost_source, sizeof p.cost_source, "%s", str);
+  if (ts__json_get_string(j, "cpu_model", &str) == TS_OK) snprintf(p.cpu_model, sizeof p.cpu_model, "%s", str);
   p.best_none = -1;
   const cJSON *cands = cJSON_GetObjectItemCaseSensitive(j, "candidates"), *e;
   cJSON_ArrayForEach(e, cands) {
     if (p.ncand == TS_GCONV_MAX_CANDIDATES) break;
     ts_gconv_candidate *c = &p.cand[p.ncand];
-    if (ts_json_get_string(e, "method", &str) != TS_OK || ts_reorder_method_parse(str, &c->method) != TS_OK)
+    if (ts__json_get_string(e, "method", &str) != TS_OK || ts_reorder_method_parse(str, &c->method) != TS_OK)
       return bad(name, "candidates.method", "not a reorder method name");
     if (c->method == TS_REORDER_NONE) p.best_none = p.ncand;
     c->reorder_ms = num_or(e, "reorder_ms", 0), c->knapsack_ms = num_or(e, "knapsack_ms", 0);
     c->greedy_ms = num_or(e, "greedy_ms", 0), c->ilp_ms = num_or(e, "ilp_ms", 0);
     c->greedy_pred_ms = num_or(e, "greedy_pred_ms", 0), c->pred_ms = num_or(e, "pred_ms", 0);
     c->knapsack_pred_ms = num_or(e, "knapsack_pred_ms", 0), c->segment_pred_ms = num_or(e, "segment_pred_ms", 0);
-    c->segment_won = ts_json_get_string(e, "start", &str) == TS_OK && strcmp(str, "segment") == 0;
+    c->segment_won = ts__json_get_string(e, "start", &str) == TS_OK && strcmp(str, "segment") == 0;
     TS_TRY(count_or_zero(name, e, "nparts", &c->nparts));
     TS_TRY(count_or_zero(name, e, "ilp_solves", &c->ilp_solves));
     TS_TRY(count_or_zero(name, e, "ilp_improved", &c->ilp_improved));
     bool b;
-    if (ts_json_get_bool(e, "ilp_ran", &b) == TS_OK) c->ilp_ran = b;
-    if (ts_json_get_bool(e, "ilp_timeout", &b) == TS_OK) c->ilp_timeout = b;
+    if (ts__json_get_bool(e, "ilp_ran", &b) == TS_OK) c->ilp_ran = b;
+    if (ts__json_get_bool(e, "ilp_timeout", &b) == TS_OK) c->ilp_timeout = b;
     p.ncand++;
   }
   ts_status s = read_parts(name, "parts", j, &p.layer, &p.parts, &p.rows_buf, &p.in_buf, &p.nparts);
@@ -224,10 +224,30 @@ ts_status ts_gconv_plan_from_json(const cJSON *j, const char *name, ts_gconv_pla
   return TS_OK;
 }
 
+ts_status ts_gconv_plan_to_json(const ts_gconv_plan *p, char **json) {
+  if (!p || !json) return ts_error(TS_ERR_INVALID_ARG, "ts_gconv_plan_to_json: NULL argument");
+  *json = NULL;
+  cJSON *j;
+  TS_TRY(ts__gconv_plan_to_cjson(p, &j));
+  const ts_status s = ts__json_to_string(j, "gconv plan", json);
+  cJSON_Delete(j);
+  return s;
+}
+
+ts_status ts_gconv_plan_from_json(const char *json, ts_gconv_plan *out) {
+  if (!out) return ts_error(TS_ERR_INVALID_ARG, "ts_gconv_plan_from_json: NULL plan");
+  memset(out, 0, sizeof *out);
+  cJSON *j = NULL;
+  TS_TRY(ts__json_from_string(json, "gconv plan", &j));
+  const ts_status s = ts__gconv_plan_from_cjson(j, "gconv plan", out);
+  cJSON_Delete(j);
+  return s;
+}
+
 ts_status ts_gconv_plan_save(const ts_gconv_plan *p, const char *path) {
   cJSON *j;
-  TS_TRY(ts_gconv_plan_to_json(p, &j));
-  ts_status s = ts_json_write_file(path, j);
+  TS_TRY(ts__gconv_plan_to_cjson(p, &j));
+  ts_status s = ts__json_write_file(path, j);
   cJSON_Delete(j);
   return s;
 }
@@ -235,8 +255,8 @@ ts_status ts_gconv_plan_save(const ts_gconv_plan *p, const char *path) {
 ts_status ts_gconv_plan_load(const char *path, ts_gconv_plan *out) {
   memset(out, 0, sizeof *out);
   cJSON *j;
-  TS_TRY(ts_json_read_file(path, &j));
-  ts_status s = ts_gconv_plan_from_json(j, path, out);
+  TS_TRY(ts__json_read_file(path, &j));
+  ts_status s = ts__gconv_plan_from_cjson(j, path, out);
   cJSON_Delete(j);
   return s;
 }
@@ -261,7 +281,7 @@ typedef struct plan_get {
 static ts_status plan_accept(void *ctx, const cJSON *data, const ts_provenance *prov) {
   plan_get *g = ctx;
   (void)prov;
-  TS_TRY(ts_gconv_plan_from_json(data, "cached gconv plan", g->out));
+  TS_TRY(ts__gconv_plan_from_cjson(data, "cached gconv plan", g->out));
   ts_status s = TS_OK;
   if (g->out->key != g->key || g->out->conn_hash != ts_gconv_conn_hash(g->conn) ||
       memcmp(&g->out->layer, g->l, sizeof *g->l) != 0)
@@ -277,7 +297,7 @@ static ts_status plan_compute(void *ctx, cJSON **data, ts_provenance *prov) {
   TS_TRY(ts_gconv_plan_make(g->l, g->conn, g->m, g->o, g->out));
   ts_provenance_here(prov, ts_gconv_kernel_isa(), 0);
   ts_hwinfo_profile_key_here(0, prov->profile);
-  if (ts_gconv_plan_to_json(g->out, data) != TS_OK) { /* planned, just not kept */
+  if (ts__gconv_plan_to_cjson(g->out, data) != TS_OK) { /* planned, just not kept */
     fprintf(stderr, "tessera: could not cache the gconv plan: %s\n", ts_last_error());
     ts_error_clear();
     *data = NULL;

@@ -7,7 +7,7 @@
 
 #include "core/artifact_internal.h"
 #include "gconv/gconv_internal.h"
-#include "tessera/io.h"
+#include "io/json_internal.h"
 
 #define FORMAT_NAME "tessera-gconv-profile"
 static const ts__artifact_kind KIND = {TS__GCONV_PROFILE_KIND, TS_GCONV_PROFILE_VERSION};
@@ -82,7 +82,7 @@ ts_status ts_gconv_profile_save(const ts_gconv_profile *p, const char *path) {
   TS_TRY(ts__gconv_profile_to_json(p, !store, &j));
   ts_provenance pv;
   ts__gconv_profile_prov(p, &pv);
-  ts_status s = store ? ts__artifact_store(&KIND, key, j, &pv) : ts_json_write_file(path, j);
+  ts_status s = store ? ts__artifact_store(&KIND, key, j, &pv) : ts__json_write_file(path, j);
   cJSON_Delete(j);
   return s;
 }
@@ -93,7 +93,7 @@ static ts_status fmt(const char *path, const char *field, const char *why) {
 
 static ts_status get_str(const char *path, const cJSON *o, const char *key, char *dst, size_t cap) {
   const char *v;
-  if (ts_json_get_string(o, key, &v) != TS_OK) return fmt(path, key, "missing or not a string");
+  if (ts__json_get_string(o, key, &v) != TS_OK) return fmt(path, key, "missing or not a string");
   if (strlen(v) >= cap) return fmt(path, key, "too long");
   snprintf(dst, cap, "%s", v);
   return TS_OK;
@@ -126,9 +126,9 @@ ts_status ts__gconv_profile_parse(const cJSON *j, const ts_provenance *env, cons
   double v;
   const cJSON *prov = cJSON_GetObjectItemCaseSensitive(j, "provenance");
   ts_status s = TS_OK;
-  if (ts_json_get_string(j, "format", &format) != TS_OK || strcmp(format, FORMAT_NAME) != 0)
+  if (ts__json_get_string(j, "format", &format) != TS_OK || strcmp(format, FORMAT_NAME) != 0)
     s = fmt(path, "format", "not " FORMAT_NAME);
-  if (s == TS_OK && (ts_json_get_number(j, "version", &v) != TS_OK || !(v >= 1) || v != floor(v)))
+  if (s == TS_OK && (ts__json_get_number(j, "version", &v) != TS_OK || !(v >= 1) || v != floor(v)))
     s = fmt(path, "version", "missing or not a positive integer");
   if (s == TS_OK && v > TS_GCONV_PROFILE_VERSION)
     s = ts_error(TS_ERR_UNSUPPORTED, "%s: gconv profile version %g is newer than %d", path, v, TS_GCONV_PROFILE_VERSION);
@@ -147,12 +147,12 @@ ts_status ts__gconv_profile_parse(const cJSON *j, const ts_provenance *env, cons
   }
   if (s == TS_OK) s = get_str(path, j, "level", p.level, sizeof p.level);
   if (s == TS_OK) s = get_str(path, j, "clock", p.clock, sizeof p.clock);
-  if (s == TS_OK && ts_json_get_number(j, "passes", &v) == TS_OK) {
+  if (s == TS_OK && ts__json_get_number(j, "passes", &v) == TS_OK) {
     if (!(v >= 0 && v <= 1e6) || v != floor(v)) s = fmt(path, "passes", "not an integer in [0, 1e6]");
     else p.passes = (int)v;
   }
-  if (s == TS_OK && ts_json_get_number(j, "min_time_s", &v) == TS_OK) p.min_time_s = v;
-  if (s == TS_OK && ts_json_get_number(j, "measure_s", &v) == TS_OK) p.measure_s = v;
+  if (s == TS_OK && ts__json_get_number(j, "min_time_s", &v) == TS_OK) p.min_time_s = v;
+  if (s == TS_OK && ts__json_get_number(j, "measure_s", &v) == TS_OK) p.measure_s = v;
   if (s == TS_OK) s = get_grid(path, j, "rows", p.rows, &p.nrows, 4096);
   if (s == TS_OK) s = get_grid(path, j, "ks", p.ks, &p.nk, INT32_MAX);
   const cJSON *sec = cJSON_GetObjectItemCaseSensitive(j, "seconds");
@@ -220,7 +220,7 @@ ts_status ts_gconv_profile_load(const char *path, ts_gconv_profile *out) {
   if (!f) return ts_error(TS_ERR_NOT_FOUND, "%s: no gconv profile there", path);
   fclose(f);
   cJSON *j;
-  TS_TRY(ts_json_read_file(path, &j));
+  TS_TRY(ts__json_read_file(path, &j));
   ts_status s = ts__gconv_profile_from_json(j, path, out);
   cJSON_Delete(j);
   return s;

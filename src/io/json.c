@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tessera/io.h"
+#include "io/json_internal.h"
 
 /* 1-based line and column (in bytes) of offset `off` in buf. */
 static void line_col(const char *buf, size_t off, long *line, long *col) {
@@ -18,8 +18,8 @@ static void line_col(const char *buf, size_t off, long *line, long *col) {
   *line = ln, *col = c;
 }
 
-ts_status ts_json_read_mem(const char *buf, size_t len, const char *name, cJSON **out) {
-  if (!out) return ts_error(TS_ERR_INVALID_ARG, "ts_json_read_mem: out is NULL");
+ts_status ts__json_read_mem(const char *buf, size_t len, const char *name, cJSON **out) {
+  if (!out) return ts_error(TS_ERR_INVALID_ARG, "ts__json_read_mem: out is NULL");
   *out = NULL;
   if (!name) name = "<memory>";
   if (!buf && len) return ts_error(TS_ERR_INVALID_ARG, "%s: buffer is NULL", name);
@@ -61,20 +61,20 @@ ts_status ts_json_read_mem(const char *buf, size_t len, const char *name, cJSON 
   return TS_OK;
 }
 
-ts_status ts_json_read_file(const char *path, cJSON **out) {
-  if (!out) return ts_error(TS_ERR_INVALID_ARG, "ts_json_read_file: out is NULL");
+ts_status ts__json_read_file(const char *path, cJSON **out) {
+  if (!out) return ts_error(TS_ERR_INVALID_ARG, "ts__json_read_file: out is NULL");
   *out = NULL;
-  if (!path) return ts_error(TS_ERR_INVALID_ARG, "ts_json_read_file: path is NULL");
+  if (!path) return ts_error(TS_ERR_INVALID_ARG, "ts__json_read_file: path is NULL");
   char *data;
   size_t n;
   TS_TRY(ts_read_file(path, &data, &n));
-  ts_status s = ts_json_read_mem(data, n, path, out);
+  ts_status s = ts__json_read_mem(data, n, path, out);
   free(data);
   return s;
 }
 
-ts_status ts_json_write_file(const char *path, const cJSON *j) {
-  if (!path || !j) return ts_error(TS_ERR_INVALID_ARG, "ts_json_write_file: %s is NULL", path ? "json" : "path");
+ts_status ts__json_write_file(const char *path, const cJSON *j) {
+  if (!path || !j) return ts_error(TS_ERR_INVALID_ARG, "ts__json_write_file: %s is NULL", path ? "json" : "path");
   char *text = cJSON_Print(j); /* cJSON's allocator (the hooks, when set): freed with cJSON_free */
   if (!text) return ts_error(TS_ERR_OOM, "cannot format JSON for '%s'", path);
   size_t n = strlen(text);
@@ -108,7 +108,7 @@ static ts_status lookup(const cJSON *obj, const char *key, const cJSON **v) {
   return TS_OK;
 }
 
-ts_status ts_json_get_number(const cJSON *obj, const char *key, double *out) {
+ts_status ts__json_get_number(const cJSON *obj, const char *key, double *out) {
   const cJSON *v;
   TS_TRY(lookup(obj, key, &v));
   char b[80];
@@ -118,9 +118,9 @@ ts_status ts_json_get_number(const cJSON *obj, const char *key, double *out) {
   return TS_OK;
 }
 
-ts_status ts_json_get_int(const cJSON *obj, const char *key, int64_t *out) {
+ts_status ts__json_get_int(const cJSON *obj, const char *key, int64_t *out) {
   double d = 0;
-  TS_TRY(ts_json_get_number(obj, key, &d));
+  TS_TRY(ts__json_get_number(obj, key, &d));
   /* |d| < 2^53: beyond that a JSON number no longer identifies one integer through a double. */
   if (!(d == floor(d) && fabs(d) <= 9007199254740992.0))
     return ts_error(TS_ERR_FORMAT, "key '%s': expected an integer, found %.17g", key, d);
@@ -128,7 +128,7 @@ ts_status ts_json_get_int(const cJSON *obj, const char *key, int64_t *out) {
   return TS_OK;
 }
 
-ts_status ts_json_get_string(const cJSON *obj, const char *key, const char **out) {
+ts_status ts__json_get_string(const cJSON *obj, const char *key, const char **out) {
   const cJSON *v;
   TS_TRY(lookup(obj, key, &v));
   char b[80];
@@ -138,7 +138,7 @@ ts_status ts_json_get_string(const cJSON *obj, const char *key, const char **out
   return TS_OK;
 }
 
-ts_status ts_json_get_bool(const cJSON *obj, const char *key, bool *out) {
+ts_status ts__json_get_bool(const cJSON *obj, const char *key, bool *out) {
   const cJSON *v;
   TS_TRY(lookup(obj, key, &v));
   char b[80];

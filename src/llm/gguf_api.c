@@ -39,7 +39,7 @@ static ts_gguf *new_handle(const char *name) {
   return g;
 }
 
-ts_status ts_gguf_open_mem(const void *data, size_t size, const char *name, ts_gguf **out) {
+ts_status ts_gguf_open_mem(ts_gguf **out, const void *data, size_t size, const char *name) {
   if (!out || (!data && size)) return ts_error(TS_ERR_INVALID_ARG, "ts_gguf_open_mem: NULL argument");
   *out = NULL;
   ts_gguf *g = new_handle(name);
@@ -49,7 +49,7 @@ ts_status ts_gguf_open_mem(const void *data, size_t size, const char *name, ts_g
   return finish_open(g, out);
 }
 
-ts_status ts_gguf_open(const char *path, ts_gguf **out) {
+ts_status ts_gguf_open(ts_gguf **out, const char *path) {
   if (!path || !out) return ts_error(TS_ERR_INVALID_ARG, "ts_gguf_open: NULL argument");
   *out = NULL;
   ts_gguf *g = new_handle(path);

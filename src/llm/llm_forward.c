@@ -40,10 +40,9 @@ void ts_llm_state_destroy(ts_llm_state *s) {
   if (!s) return;
   ts__pool_destroy(s->pool); /* its threads first: they read the state */
   if (s->counted) {
-    ts_llm_model *mm = (ts_llm_model *)s->m;
-    pthread_mutex_lock(&mm->lock);
-    mm->nstates--;
-    pthread_mutex_unlock(&mm->lock);
+    pthread_mutex_lock(&s->m->lock);
+    s->m->nstates--;
+    pthread_mutex_unlock(&s->m->lock);
   }
   for (int i = 0; i < s->nmem; i++) ts_free(s->mem[i]);
   free(s->mem);
@@ -69,7 +68,7 @@ static void rope_table(ts_llm_state *s) {
   }
 }
 
-ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int n_ctx, int n_batch, ts_llm_state **out) {
+ts_status ts_llm_state_create(ts_llm_state **out, ts_llm_model *m, const ts_context *ctx, int n_ctx, int n_batch) {
   if (!m || !out) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_state_create: NULL argument");
   *out = NULL;
   if (n_ctx < 1 || n_ctx > (1 << 20)) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_state_create: context %d outside 1..%d", n_ctx, 1 << 20);
@@ -130,16 +129,16 @@ ts_status ts_llm_state_create(const ts_llm_model *m, const ts_context *ctx, int 
     s->nt = 1 + started;
   }
   { /* the packed weights cut for this team, unless another state uses them (results do not depend on
-     * it; the layout is the model's cache shared by its states) */
-    ts_llm_model *mm = (ts_llm_model *)m;
-    pthread_mutex_lock(&mm->lock);
-    if (mm->nstates == 0 && ts__llm_layout(mm, s->nt) != TS_OK) ts_error_clear(); /* the old layout serves */
+     * it; the layout is the model's cache shared by its states). Under m->lock, so states created
+     * and destroyed on several threads at once count right and only the first of a team lays out. */
+    pthread_mutex_lock(&m->lock);
+    if (m->nstates == 0 && ts__llm_layout(m, s->nt) != TS_OK) ts_error_clear(); /* the old layout serves */
     /* decode's weight prefetch distance, measured for this team (unless set) */
-    if (mm->nstates == 0 && (mm->wpf < 0 || (mm->wpf_rep.measured && mm->wpf_rep.team != s->nt)))
-      ts__llm_tune_wpf(mm, s->nt, TS__WPF_MIN_BYTES);
-    mm->nstates++;
+    if (m->nstates == 0 && (m->wpf < 0 || (m->wpf_rep.measured && m->wpf_rep.team != s->nt)))
+      ts__llm_tune_wpf(m, s->nt, TS__WPF_MIN_BYTES);
+    m->nstates++;
     s->counted = true;
-    pthread_mutex_unlock(&mm->lock);
+    pthread_mutex_unlock(&m->lock);
   }
   rope_table(s);
   s->ops = ts__llm_ops_active();

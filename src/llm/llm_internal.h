@@ -306,7 +306,7 @@ extern ts__dispatch ts__llm_ops_dispatch;
 const ts__llm_ops *ts__llm_ops_active(void);
 
 struct ts_llm_state {
-  const ts_llm_model *m;
+  ts_llm_model *m; /* not const: creating and destroying the state count it in m (nstates, under m->lock) */
   int nt, n_ctx, n_batch;
   int nrun;      /* threads of the running team (<= nt): the work splits use it */
   int64_t wmax;  /* max(d, n_ff, n_head hd) */

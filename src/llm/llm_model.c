@@ -320,7 +320,7 @@ void ts_llm_model_destroy(ts_llm_model *m) {
   free(m);
 }
 
-ts_status ts_llm_model_from_gguf(ts_gguf *g, const char *name, ts_llm_model **out) {
+ts_status ts_llm_model_from_gguf(ts_llm_model **out, ts_gguf *g, const char *name) {
   if (!out) {
     ts_gguf_close(g);
     return ts_error(TS_ERR_INVALID_ARG, "ts_llm_model_from_gguf: NULL out");
@@ -341,7 +341,7 @@ ts_status ts_llm_model_from_gguf(ts_gguf *g, const char *name, ts_llm_model **ou
   ts_status s = m->name ? TS_OK : ts_error(TS_ERR_OOM, "out of memory");
   if (s == TS_OK) s = read_config(g, &m->cfg);
   if (s == TS_OK) {
-    ts_status vs = ts_llm_vocab_load(g, NULL, &m->vocab);
+    ts_status vs = ts_llm_vocab_load(&m->vocab, g, NULL);
     if (vs != TS_OK) {
       /* ts_llm_vocab_load prefixed "gguf: "; the file name is added below */
       s = vs;
@@ -366,12 +366,12 @@ ts_status ts_llm_model_from_gguf(ts_gguf *g, const char *name, ts_llm_model **ou
   return TS_OK;
 }
 
-ts_status ts_llm_model_load(const char *path, ts_llm_model **out) {
+ts_status ts_llm_model_load(ts_llm_model **out, const char *path) {
   if (!path || !out) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_model_load: NULL argument");
   *out = NULL;
   ts_gguf *g;
-  TS_TRY(ts_gguf_open(path, &g));
-  return ts_llm_model_from_gguf(g, path, out);
+  TS_TRY(ts_gguf_open(&g, path));
+  return ts_llm_model_from_gguf(out, g, path);
 }
 
 const ts_llm_config *ts_llm_model_config(const ts_llm_model *m) { return &m->cfg; }
@@ -394,7 +394,7 @@ ts_status ts_llm_model_set_weight_prefetch(ts_llm_model *m, int bytes) {
 
 void ts_llm_model_weight_prefetch(const ts_llm_model *m, ts_llm_wpf_report *out) {
   if (!m || !out) return;
-  ts_llm_model *mm = (ts_llm_model *)m;
+  ts_llm_model *mm = (ts_llm_model *)m; /* the lock only: not the model's value, nothing is modified */
   pthread_mutex_lock(&mm->lock);
   *out = m->wpf_rep;
   const int b = __atomic_load_n(&m->wpf, __ATOMIC_RELAXED);

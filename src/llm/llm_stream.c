@@ -140,7 +140,14 @@ ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, 
   if (passes < 1 || passes > 1000) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_model_stream_gbs: passes = %d (1..1000)", passes);
   const int nt = ctx ? ts_context_threads(ctx) : ts_default_threads();
   const int cur = __atomic_load_n(&m->wpf, __ATOMIC_RELAXED), wpf = cur > 0 ? cur : 0; /* decode's setting */
-  return stream_at(m, nt, &wpf, 1, passes, gbs);
+  /* Under the model's lock: a state created meanwhile on another thread may lay the packed copy
+   * out again (when no other state uses it), and this pass reads that layout. The lock is not
+   * the model's value: taking it behind the const pointer modifies nothing a reader sees. */
+  pthread_mutex_t *lock = &((ts_llm_model *)m)->lock;
+  pthread_mutex_lock(lock);
+  const ts_status s = stream_at(m, nt, &wpf, 1, passes, gbs);
+  pthread_mutex_unlock(lock);
+  return s;
 }
 
 /* Candidate distances, and the rule: the largest within 2% of the best median (a decode step pauses

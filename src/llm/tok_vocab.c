@@ -272,7 +272,7 @@ static ts_status load(const ts_gguf *g, ts_llm_vocab *v) {
   return TS_OK;
 }
 
-ts_status ts_llm_vocab_load(const ts_gguf *g, const char *name, ts_llm_vocab **out) {
+ts_status ts_llm_vocab_load(ts_llm_vocab **out, const ts_gguf *g, const char *name) {
   if (!g || !out) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_vocab_load: NULL argument");
   *out = NULL;
   ts_llm_vocab *v = calloc(1, sizeof *v);

@@ -210,7 +210,7 @@ static void inception_v4(ts_cnn_graph *g, int res) {
 
 const char *ts_cnn_model_list(void) { return "vgg16, resnet50, resnet101, resnet152, inception-v4"; }
 
-ts_status ts_cnn_model_create(const char *name, int res, ts_cnn_graph **out) {
+ts_status ts_cnn_model_create(ts_cnn_graph **out, const char *name, int res) {
   if (!out || !name) return ts_error(TS_ERR_INVALID_ARG, "ts_cnn_model_create: NULL argument");
   *out = NULL;
   static const int r50[4] = {3, 4, 6, 3}, r101[4] = {3, 4, 23, 3}, r152[4] = {3, 8, 36, 3};

@@ -1,5 +1,6 @@
 /* Reporting pieces the CLI's bench commands share (see bench_report.h). */
 #include "bench_report.h"
+#include "io/json_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -7,7 +8,6 @@
 #include <string.h>
 
 #include "tessera/measure.h"
-#include "tessera/io.h"
 
 double bench_ratio(double num, double den) { return isnan(num) || isnan(den) || den <= 0 ? NAN : num / den; }
 
@@ -19,7 +19,7 @@ void bench_json_num(cJSON *o, const char *k, double v) {
 
 ts_status bench_torch_open(bench_torch *t, const char *cmd, const char *path, int threads) {
   memset(t, 0, sizeof *t);
-  TS_TRY(ts_json_read_file(path, &t->root));
+  TS_TRY(ts__json_read_file(path, &t->root));
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(t->root, "torch");
   const cJSON *th = cJSON_GetObjectItemCaseSensitive(t->root, "threads");
   t->layers = cJSON_GetObjectItemCaseSensitive(t->root, "layers");

@@ -214,7 +214,7 @@ int attn_cli_cost_setup(const args *A, planned *P) {
   if (s == TS_OK) s = ts_attn_profile_get(&po, NULL, &prof, &P->profile_measured); /* the artifact at profile_path */
   if (s != TS_OK) return cli_fail(CMD, s);
   snprintf(P->profile_date, sizeof P->profile_date, "%s", prof.prov.date);
-  s = ts_attn_cost_model_create(&prof, &P->model);
+  s = ts_attn_cost_model_create(&P->model, &prof);
   ts_attn_profile_free(&prof);
   P->profile_ms = (ts_now() - t0) * 1e3;
   return s == TS_OK ? CLI_OK : cli_fail(CMD, s);

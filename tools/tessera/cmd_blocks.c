@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cmd_reorder.h"
-#include "tessera/io.h"
+#include "io/json_internal.h"
 
 #define CMD "blocks"
 
@@ -60,7 +60,7 @@ static ts_status write_blocks(const char *path, const ts_blocks *b, const ts_blo
     double v[5] = {x->row0, x->col0, x->rows, x->cols, (double)x->nnz};
     cJSON_AddItemToArray(list, cJSON_CreateDoubleArray(v, 5));
   }
-  ts_status s = ts_json_write_file(path, j);
+  ts_status s = ts__json_write_file(path, j);
   cJSON_Delete(j);
   return s;
 }

@@ -102,7 +102,7 @@ static int parse(int argc, char **argv, conv_args *a) {
     return cli_usage_error(CONV_CMD, "unknown subcommand '%s' (bench, plan, layers)", a->sub);
   if (!a->model) return cli_usage_error(CONV_CMD, "%s: --model is required (%s)", a->sub, ts_cnn_model_list());
   ts_cnn_graph *g = NULL;
-  const ts_status s = ts_cnn_model_create(a->model, (int)a->res, &g);
+  const ts_status s = ts_cnn_model_create(&g, a->model, (int)a->res);
   ts_cnn_graph_destroy(g);
   if (s != TS_OK) return cli_usage_error(CONV_CMD, "%s", ts_last_error());
   return CLI_OK;
@@ -121,7 +121,7 @@ ts_cnn_plan_opts conv_plan_opts(const conv_args *a) {
 
 ts_status conv_model_load(const conv_args *a, bool weights, conv_model *m) {
   memset(m, 0, sizeof *m);
-  TS_TRY(ts_cnn_model_create(a->model, (int)a->res, &m->g));
+  TS_TRY(ts_cnn_model_create(&m->g, a->model, (int)a->res));
   const ts_cnn_plan_opts o = conv_plan_opts(a);
   ts_status s = weights ? ts_cnn_graph_init_random(m->g, 1) : TS_OK;
   const int n = s == TS_OK ? ts_cnn_conv_layers(m->g, &o, NULL, 0) : -1;

@@ -16,6 +16,7 @@
 
 #include "bench_report.h"
 #include "cmd_conv.h"
+#include "core/artifact_internal.h"
 #include "tessera/measure.h"
 #include "tessera/hwinfo.h"
 #include "tessera/io.h"
@@ -279,7 +280,7 @@ static cJSON *json_report(const report *R, const conv_args *a, int threads) {
   cJSON_AddNumberToObject(j, "batch", (double)a->batch);
   cJSON_AddNumberToObject(j, "threads", threads);
   cJSON_AddStringToObject(j, "kernels", ts_isa_name(ts_isa_active()));
-  if (R->have_mp) cJSON_AddItemToObject(j, "machine", ts_hwinfo_to_json(&R->mp));
+  if (R->have_mp) cJSON_AddItemToObject(j, "machine", ts__hwinfo_to_cjson(&R->mp));
   bench_json_num(j, "peak_gflops", R->peak);
   cJSON_AddNumberToObject(j, "loadavg_start", R->load0);
   cJSON_AddNumberToObject(j, "loadavg_end", R->load1);

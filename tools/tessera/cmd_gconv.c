@@ -5,13 +5,14 @@
  *                 process on the same data, errors against the dense masked reference, totals
  *   gconv export  a model's layer table and connectivities (.npy), for bench/peers/gconv_torch.py */
 #include "cmd_gconv.h"
+#include "gconv/gconv_internal.h"
+#include "io/json_internal.h"
 
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tessera/io.h"
 
 #define CMD GCLI_CMD
 
@@ -250,7 +251,7 @@ int gcli_cost_setup(const gcli_args *a, gcli_cost *c) {
     ts_gconv_profile p;
     s = ts_gconv_profile_default_path(a->level, c->path, sizeof c->path);
     if (s == TS_OK) s = ts_gconv_profile_get(a->level, c->path, true, &p, &c->measured);
-    if (s == TS_OK) s = ts_gconv_cost_create(&p, &c->m), ts_gconv_profile_free(&p);
+    if (s == TS_OK) s = ts_gconv_cost_create(&c->m, &p), ts_gconv_profile_free(&p);
   }
   c->ms = (ts_now() - t0) * 1e3;
   return s == TS_OK ? CLI_OK : cli_fail(CMD, s);
@@ -305,7 +306,7 @@ static int cmd_plan(const gcli_args *a) {
   if (s == TS_OK) {
     if (a->co.json) {
       cJSON *j;
-      s = ts_gconv_plan_to_json(&p, &j);
+      s = ts__gconv_plan_to_cjson(&p, &j);
       if (s == TS_OK) {
         cJSON_AddBoolToObject(j, "cached", cached);
         gcli_cost_json(j, a, &c);
@@ -357,7 +358,7 @@ static int cmd_export(const gcli_args *a) {
   }
   char path[4200];
   snprintf(path, sizeof path, "%s/layers.json", a->out);
-  if (s == TS_OK) s = ts_json_write_file(path, j);
+  if (s == TS_OK) s = ts__json_write_file(path, j);
   cJSON_Delete(j);
   gcli_layers_free(L, n);
   if (s != TS_OK) return cli_fail(CMD, s);

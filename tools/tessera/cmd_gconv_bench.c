@@ -15,9 +15,9 @@
 
 #include "bench_report.h"
 #include "cmd_gconv.h"
+#include "io/json_internal.h"
 #include "tessera/measure.h"
 #include "tessera/hwinfo.h"
-#include "tessera/io.h"
 
 enum {
   M_OURS = 0,
@@ -66,8 +66,8 @@ typedef struct report {
 /* ---- one layer ---------------------------------------------------------------------------------- */
 
 typedef struct runner {
-  const ts_gconv_exec *e;
-  const ts_gconv_base *b;
+  ts_gconv_exec *e;
+  ts_gconv_base *b;
   const float *x;
   float *y;
   ts_status s;
@@ -86,7 +86,7 @@ typedef struct data {
 } data;
 
 /* Poison, one call, compare; then time. */
-static ts_status measure(const gcli_args *a, const data *d, const ts_gconv_exec *e, const ts_gconv_base *b, lrow *r,
+static ts_status measure(const gcli_args *a, const data *d, ts_gconv_exec *e, ts_gconv_base *b, lrow *r,
                          int m) {
   runner R = {e, b, d->x, d->y, TS_OK};
   for (size_t i = 0; i < d->ny; i++) d->y[i] = NAN;
@@ -203,8 +203,8 @@ static ts_status read_torch(report *R, const char *path, int threads, int batch)
     for (int i = 0; i < R->n; i++) {
       if (strcmp(R->L[i].name, nm->valuestring) != 0) continue;
       double cin, cout, h;
-      if (ts_json_get_number(it, "cin", &cin) != TS_OK || ts_json_get_number(it, "cout", &cout) != TS_OK ||
-          ts_json_get_number(it, "h", &h) != TS_OK || cin != R->L[i].l.cin || cout != R->L[i].l.cout || h != R->L[i].l.h) {
+      if (ts__json_get_number(it, "cin", &cin) != TS_OK || ts__json_get_number(it, "cout", &cout) != TS_OK ||
+          ts__json_get_number(it, "h", &h) != TS_OK || cin != R->L[i].l.cin || cout != R->L[i].l.cout || h != R->L[i].l.h) {
         s = ts_error(TS_ERR_FORMAT, "%s: layer %s has another shape than this run's", path, nm->valuestring);
         break;
       }
@@ -213,9 +213,9 @@ static ts_status read_torch(report *R, const char *path, int threads, int batch)
         double ms;
         bool ok = true;
         lrow *r = &R->rows[i];
-        if (ts_json_get_number(it, keys[q][0], &ms) == TS_OK && ms > 0) r->ms[M_TORCH_DENSE + q] = ms;
+        if (ts__json_get_number(it, keys[q][0], &ms) == TS_OK && ms > 0) r->ms[M_TORCH_DENSE + q] = ms;
         else snprintf(r->why[M_TORCH_DENSE + q], sizeof r->why[0], "no %s in %s", keys[q][0], path);
-        if (ts_json_get_bool(it, keys[q][1], &ok) == TS_OK) r->ok[M_TORCH_DENSE + q] = ok;
+        if (ts__json_get_bool(it, keys[q][1], &ok) == TS_OK) r->ok[M_TORCH_DENSE + q] = ok;
       }
     }
   }
@@ -433,7 +433,7 @@ int gcli_bench(const gcli_args *a) {
     totals(&R);
     if (a->json_out) {
       cJSON *j = report_json(&R, a, &c, threads);
-      s = ts_json_write_file(a->json_out, j);
+      s = ts__json_write_file(a->json_out, j);
       cJSON_Delete(j);
     }
     if (s == TS_OK && a->co.json) cli_print_json(report_json(&R, a, &c, threads));

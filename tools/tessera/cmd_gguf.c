@@ -239,7 +239,7 @@ int cmd_gguf(int argc, char **argv) {
   }
   if (!path) return cli_usage_error("gguf", "missing FILE");
   ts_gguf *g;
-  ts_status s = ts_gguf_open(path, &g);
+  ts_status s = ts_gguf_open(&g, path);
   if (s != TS_OK) return cli_fail("gguf", s);
   int rc = o.json ? print_json(path, g, (uint64_t)max_arr) : print_text(path, g, (uint64_t)max_arr);
   ts_gguf_close(g);

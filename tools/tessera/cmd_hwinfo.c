@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/artifact_internal.h"
 #include "tessera/hwinfo.h"
 
 static void usage(void) {
@@ -130,7 +131,7 @@ int cmd_hwinfo(int argc, char **argv) {
   }
 
   if (o.json) {
-    cJSON *j = ts_hwinfo_to_json(&p);
+    cJSON *j = ts__hwinfo_to_cjson(&p);
     if (!j) return cli_fail("hwinfo", ts_error(TS_ERR_OOM, "cannot build the JSON output"));
     cJSON_AddStringToObject(j, "profile_path", path);
     cJSON_AddBoolToObject(j, "saved", saved);

@@ -148,7 +148,7 @@ typedef struct run {
 static ts_status open_run(const opts *o, run *r) {
   memset(r, 0, sizeof *r);
   TS_TRY(ts_context_create(&r->ctx, o->c.threads));
-  ts_status s = ts_llm_model_load(o->model, &r->m);
+  ts_status s = ts_llm_model_load(&r->m, o->model);
   if (s != TS_OK) return s;
   if (o->wpf >= 0) TS_TRY(ts_llm_model_set_weight_prefetch(r->m, (int)o->wpf));
   r->v = ts_llm_model_vocab(r->m);
@@ -259,7 +259,7 @@ static int do_generate(const opts *o, run *r) {
   float *logits = malloc((size_t)r->cfg->n_vocab * sizeof *logits);
   int32_t *out = malloc(((size_t)n_new + 1) * sizeof *out);
   if (!logits || !out) s = ts_error(TS_ERR_OOM, "out of memory");
-  if (s == TS_OK) s = ts_llm_state_create(r->m, r->ctx, (int)ctx, (int)o->batch, &st);
+  if (s == TS_OK) s = ts_llm_state_create(&st, r->m, r->ctx, (int)ctx, (int)o->batch);
   if (s == TS_OK) ts_llm_state_set_adaptive(st, o->adapt);
   ts_rng rng;
   ts_rng_seed(&rng, (uint64_t)o->seed);
@@ -328,7 +328,7 @@ static int do_perplexity(const opts *o, run *r) {
   note_past_train(r, ctx);
   ts_llm_state *st = NULL;
   ts_llm_ppl_result res;
-  s = ts_llm_state_create(r->m, r->ctx, ctx, (int)o->batch, &st);
+  s = ts_llm_state_create(&st, r->m, r->ctx, ctx, (int)o->batch);
   if (s == TS_OK) s = ts_llm_perplexity(st, ids, n, ctx, o->full, (int)o->chunks, !o->c.json, &res);
   ts_llm_state_destroy(st);
   free(ids);
@@ -407,7 +407,7 @@ static int do_logits(const opts *o, run *r) {
   ts_tensor t = {0};
   int64_t shape[2] = {(int64_t)n, r->cfg->n_vocab};
   s = ts_tensor_alloc(&t, TS_F32, 2, shape);
-  if (s == TS_OK) s = ts_llm_state_create(r->m, r->ctx, (int)n, (int)o->batch, &st);
+  if (s == TS_OK) s = ts_llm_state_create(&st, r->m, r->ctx, (int)n, (int)o->batch);
   if (s == TS_OK) s = ts_llm_eval(st, ids, (int)n, 0, TS_LLM_LOGITS_ALL, t.data);
   if (s == TS_OK) s = ts_npy_write(o->out, &t);
   ts_llm_state_destroy(st);
@@ -489,7 +489,7 @@ static ts_status bench_time(const opts *o, run *r, int ctx, bench_fig *f) {
   int32_t *toks = malloc((size_t)P * sizeof *toks);
   double *tp = malloc((size_t)(R + 1) * sizeof *tp), *td = malloc((size_t)(R + 1) * sizeof *td);
   ts_status s = logits && toks && tp && td ? TS_OK : ts_error(TS_ERR_OOM, "out of memory");
-  if (s == TS_OK) s = ts_llm_state_create(r->m, r->ctx, ctx, P < 512 ? P : 512, &st);
+  if (s == TS_OK) s = ts_llm_state_create(&st, r->m, r->ctx, ctx, P < 512 ? P : 512);
   if (s == TS_OK) ts_llm_state_set_adaptive(st, o->adapt);
   ts_rng rng;
   ts_rng_seed(&rng, 7);

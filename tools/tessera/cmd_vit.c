@@ -141,7 +141,7 @@ static ts_status cost_setup(bench_args *b, int64_t hd) {
   memset(&prof, 0, sizeof prof);
   double t0 = ts_now();
   ts_status s = ts_attn_profile_get(&po, NULL, &prof, NULL);
-  if (s == TS_OK) s = ts_attn_cost_model_create(&prof, &b->cost_model);
+  if (s == TS_OK) s = ts_attn_cost_model_create(&b->cost_model, &prof);
   if (s == TS_OK) {
     snprintf(b->cost_tag, sizeof b->cost_tag, "profile-%s-%s", ts_attn_profile_level_name(b->level), prof.prov.date);
     b->sched.cost = ts_attn_cost_profiled, b->sched.cost_user = b->cost_model, b->sched.cost_tag = b->cost_tag;

@@ -1,0 +1,423 @@
+/* Allocation-failure injection, SQLite-style: each create/plan/load path below runs once cleanly,
+ * then again with its 1st, 2nd, 3rd, ... allocation failing, until the path no longer reaches the
+ * failing allocation. Allocations counted: those through tessera's allocator hooks
+ * (ts_set_allocator: ts_malloc and friends, and cJSON), and tessera's own plain
+ * malloc/calloc/realloc calls, wrapped at link time (-Wl,--wrap, this program only); not the
+ * libraries' own (CBC, oneDNN, FFTW, libc). Each failing run must return an error with a detail
+ * message (TS_ERR_OOM, or another code where a caller reports what the failure stopped), never
+ * crash, and give back every block it took through the hooks (a leak check of its own; under
+ * `make sanitize` LeakSanitizer checks the plain blocks too). A run that succeeds although an
+ * allocation failed is counted as "recovered", not failed (a path may do without what it could not
+ * allocate; none of these does today).
+ * Two modes: only the Nth allocation fails, and every allocation from the Nth on fails (the error
+ * paths' own allocations fail too). Paths that write a file must leave neither the target nor a
+ * temporary file behind when they fail. */
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tessera/attn.h"
+#include "tessera/conv.h"
+#include "tessera/gconv.h"
+#include "tessera/hwinfo.h"
+#include "tessera/io.h"
+#include "tessera/reorder.h"
+#include "tessera/sparse.h"
+#include "test_llm_tiny.h"
+
+/* ---- the injecting allocator -------------------------------------------------------------- */
+
+static long g_count;    /* allocations through the hooks in this run */
+static long g_fail_at;  /* 0: none fails; else the Nth (and, persistent, every later one) */
+static bool g_persist;
+static long g_injected; /* failures injected in this run */
+static long g_live;     /* blocks allocated and not freed */
+
+static void *oom_alloc(void *user, size_t bytes, size_t align) {
+  (void)user;
+  const long n = __atomic_add_fetch(&g_count, 1, __ATOMIC_RELAXED);
+  if (g_fail_at && (n == g_fail_at || (g_persist && n > g_fail_at))) {
+    __atomic_add_fetch(&g_injected, 1, __ATOMIC_RELAXED);
+    errno = ENOMEM;
+    return NULL;
+  }
+  void *p = aligned_alloc(align, bytes);
+  if (p) __atomic_add_fetch(&g_live, 1, __ATOMIC_RELAXED);
+  return p;
+}
+static void oom_free(void *user, void *p) {
+  (void)user;
+  __atomic_sub_fetch(&g_live, 1, __ATOMIC_RELAXED);
+  free(p);
+}
+
+/* tessera's own plain malloc/calloc/realloc calls (the readers' and planners' arrays the hooks do
+ * not see): CMakeLists.txt links this program with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,
+ * so those calls in the static libraries (and this file) come here and are counted and failed in
+ * the same sequence as the hooks' (libc's and the shared libraries' own calls are not wrapped). */
+void *__real_malloc(size_t bytes);
+void *__real_calloc(size_t count, size_t size);
+void *__real_realloc(void *p, size_t bytes);
+static bool inject(void) {
+  const long n = __atomic_add_fetch(&g_count, 1, __ATOMIC_RELAXED);
+  if (!g_fail_at || (n != g_fail_at && !(g_persist && n > g_fail_at))) return false;
+  __atomic_add_fetch(&g_injected, 1, __ATOMIC_RELAXED);
+  errno = ENOMEM;
+  return true;
+}
+void *__wrap_malloc(size_t bytes);
+void *__wrap_calloc(size_t count, size_t size);
+void *__wrap_realloc(void *p, size_t bytes);
+void *__wrap_malloc(size_t bytes) { return inject() ? NULL : __real_malloc(bytes); }
+void *__wrap_calloc(size_t count, size_t size) { return inject() ? NULL : __real_calloc(count, size); }
+void *__wrap_realloc(void *p, size_t bytes) { return inject() ? NULL : __real_realloc(p, bytes); }
+
+/* ---- the walk ----------------------------------------------------------------------------- */
+
+typedef ts_status (*path_fn)(void *arg);
+#define MAX_N 20000 /* a path with more allocations than this is walked that far */
+
+/* The directory a writing path writes into (emptied before each run; must stay empty after a
+ * failed one), or "" for paths that write nothing. */
+static char g_outdir[1200];
+
+static int dir_entries(const char *dir, char *first, size_t cap) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  if (!d) return -1;
+  for (struct dirent *e; (e = readdir(d));)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+      if (n++ == 0) snprintf(first, cap, "%s", e->d_name);
+  closedir(d);
+  return n;
+}
+static void empty_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  char p[1600];
+  for (struct dirent *e; (e = readdir(d));)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) snprintf(p, sizeof p, "%s/%s", dir, e->d_name), remove(p);
+  closedir(d);
+}
+
+static void walk_mode(const char *name, path_fn f, void *arg, bool persist) {
+  int oom = 0, other = 0, recovered = 0;
+  char other_msg[256] = "";
+  long n;
+  for (n = 1; n <= MAX_N; n++) {
+    if (g_outdir[0]) empty_dir(g_outdir);
+    const long live0 = g_live;
+    g_count = 0, g_injected = 0, g_persist = persist, g_fail_at = n;
+    ts_error_clear();
+    const ts_status s = f(arg);
+    g_fail_at = 0;
+    const long injected = g_injected;
+    CHECK(g_live == live0, "%s: allocation %ld failing (%s): %ld blocks not given back", name, n,
+          persist ? "and every later one" : "alone", g_live - live0);
+    if (getenv("TS_OOM_VERBOSE")) /* every run: what the failure of allocation n gave */
+      printf("    %s, allocation %ld%s: %s (%s)\n", name, n, persist ? " on" : "", ts_strerror(s), s ? ts_last_error() : "");
+    if (s == TS_OK) {
+      if (!injected) break; /* the path no longer reaches allocation n: walked */
+      recovered++;          /* a failure the path worked around */
+      continue;
+    }
+    CHECK(injected > 0, "%s: fails (%s: %s) with no allocation failing", name, ts_strerror(s), ts_last_error());
+    CHECK(ts_last_error()[0] != 0, "%s: allocation %ld failing: %s with an empty message", name, n, ts_strerror(s));
+    if (s == TS_ERR_OOM) oom++;
+    else if (other++ == 0) snprintf(other_msg, sizeof other_msg, "%s: %s", ts_strerror(s), ts_last_error());
+    if (g_outdir[0]) {
+      char first[256] = "";
+      const int left = dir_entries(g_outdir, first, sizeof first);
+      CHECK(left == 0, "%s: allocation %ld failing leaves %d file(s) behind (%s)", name, n, left, first);
+    }
+  }
+  printf("  %-34s %-10s %4ld runs: %d TS_ERR_OOM, %d other errors, %d recovered%s%s\n", name,
+         persist ? "from N on" : "Nth only", n - 1, oom, other, recovered, other ? "; e.g. " : "", other_msg);
+}
+
+static void walk(const char *name, path_fn f, void *arg) {
+  /* TS_OOM_ONLY=text: walk only the paths whose name holds it (for a closer look, e.g. under
+   * valgrind or gdb); TS_OOM_VERBOSE=1 prints every run's status */
+  const char *only = getenv("TS_OOM_ONLY");
+  if (only && *only && !strstr(name, only)) return;
+  if (g_outdir[0]) empty_dir(g_outdir);
+  /* clean runs first: the path works, and a second run gives back what it takes (the first may
+   * fill process-wide caches) */
+  g_fail_at = 0, g_count = 0;
+  ts_status s = f(arg);
+  CHECK(s == TS_OK, "%s without failures: %s (%s)", name, ts_strerror(s), ts_last_error());
+  if (s != TS_OK) return;
+  const long live0 = g_live;
+  g_count = 0;
+  s = f(arg);
+  CHECK(s == TS_OK && g_live == live0, "%s, second clean run: %s, %ld blocks not given back", name, ts_strerror(s),
+        g_live - live0);
+  CHECK(g_count > 0, "%s: allocates nothing that can be made to fail", name);
+  if (g_count == 0) return;
+  walk_mode(name, f, arg, false);
+  walk_mode(name, f, arg, true);
+}
+
+/* ---- paths -------------------------------------------------------------------------------- */
+
+static ts_status p_context(void *arg) {
+  (void)arg;
+  ts_context *c = NULL;
+  ts_status s = ts_context_create(&c, 1);
+  ts_context_destroy(c);
+  return s;
+}
+
+/* attention: mask from a pattern spec, a schedule, a plan; the schedule's JSON round trip */
+static ts_status p_attn(void *arg) {
+  const int kind = *(const int *)arg;
+  ts_context *ctx = NULL;
+  ts_csr csr = {0};
+  ts_bitmap mask = {0};
+  ts_attn_schedule s = {0}, s2 = {0};
+  ts_attn_plan *pl = NULL;
+  char *j = NULL;
+  ts_status st = ts_context_create(&ctx, 1);
+  if (st == TS_OK) st = ts_pattern_generate("window2d:h=8,w=8,k=3", &csr, NULL);
+  if (st == TS_OK) st = ts_csr_to_bitmap(&csr, &mask);
+  if (st == TS_OK) {
+    if (kind == 0) st = ts_attn_schedule_blockskip(&s, mask.rows, 16, 16);
+    else if (kind == 1) st = ts_attn_schedule_dense(&s, mask.rows, 32, 32);
+    else if ((st = ts_attn_schedule_alloc(&s, mask.rows, 2, 2)) == TS_OK) { /* compact and diag panels */
+      s.panels[0] = (ts_attn_panel){0, 32, 0, 1};
+      s.panels[1] = (ts_attn_panel){32, 32, 1, 1};
+      s.segs[0] = (ts_attn_segment){0, 32, 0, (int32_t)mask.cols, 16, 32, TS_ATTN_SEG_COMPACT};
+      s.segs[1] = (ts_attn_segment){32, 32, 0, (int32_t)mask.cols, 16, 16, TS_ATTN_SEG_DIAG};
+    }
+  }
+  if (st == TS_OK) st = ts_attn_plan_create(&pl, ctx, &s, &mask, 16);
+  if (st == TS_OK) st = ts_attn_schedule_to_json(&s, &j);
+  if (st == TS_OK) st = ts_attn_schedule_from_json(j, &s2);
+  free(j);
+  ts_attn_schedule_free(&s2);
+  ts_attn_plan_destroy(pl);
+  ts_attn_schedule_free(&s);
+  ts_bitmap_free(&mask);
+  ts_csr_free(&csr);
+  ts_context_destroy(ctx);
+  return st;
+}
+
+/* convolution: plan, weights */
+static ts_status p_conv(void *arg) {
+  const ts_conv_algo a = *(const ts_conv_algo *)arg;
+  ts_conv_desc d = ts_conv_desc_make(1, 8, 10, 10, 8, 3, 3);
+  ts_conv_desc_set_geometry(&d, 1, 1, 1);
+  if (a == TS_CONV_DEPTHWISE) d.groups = 8;
+  static float w[8 * 8 * 9], bias[8];
+  for (int i = 0; i < 8 * 8 * 9; i++) w[i] = (float)(i % 7) * 0.1f - 0.3f;
+  ts_context *ctx = NULL;
+  ts_conv_plan *pl = NULL;
+  ts_status st = ts_context_create(&ctx, 1);
+  if (st == TS_OK) st = ts_conv_plan_create(&pl, ctx, &d, a);
+  if (st == TS_OK) st = ts_conv_plan_set_weights(pl, w, bias);
+  ts_conv_plan_destroy(pl);
+  ts_context_destroy(ctx);
+  return st;
+}
+
+/* unstructured group convolution: connectivity, plan (greedy and ILP), JSON, executor */
+static ts_status p_gconv(void *arg) {
+  const ts_gconv_solver solver = *(const ts_gconv_solver *)arg;
+  ts_gconv_layer l = {1, 16, 8, 6, 6, 1, 1};
+  static float w[8 * 16];
+  ts_context *ctx = NULL;
+  ts_csr conn = {0};
+  ts_gconv_cost *m = NULL;
+  ts_gconv_plan p, q;
+  memset(&p, 0, sizeof p), memset(&q, 0, sizeof q);
+  ts_gconv_exec *e = NULL;
+  char *j = NULL;
+  ts_gconv_plan_opts o;
+  ts_gconv_plan_opts_default(&o);
+  o.solver = solver, o.time_limit = 30; /* the small ILPs finish long before: no timing in the outcome */
+  if (solver == TS_GCONV_SOLVER_ILP) /* one candidate and its ILP (the greedy walk covers the rest) */
+    o.methods[0] = TS_REORDER_NONE, o.nmethods = 1, o.ilp_candidates = 1;
+  ts_status st = ts_context_create(&ctx, 1);
+  if (st == TS_OK) st = ts_pattern_generate("permconn:condense:cin=16,cout=8,groups=2,seed=3,seed=4", &conn, NULL);
+  if (st == TS_OK) st = ts_gconv_cost_analytic(&m);
+  if (st == TS_OK) st = ts_gconv_plan_make(&l, &conn, m, &o, &p);
+  if (st == TS_OK) st = ts_gconv_plan_to_json(&p, &j);
+  if (st == TS_OK) st = ts_gconv_plan_from_json(j, &q);
+  if (st == TS_OK) st = ts_gconv_exec_create(&e, ctx, &l, &conn, p.parts, p.nparts, w);
+  ts_gconv_exec_destroy(e);
+  free(j);
+  ts_gconv_plan_free(&q);
+  ts_gconv_plan_free(&p);
+  ts_gconv_cost_destroy(m);
+  ts_csr_free(&conn);
+  ts_context_destroy(ctx);
+  return st;
+}
+
+/* a gconv plan saved to a file (the atomic write) */
+typedef struct save_arg {
+  ts_gconv_plan *plan;
+  char path[1300];
+} save_arg;
+static ts_status p_gconv_save(void *arg) {
+  save_arg *a = arg;
+  return ts_gconv_plan_save(a->plan, a->path);
+}
+
+/* the machine profile: load, and save (the atomic write) */
+static char g_profile[1300];
+static ts_status p_hwinfo_load(void *arg) {
+  (void)arg;
+  ts_machine_profile p;
+  return ts_hwinfo_load(g_profile, &p);
+}
+static ts_machine_profile g_prof;
+static char g_profile_out[1300];
+static ts_status p_hwinfo_save(void *arg) {
+  (void)arg;
+  return ts_hwinfo_save(&g_prof, g_profile_out);
+}
+
+/* reorderings of a relabelled window mask */
+static ts_status p_reorder(void *arg) {
+  const ts_reorder_method method = *(const ts_reorder_method *)arg;
+  ts_csr m = {0};
+  int32_t perm[64];
+  ts_reorder_opts o;
+  ts_reorder_opts_default(&o);
+  o.method = method, o.mode = TS_REORDER_MODE_SYMMETRIC;
+  ts_status st = ts_pattern_generate("permute:window2d:h=8,w=8,k=3,seed=7", &m, NULL);
+  if (st == TS_OK) st = ts_reorder(&m, &o, perm, NULL, NULL);
+  ts_csr_free(&m);
+  return st;
+}
+
+/* GGUF, the LLM model and state, .npy, Matrix Market */
+static char g_mtx[1300];
+static ts_status p_mtx(void *arg) {
+  (void)arg;
+  ts_mm_matrix m;
+  ts_status st = ts_mm_read(g_mtx, true, &m);
+  if (st == TS_OK) ts_mm_free(&m);
+  return st;
+}
+static char g_gguf[1300], g_npy[1300];
+static ts_status p_gguf(void *arg) {
+  (void)arg;
+  ts_gguf *g = NULL;
+  ts_status st = ts_gguf_open(&g, g_gguf);
+  ts_gguf_close(g);
+  return st;
+}
+static ts_status p_llm(void *arg) {
+  (void)arg;
+  ts_context *ctx = NULL;
+  ts_llm_model *m = NULL;
+  ts_llm_state *s = NULL;
+  ts_status st = ts_context_create(&ctx, 1);
+  if (st == TS_OK) st = ts_llm_model_load(&m, g_gguf);
+  if (st == TS_OK) st = ts_llm_state_create(&s, m, ctx, 32, 8);
+  ts_llm_state_destroy(s);
+  ts_llm_model_destroy(m);
+  ts_context_destroy(ctx);
+  return st;
+}
+static ts_status p_npy(void *arg) {
+  (void)arg;
+  ts_tensor t;
+  ts_status st = ts_npy_read(g_npy, &t);
+  if (st == TS_OK) ts_tensor_free(&t);
+  return st;
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  ts_allocator a = {oom_alloc, oom_free, NULL};
+  ts_set_allocator(&a);
+  /* the scratch files: written with no failure injected */
+  char dir[1100];
+  tst_tmp_path(dir, sizeof dir, "test_oom");
+  CHECK_OK(ts_mkdirs(dir));
+  snprintf(g_gguf, sizeof g_gguf, "%s/tiny.gguf", dir);
+  snprintf(g_npy, sizeof g_npy, "%s/x.npy", dir);
+  snprintf(g_profile, sizeof g_profile, "%s/machine.json", dir);
+  tiny_cfg cfg = tiny_default(TS_QT_Q8_0);
+  tiny_write(&cfg, g_gguf);
+  ts_tensor t;
+  const int64_t shape[2] = {3, 5};
+  CHECK_OK(ts_tensor_alloc(&t, TS_F32, 2, shape));
+  CHECK_OK(ts_npy_write(g_npy, &t));
+  ts_tensor_free(&t);
+  snprintf(g_mtx, sizeof g_mtx, "%s/m.mtx", dir);
+  {
+    int64_t r[3] = {0, 1, 2}, c[3] = {0, 0, 1};
+    double v[3] = {1.5, -2, 3};
+    ts_mm_matrix mm = {3, 3, 3, r, c, v, TS_MM_REAL, TS_MM_SYMMETRIC};
+    CHECK_OK(ts_mm_write(g_mtx, &mm));
+  }
+  memset(&g_prof, 0, sizeof g_prof);
+  snprintf(g_prof.cpu_model, sizeof g_prof.cpu_model, "%s", ts_cpu()->model);
+  snprintf(g_prof.kernels, sizeof g_prof.kernels, "%s", ts_isa_name(ts_isa_active()));
+  snprintf(g_prof.peak_isa, sizeof g_prof.peak_isa, "avx2");
+  snprintf(g_prof.date, sizeof g_prof.date, "2024-05-01T12:34:56Z");
+  g_prof.threads = 2, g_prof.version = TS_HWINFO_VERSION, g_prof.cpus_online = 2;
+  g_prof.peak_gflops_fp32_1t = 50, g_prof.peak_gflops_fp32 = 100, g_prof.bandwidth_gbs = 20, g_prof.bandwidth_gbs_1t = 10;
+  g_prof.load_avg = 0.1, g_prof.other_cpus = 0;
+  CHECK_OK(ts_hwinfo_save(&g_prof, g_profile));
+
+  printf("allocation failures injected, path by path (runs: allocations walked):\n");
+  walk("context create", p_context, NULL);
+  const char *attn_names[3] = {"attention plan (block skip)", "attention plan (dense)", "attention plan (compact, diag)"};
+  for (int k = 0; k < 3; k++) walk(attn_names[k], p_attn, &k);
+  const ts_conv_algo algos[] = {TS_CONV_DIRECT,      TS_CONV_IM2COL,      TS_CONV_KN2ROW, TS_CONV_IMPLICIT,
+                                TS_CONV_WINOGRAD_F2, TS_CONV_WINOGRAD_F4, TS_CONV_FFT,    TS_CONV_DEPTHWISE};
+  for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
+    char nm[64];
+    snprintf(nm, sizeof nm, "conv plan + weights (%s)", ts_conv_algo_name(algos[i]));
+    walk(nm, p_conv, (void *)&algos[i]);
+  }
+  const ts_gconv_solver solvers[2] = {TS_GCONV_SOLVER_GREEDY, TS_GCONV_SOLVER_ILP};
+  walk("gconv plan + exec (greedy)", p_gconv, (void *)&solvers[0]);
+  walk("gconv plan + exec (ILP)", p_gconv, (void *)&solvers[1]);
+  walk("hwinfo profile load", p_hwinfo_load, NULL);
+  walk("GGUF open (tiny model)", p_gguf, NULL);
+  walk("LLM model load + state", p_llm, NULL);
+  walk("npy read", p_npy, NULL);
+  walk("Matrix Market read", p_mtx, NULL);
+  const ts_reorder_method methods[] = {TS_REORDER_RCM, TS_REORDER_HC, TS_REORDER_IC, TS_REORDER_METIS};
+  for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+    char nm[64];
+    snprintf(nm, sizeof nm, "reorder (%s)", ts_reorder_method_name(methods[i]));
+    walk(nm, p_reorder, (void *)&methods[i]);
+  }
+
+  /* writing paths: into an empty directory of their own, which a failure must leave empty */
+  snprintf(g_outdir, sizeof g_outdir, "%s/out", dir);
+  CHECK_OK(ts_mkdirs(g_outdir));
+  snprintf(g_profile_out, sizeof g_profile_out, "%s/machine.json", g_outdir);
+  walk("hwinfo profile save", p_hwinfo_save, NULL);
+  {
+    ts_gconv_layer l = {1, 16, 8, 6, 6, 1, 1};
+    ts_csr conn;
+    ts_gconv_cost *m = NULL;
+    ts_gconv_plan p;
+    ts_gconv_plan_opts o;
+    ts_gconv_plan_opts_default(&o);
+    o.solver = TS_GCONV_SOLVER_GREEDY;
+    CHECK_OK(ts_pattern_generate("condense:cin=16,cout=8,groups=2,seed=3", &conn, NULL));
+    CHECK_OK(ts_gconv_cost_analytic(&m));
+    CHECK_OK(ts_gconv_plan_make(&l, &conn, m, &o, &p));
+    save_arg sa = {&p, ""};
+    snprintf(sa.path, sizeof sa.path, "%s/plan.json", g_outdir);
+    walk("gconv plan save", p_gconv_save, &sa);
+    ts_gconv_plan_free(&p);
+    ts_gconv_cost_destroy(m);
+    ts_csr_free(&conn);
+  }
+  empty_dir(g_outdir);
+  g_outdir[0] = 0;
+  ts_set_allocator(NULL);
+  return tst_finish();
+}
