@@ -129,19 +129,13 @@ ts_status ts__attn_schedule_from_cjson(const cJSON *j, ts_attn_schedule *s) {
 
 ts_status ts_attn_schedule_to_json(const ts_attn_schedule *s, char **json) {
   if (!s || !json) return ts_error(TS_ERR_INVALID_ARG, "ts_attn_schedule_to_json: NULL argument");
-  *json = NULL;
-  cJSON *j = ts__attn_schedule_to_cjson(s);
-  const ts_status st = ts__json_to_string(j, "attn schedule json", json);
-  cJSON_Delete(j);
-  return st;
+  return ts__json_out(ts__attn_schedule_to_cjson(s), "attn schedule json", json);
 }
+
+static ts_status sched_parse(const cJSON *j, void *s) { return ts__attn_schedule_from_cjson(j, s); }
 
 ts_status ts_attn_schedule_from_json(const char *json, ts_attn_schedule *s) {
   if (!s) return ts_error(TS_ERR_INVALID_ARG, "attn schedule json: NULL schedule");
   memset(s, 0, sizeof *s);
-  cJSON *j = NULL;
-  TS_TRY(ts__json_from_string(json, "attn schedule json", &j));
-  const ts_status st = ts__attn_schedule_from_cjson(j, s);
-  cJSON_Delete(j);
-  return st;
+  return ts__json_in(json, "attn schedule json", sched_parse, s);
 }

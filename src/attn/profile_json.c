@@ -244,21 +244,15 @@ ts_status ts__attn_profile_from_cjson(const cJSON *j, ts_attn_profile *p) {
 
 ts_status ts_attn_profile_to_json(const ts_attn_profile *p, char **json) {
   if (!p || !json) return ts_error(TS_ERR_INVALID_ARG, "ts_attn_profile_to_json: NULL argument");
-  *json = NULL;
-  cJSON *j = ts__attn_profile_to_cjson(p);
-  const ts_status s = ts__json_to_string(j, "attn profile", json);
-  cJSON_Delete(j);
-  return s;
+  return ts__json_out(ts__attn_profile_to_cjson(p), "attn profile", json);
 }
+
+static ts_status profile_parse(const cJSON *j, void *p) { return ts__attn_profile_from_cjson(j, p); }
 
 ts_status ts_attn_profile_from_json(const char *json, ts_attn_profile *p) {
   if (!p) return ts_error(TS_ERR_INVALID_ARG, "attn profile: NULL profile");
   memset(p, 0, sizeof *p);
-  cJSON *j = NULL;
-  TS_TRY(ts__json_from_string(json, "attn profile", &j));
-  const ts_status s = ts__attn_profile_from_cjson(j, p);
-  cJSON_Delete(j);
-  return s;
+  return ts__json_in(json, "attn profile", profile_parse, p);
 }
 
 ts_status ts_attn_profile_save(const ts_attn_profile *p, const char *path) {

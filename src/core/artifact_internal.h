@@ -19,6 +19,11 @@ ts_status ts__json_to_string(const cJSON *j, const char *what, char **out);
 /* Parses a NUL-terminated JSON text (*out, the caller's to cJSON_Delete). TS_ERR_FORMAT naming
  * `what` and the byte offset; TS_ERR_OOM when an allocation failed; TS_ERR_INVALID_ARG for NULL. */
 ts_status ts__json_from_string(const char *json, const char *what, cJSON **out);
+/* The public string forms of a room's cJSON writer and reader (the one shape of every ts_X_to_json /
+ * ts_X_from_json): json_out prints j (taking it: deleted here; NULL reads as TS_ERR_OOM) into *out;
+ * json_in parses `json` and hands the tree to parse(j, obj). */
+ts_status ts__json_out(cJSON *j, const char *what, char **out);
+ts_status ts__json_in(const char *json, const char *what, ts_status (*parse)(const cJSON *j, void *obj), void *obj);
 
 /* Provenance as a cJSON object (NULL on OOM) and back (TS_ERR_FORMAT naming `what` on a field of
  * the wrong type or length; absent fields stay empty). */

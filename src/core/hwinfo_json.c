@@ -235,20 +235,14 @@ static bool is_store_path(const ts_machine_profile *p, const char *path, char ke
 
 ts_status ts_hwinfo_to_json(const ts_machine_profile *p, char **json) {
   if (!p || !json) return ts_error(TS_ERR_INVALID_ARG, "ts_hwinfo_to_json: NULL argument");
-  *json = NULL;
-  cJSON *j = ts__hwinfo_to_cjson(p);
-  const ts_status s = ts__json_to_string(j, "machine profile", json);
-  cJSON_Delete(j);
-  return s;
+  return ts__json_out(ts__hwinfo_to_cjson(p), "machine profile", json);
 }
+
+static ts_status profile_parse(const cJSON *j, void *p) { return ts__hwinfo_from_cjson(j, p); }
 
 ts_status ts_hwinfo_from_json(const char *json, ts_machine_profile *p) {
   if (!json || !p) return ts_error(TS_ERR_INVALID_ARG, "ts_hwinfo_from_json: NULL argument");
-  cJSON *j = NULL;
-  TS_TRY(ts__json_from_string(json, "machine profile", &j));
-  const ts_status s = ts__hwinfo_from_cjson(j, p);
-  cJSON_Delete(j);
-  return s;
+  return ts__json_in(json, "machine profile", profile_parse, p);
 }
 
 ts_status ts_hwinfo_save(const ts_machine_profile *p, const char *path) {

@@ -96,20 +96,14 @@ ts_status ts__provenance_parse(const cJSON *j, const char *what, ts_provenance *
 
 ts_status ts_provenance_to_json(const ts_provenance *p, char **json) {
   if (!p || !json) return ts_error(TS_ERR_INVALID_ARG, "ts_provenance_to_json: NULL argument");
-  *json = NULL;
-  cJSON *j = ts__provenance_json(p);
-  const ts_status s = ts__json_to_string(j, "ts_provenance_to_json", json);
-  cJSON_Delete(j);
-  return s;
+  return ts__json_out(ts__provenance_json(p), "ts_provenance_to_json", json);
 }
+
+static ts_status prov_parse(const cJSON *j, void *p) { return ts__provenance_parse(j, "provenance", p); }
 
 ts_status ts_provenance_from_json(const char *json, ts_provenance *p) {
   if (!json || !p) return ts_error(TS_ERR_INVALID_ARG, "ts_provenance_from_json: NULL argument");
-  cJSON *j = NULL;
-  TS_TRY(ts__json_from_string(json, "provenance", &j));
-  const ts_status s = ts__provenance_parse(j, "provenance", p);
-  cJSON_Delete(j);
-  return s;
+  return ts__json_in(json, "provenance", prov_parse, p);
 }
 
 /* ---- public JSON strings ------------------------------------------------------------------ */
@@ -124,6 +118,20 @@ ts_status ts__json_to_string(const cJSON *j, const char *what, char **out) {
   if (!s) return ts_error(TS_ERR_OOM, "%s: out of memory formatting JSON", what);
   *out = s;
   return TS_OK;
+}
+
+ts_status ts__json_out(cJSON *j, const char *what, char **out) {
+  const ts_status s = ts__json_to_string(j, what, out);
+  cJSON_Delete(j);
+  return s;
+}
+
+ts_status ts__json_in(const char *json, const char *what, ts_status (*parse)(const cJSON *j, void *obj), void *obj) {
+  cJSON *j = NULL;
+  TS_TRY(ts__json_from_string(json, what, &j));
+  const ts_status s = parse(j, obj);
+  cJSON_Delete(j);
+  return s;
 }
 
 ts_status ts__json_from_string(const char *json, const char *what, cJSON **out) {

@@ -229,19 +229,15 @@ ts_status ts_gconv_plan_to_json(const ts_gconv_plan *p, char **json) {
   *json = NULL;
   cJSON *j;
   TS_TRY(ts__gconv_plan_to_cjson(p, &j));
-  const ts_status s = ts__json_to_string(j, "gconv plan", json);
-  cJSON_Delete(j);
-  return s;
+  return ts__json_out(j, "gconv plan", json);
 }
+
+static ts_status plan_parse(const cJSON *j, void *out) { return ts__gconv_plan_from_cjson(j, "gconv plan", out); }
 
 ts_status ts_gconv_plan_from_json(const char *json, ts_gconv_plan *out) {
   if (!out) return ts_error(TS_ERR_INVALID_ARG, "ts_gconv_plan_from_json: NULL plan");
   memset(out, 0, sizeof *out);
-  cJSON *j = NULL;
-  TS_TRY(ts__json_from_string(json, "gconv plan", &j));
-  const ts_status s = ts__gconv_plan_from_cjson(j, "gconv plan", out);
-  cJSON_Delete(j);
-  return s;
+  return ts__json_in(json, "gconv plan", plan_parse, out);
 }
 
 ts_status ts_gconv_plan_save(const ts_gconv_plan *p, const char *path) {
