@@ -6,7 +6,8 @@
 #   scripts/ab-builds.sh A/tessera B/tessera OUTDIR [ROUNDS]     (ROUNDS default 2)
 #
 # The GGUF model for the LLM command: $TESSERA_SMOLLM2, else bench/peers/.venv-llm/smollm2.gguf
-# (scripts/get-smollm2.sh); the LLM command is skipped without it.
+# (scripts/get-smollm2.sh); the LLM command is skipped without it. AB_ONLY="vit llm" runs only
+# the commands named.
 set -euo pipefail
 A=$1 B=$2 OUT=$3 ROUNDS=${4:-2}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +28,7 @@ for side in a b; do # each build's machine profile first, so no timed run pays f
 done
 for c in "${cmds[@]}"; do
   name=${c%%:*} args=${c#*:}
+  if [ -n "${AB_ONLY:-}" ] && [[ " $AB_ONLY " != *" $name "* ]]; then continue; fi
   for r in $(seq 1 "$ROUNDS"); do
     for side in a b; do
       bin=$A; [ $side = b ] && bin=$B
