@@ -140,7 +140,7 @@ ts_status ts__gconv_profile_parse(const cJSON *j, const ts_provenance *env, cons
     s = fmt(path, "provenance", "needs cpu_model and kernels (up to 15 characters)");
   if (s == TS_OK) {
     memcpy(p.cpu_model, env->cpu_model, sizeof p.cpu_model);
-    snprintf(p.kernels, sizeof p.kernels, "%s", env->kernels);
+    memcpy(p.kernels, env->kernels, strlen(env->kernels) + 1); /* length checked above */
     memcpy(p.date, env->date, sizeof p.date);
     memcpy(p.tessera_version, env->tessera_version, sizeof p.tessera_version);
     p.threads = env->threads;
