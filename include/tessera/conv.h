@@ -221,7 +221,7 @@ void ts_conv_trial_destroy(ts_conv_trial *t);
 
 /* ---- per-layer selection: the profile ------------------------------------------------------
  * A table of measured per-algorithm times keyed by the layer descriptor (every field but relu),
- * stored as <cache>/conv_profile_<kernels>_t<threads>.json with its provenance (CPU model, kernel
+ * stored as the artifact conv-profile/<kernels>-t<threads> (tessera/artifact.h) with its provenance (CPU model, kernel
  * ISA level, threads, oneDNN version, date and load average of each entry). Opened for a context:
  * a file measured elsewhere (another CPU, ISA level or thread count) is ignored and replaced on
  * save. Selection picks the fastest measured tessera algorithm -- never a baseline. */

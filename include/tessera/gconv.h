@@ -93,7 +93,7 @@ void ts_gconv_pack_weights(int rows, int64_t K, const float *w, int64_t ldw, flo
  * rows[r] rows over K = ks[k] B rows whose last vector count is v + 1 (1..4 vectors of 16), one
  * thread, B rows spread over a larger input as in a real layer (same time split across KC passes
  * as the executor). Median of passes. Stored as JSON with provenance under
- * <cache>/gconv_profile_<level>_<isa>.json, reused only when cpu model, kernel level, level,
+ * the artifact gconv-profile/<level>-<kernels> (tessera/artifact.h), reused only when cpu model, kernel level, level,
  * version and grid match. */
 #define TS_GCONV_PROFILE_VERSION 1
 #define TS_GCONV_PROFILE_MAX 32
@@ -244,7 +244,7 @@ ts_status ts_gconv_plan_to_json(const ts_gconv_plan *p, char **json);
 ts_status ts_gconv_plan_from_json(const char *json, ts_gconv_plan *out);
 ts_status ts_gconv_plan_save(const ts_gconv_plan *p, const char *path);
 ts_status ts_gconv_plan_load(const char *path, ts_gconv_plan *out);
-/* <cache>/gconv_plans/<key as 16 hex digits>.json */
+/* The artifact path <cache>/gconv-plan/<key as 16 hex digits>.json (tessera/artifact.h) */
 ts_status ts_gconv_plan_cache_path(uint64_t key, char *buf, size_t cap);
 /* The cached plan for (l, conn, m, o) when present and valid for conn, else plans and stores it.
  * *cached says which. A cache that cannot be written is reported on stderr, not an error. */

@@ -1,6 +1,6 @@
 /* tessera attn: tile-aware sparse attention from the command line.
  *   attn plan   mask -> reorder -> dense blocks -> scheduler (greedy | ILP) -> plan JSON, cached under
- *               <cache>/plans/<key>.json (a cached plan is loaded instead of solved again)
+ *               <cache>/attn-plan/<key>.json (a cached plan is loaded instead of solved again)
  *   attn bench  the same planning, then every baseline and both schedules timed in one process on
  *               the same random Q/K/V (fixed seed), error checked against the reference. */
 #include <math.h>
@@ -26,7 +26,7 @@ static void usage(void) {
          "predicted thread makespan (greedy: each piece priced alone + LPT; ilp: the exact model of the\n"
          "keys the compact passes compute, per panel by CBC from the greedy start, then panels to threads,\n"
          "under --time-limit, default 2 s). The plan\n"
-         "(schedule + permutation perm[new] = old) goes to <cache>/plans/<key>.json and to --out.\n"
+         "(schedule + permutation perm[new] = old) goes to <cache>/attn-plan/<key>.json and to --out.\n"
          "bench: times dense flash (64 x 64), fixed-tile block skip at every menu tile on the original and\n"
          "on the reordered mask, and the greedy and ILP schedules (median of --repeats after warm-up, the\n"
          "fastest of --rounds interleaved rounds), and checks the ILP result (in the original token order)\n"
@@ -45,7 +45,7 @@ static void usage(void) {
          "                     shared machine: a preempted call still reads its own run time)\n"
          "  --cost C           the scheduler's block cost: profile (default: this machine's measured tile\n"
          "                     timings for the head dim and dtype, measured once with progress on stderr,\n"
-         "                     then read from <cache>/attn_profile_<level>_d<D>_<dtype>.json) or analytic\n"
+         "                     then read from <cache>/attn-profile/<level>-d<D>-<dtype>-<isa>.json) or analytic\n"
          "                     (the formula ts_attn_cost_default: no measurement)\n"
          "  --profile-level L  quick|standard|full (standard): the profile's grid; quick < 1 s, standard 20-60 s,\n"
          "                     full several minutes (measured once per level, head dim and dtype)\n"
