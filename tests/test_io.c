@@ -19,7 +19,7 @@ static bool file_exists(const char *path) { return access(path, F_OK) == 0; }
 
 static bool no_temp_left(const char *path) {
   char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%ld", path, (long)getpid(), (long)gettid()); /* the writer's name for it */
   return !file_exists(tmp);
 }
 

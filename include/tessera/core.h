@@ -227,7 +227,8 @@ float ts_rng_normal(ts_rng *r);                 /* N(0,1) */
 ts_status ts_cache_dir(char *buf, size_t cap);
 /* Creates a directory and its parents (mkdir -p). */
 ts_status ts_mkdirs(const char *path);
-/* Writes bytes to path.tmp.<pid> and renames it over path: never leaves a half-written file. */
+/* Writes bytes to path.tmp.<pid>.<tid> and renames it over path: never leaves a half-written file,
+ * and two threads or processes writing one path each write their own temporary file. */
 ts_status ts_write_file_atomic(const char *path, const void *data, size_t len);
 /* Reads a whole file (NUL-terminated for convenience; *len excludes the NUL). Free with free(). */
 ts_status ts_read_file(const char *path, char **data, size_t *len);

@@ -138,7 +138,8 @@ ts_status ts_cache_dir(char *buf, size_t cap) {
 
 ts_status ts_write_file_atomic(const char *path, const void *data, size_t len) {
   char tmp[4200];
-  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  /* process and thread in the name: two threads writing one path never share a temporary file */
+  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%ld", path, (long)getpid(), (long)gettid());
   if (n < 0 || (size_t)n >= sizeof tmp) return ts_error(TS_ERR_INVALID_ARG, "output path is too long: '%s'", path);
   FILE *f = fopen(tmp, "wb");
   if (!f) return ts_error(TS_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));

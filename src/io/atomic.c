@@ -1,4 +1,4 @@
-/* Streaming atomic writes: write "<path>.tmp.<pid>", fsync, rename over <path>. The same
+/* Streaming atomic writes: write "<path>.tmp.<pid>.<tid>", fsync, rename over <path>. The same
  * contract as ts_write_file_atomic, for writers that produce their output piece by piece. */
 #include <errno.h>
 #include <string.h>
@@ -12,7 +12,7 @@ ts_status ts__atomic_open(ts__atomic_file *af, const char *path) {
   size_t n = strlen(path);
   if (n >= sizeof af->path) return ts_error(TS_ERR_INVALID_ARG, "output path is too long: '%.200s...'", path);
   memcpy(af->path, path, n + 1);
-  int k = snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld", path, (long)getpid());
+  int k = snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld.%ld", path, (long)getpid(), (long)gettid());
   if (k < 0 || (size_t)k >= sizeof af->tmp) return ts_error(TS_ERR_INVALID_ARG, "output path is too long: '%.200s...'", path);
   af->f = fopen(af->tmp, "wb");
   if (!af->f) return ts_error(TS_ERR_IO, "cannot create '%s': %s", af->tmp, strerror(errno));
