@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "attn/attn_internal.h"
 #include "core/artifact_internal.h"
@@ -303,9 +302,9 @@ ts_status ts_attn_cuda_profile(ts_attn_cuda_costs *out, int64_t d, bool bf16) {
   }
   if (st == TS_OK) {
     c->measured = true;
-    time_t now = time(NULL);
-    struct tm tmv;
-    if (gmtime_r(&now, &tmv)) strftime(c->date, sizeof c->date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    ts_provenance now; /* the core's record of this machine and moment: its date */
+    ts_provenance_here(&now, ts_isa_active(), 0);
+    memcpy(c->date, now.date, sizeof c->date);
     st = ts_attn_cuda_device_name(c->device, sizeof c->device);
   }
   if (st == TS_OK) *out = res;
