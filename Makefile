@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DTS_WERROR=ON
 endif
 
-.PHONY: all deps build test demo sanitize tsan fuzz bench clean
+.PHONY: all deps build test test-levels demo sanitize tsan fuzz bench clean
 
 all: build
 
@@ -26,6 +26,17 @@ test: build
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)/tessera
+
+# The whole suite again with the kernels capped at AVX2 and at the scalar references (TESSERA_ISA):
+# the end-to-end paths (model logits, plans, CLI) at each level an x86-64 machine may run, on any
+# machine (a level above the CPU's is refused, so on an AVX2-only CPU the first run repeats the
+# native one). Artifacts made at another level are re-made (their provenance names the kernels).
+# CI runs it.
+test-levels: build
+	@for isa in avx2 scalar; do \
+	  echo "== ctest with TESSERA_ISA=$$isa"; \
+	  (cd $(BUILD) && TESSERA_ISA=$$isa ctest --output-on-failure -j $(JOBS)) || exit 1; \
+	done
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build, whole suite again.
 sanitize: deps

@@ -261,6 +261,27 @@ static void test_artifacts(void) {
   CHECK_OK(ts__artifact_get(&ops, "k1", &j, &computed));
   CHECK(computed && exists(bad) && j.value == 42, "a payload the reader rejects is moved aside");
 
+  /* measured figures come back as the same doubles (cJSON alone prints 15 digits whenever they
+   * come within a relative DBL_EPSILON, 0.0047814162731586911 as ...86902), in objects and arrays */
+  {
+    const double figs[] = {0.0047814162731586911, 0.1, 1.0 / 3.0, 6.02214076e23, -2.5e-310, 12345.678901234567};
+    const int nf = (int)(sizeof figs / sizeof figs[0]);
+    cJSON *d = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(d, "a");
+    for (int i = 0; i < nf; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(figs[i]));
+    cJSON_AddNumberToObject(d, "x", figs[0]);
+    CHECK_OK(ts__artifact_store(&ops.kind, "exact", d, NULL));
+    cJSON_Delete(d);
+    char *text = NULL;
+    CHECK_OK(ts_artifact_load("test-kind", 3, "exact", &text, NULL));
+    cJSON *back = text ? cJSON_Parse(text) : NULL;
+    const cJSON *ba = cJSON_GetObjectItemCaseSensitive(back, "a"), *bx = cJSON_GetObjectItemCaseSensitive(back, "x");
+    int same = cJSON_IsNumber(bx) && bx->valuedouble == figs[0];
+    for (int i = 0; i < nf; i++) same += cJSON_IsNumber(cJSON_GetArrayItem(ba, i)) && cJSON_GetArrayItem(ba, i)->valuedouble == figs[i];
+    CHECK(same == nf + 1, "%d of %d numbers read back as the stored doubles: %s", same, nf + 1, text ? text : "");
+    cJSON_Delete(back);
+    free(text);
+  }
+
   /* names */
   CHECK_STATUS(ts_artifact_path("../etc", "k", path, sizeof path), TS_ERR_INVALID_ARG);
   CHECK_STATUS(ts_artifact_path("kind", "a/b", path, sizeof path), TS_ERR_INVALID_ARG);
@@ -272,17 +293,17 @@ static void test_artifacts(void) {
   ts_artifact_entry *e = NULL;
   int n = 0;
   CHECK_OK(ts_artifact_list(NULL, &e, &n));
-  CHECK(n == 4, "listed %d (k1, k1.bad, a, b)", n);
+  CHECK(n == 5, "listed %d (k1, k1.bad, exact, a, b)", n);
   int nbad = 0, v1 = 0;
   for (int i = 0; i < n; i++) nbad += e[i].bad, v1 += e[i].version == 1;
   CHECK(nbad == 1 && v1 == 2 && !strcmp(e[0].kind, "other-kind") && !strcmp(e[0].key, "a"), "entries");
   free(e);
   CHECK_OK(ts_artifact_list("test-kind", &e, &n));
-  CHECK(n == 2, "kind filter: %d", n);
+  CHECK(n == 3, "kind filter: %d", n);
   free(e);
   int removed = 0;
   CHECK_OK(ts_artifact_trim(0, &removed));
-  CHECK(removed == 3, "trim to 0 keeps only the newest file: removed %d", removed);
+  CHECK(removed == 4, "trim to 0 keeps only the newest file: removed %d", removed);
   CHECK_OK(ts_artifact_store("other-kind", 1, "a", "[1]", NULL));
   CHECK_OK(ts_artifact_clear("other-kind", &removed));
   CHECK_OK(ts_artifact_list(NULL, &e, &n));

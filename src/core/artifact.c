@@ -140,12 +140,12 @@ ts_status ts__artifact_store(const ts__artifact_kind *kd, const char *key, const
             cJSON_AddNumberToObject(env, "version", kd->version) && cJSON_AddStringToObject(env, "key", key);
   if (ok) cJSON_AddItemToObject(env, "provenance", pj), pj = NULL;
   if (ok) cJSON_AddItemToObject(env, "data", dj), dj = NULL;
-  char *text = ok ? cJSON_Print(env) : NULL;
+  char *text = ok ? ts__json_print(env, true) : NULL;
   cJSON_Delete(env), cJSON_Delete(pj), cJSON_Delete(dj);
   if (!text) return ts_error(TS_ERR_OOM, "artifact store: out of memory printing %s '%s'", kd->name, key);
   const size_t len = strlen(text);
   ts_status s = ts_write_file_atomic(path, text, len);
-  free(text);
+  cJSON_free(text);
   TS_TRY(s);
   int removed;
   if (ts_artifact_trim(ts_cache_limit(), &removed) != TS_OK) ts_error_clear(); /* a full cache is not an error */

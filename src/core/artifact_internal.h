@@ -16,6 +16,11 @@
  * allocator ts_set_allocator installed for cJSON). TS_ERR_OOM naming `what`; j NULL (a failed
  * to_cjson) is TS_ERR_OOM too. */
 ts_status ts__json_to_string(const cJSON *j, const char *what, char **out);
+/* j as text (indented or not; freed with cJSON_free; NULL when out of memory) in which every number
+ * reads back as the same double: cJSON prints 15 significant digits whenever they come within a
+ * relative DBL_EPSILON of the value, which loses the last bits of measured figures; such numbers
+ * are written with 17 here. Every writer of the library's JSON goes through it. */
+char *ts__json_print(const cJSON *j, bool formatted);
 /* Parses a NUL-terminated JSON text (*out, the caller's to cJSON_Delete). TS_ERR_FORMAT naming
  * `what` and the byte offset; TS_ERR_OOM when an allocation failed; TS_ERR_INVALID_ARG for NULL. */
 ts_status ts__json_from_string(const char *json, const char *what, cJSON **out);

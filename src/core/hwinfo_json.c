@@ -258,7 +258,7 @@ ts_status ts_hwinfo_save(const ts_machine_profile *p, const char *path) {
     cJSON_Delete(j);
     return s;
   }
-  char *text = cJSON_Print(j);
+  char *text = ts__json_print(j, true);
   cJSON_Delete(j);
   if (!text) return ts_error(TS_ERR_OOM, "out of memory serializing the machine profile");
   size_t len = strlen(text);

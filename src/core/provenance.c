@@ -2,6 +2,7 @@
  * cache keys (tessera/measure.h). */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,9 +109,40 @@ ts_status ts_provenance_from_json(const char *json, ts_provenance *p) {
 
 /* ---- public JSON strings ------------------------------------------------------------------ */
 
+/* numbers whose 15-digit form reads back as another double become raw 17-digit text */
+static bool exact_numbers(cJSON *j) {
+  for (cJSON *c = j ? j->child : NULL, *next; c; c = next) {
+    next = c->next;
+    if (cJSON_IsArray(c) || cJSON_IsObject(c)) {
+      if (!exact_numbers(c)) return false;
+      continue;
+    }
+    if (!cJSON_IsNumber(c) || !isfinite(c->valuedouble)) continue;
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.15g", c->valuedouble);
+    if (strtod(buf, NULL) == c->valuedouble) continue;
+    snprintf(buf, sizeof buf, "%.17g", c->valuedouble);
+    cJSON *raw = cJSON_CreateRaw(buf);
+    if (!raw) return false;
+    if (cJSON_IsObject(j) ? !cJSON_ReplaceItemInObjectCaseSensitive(j, c->string, raw) /* keeps the key */
+                          : !cJSON_ReplaceItemViaPointer(j, c, raw)) {
+      cJSON_Delete(raw);
+      return false;
+    }
+  }
+  return true;
+}
+
+char *ts__json_print(const cJSON *j, bool formatted) {
+  cJSON *d = j ? cJSON_Duplicate(j, 1) : NULL;
+  char *text = d && exact_numbers(d) ? (formatted ? cJSON_Print(d) : cJSON_PrintUnformatted(d)) : NULL;
+  cJSON_Delete(d);
+  return text;
+}
+
 ts_status ts__json_to_string(const cJSON *j, const char *what, char **out) {
   *out = NULL;
-  char *text = j ? cJSON_PrintUnformatted(j) : NULL; /* cJSON's allocator (the hooks, when set) */
+  char *text = ts__json_print(j, false); /* cJSON's allocator (the hooks, when set) */
   const size_t n = text ? strlen(text) + 1 : 0;
   char *s = text ? malloc(n) : NULL; /* the caller's to free(): plain malloc memory */
   if (s) memcpy(s, text, n);

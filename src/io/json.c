@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/artifact_internal.h"
 #include "io/json_internal.h"
 
 /* 1-based line and column (in bytes) of offset `off` in buf. */
@@ -75,7 +76,7 @@ ts_status ts__json_read_file(const char *path, cJSON **out) {
 
 ts_status ts__json_write_file(const char *path, const cJSON *j) {
   if (!path || !j) return ts_error(TS_ERR_INVALID_ARG, "ts__json_write_file: %s is NULL", path ? "json" : "path");
-  char *text = cJSON_Print(j); /* cJSON's allocator (the hooks, when set): freed with cJSON_free */
+  char *text = ts__json_print(j, true); /* cJSON's allocator (the hooks, when set): freed with cJSON_free */
   if (!text) return ts_error(TS_ERR_OOM, "cannot format JSON for '%s'", path);
   size_t n = strlen(text);
   text[n] = '\n'; /* replaces the NUL: the file ends with a newline */

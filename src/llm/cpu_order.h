@@ -20,12 +20,29 @@
  *             otherwise llama.cpp falls back to dot_f16_one)
  *   vexpf     exp by ggml's AVX-512 routine: range reduction by 2^n, degree-5 polynomial, scalef;
  *             0 below -103.97, inf above 88.38 (|n| > 192)
+ *
+ * llama.cpp built for AVX2 (+FMA, F16C; no AVX-512) keeps the block-type row dots (hsum8: its
+ * AVX-512 build runs the same 256-bit code for them) and RMSNorm, and differs in the rest, with
+ * 8-lane vectors (confirmed against llama-cpp-python 0.3.36 built with AVX-512 off, see
+ * tests/test_llm_model.c):
+ *   dot_f16_one8  per 32-element step four 8-lane accumulators (element 8j+l into accumulator j,
+ *             lane l), fma; then (a0+a2)+(a1+a3) lane-wise and hadd8; a tail below 32 in double
+ *   hadd8     an 8-lane vector summed as _mm_hadd_ps twice does: t_i = v_i + v_(i+4);
+ *             (t0+t1) + (t2+t3)
+ *   dot_f16_many8  tinyBLAS with 8-lane vectors: one accumulator, element i into lane i % 8, fma;
+ *             then hsum8 (n % 8 == 0; otherwise dot_f16_one8)
+ *   softmax   exp per 8 keys, each group's hsum8 added to a double
+ *   vexpf8    exp by ggml's AVX2 routine: the same reduction and polynomial without its last
+ *             "+ 1", then k (1 + j) as fma(j, k, k) with k = 2^n built in the exponent bits; for
+ *             |n| > 126 two scale factors s1, s2 (0 or inf past |n| > 192)
+ *   silu, swiglu  with vexpf8 in groups of 8 (the C library's expf for the last n % 8)
  */
 #ifndef TS_LLM_CPU_ORDER_H
 #define TS_LLM_CPU_ORDER_H
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 static inline float ts__hsum8(const float a[8]) {
   return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
@@ -55,5 +72,40 @@ static inline float ts__vexpf(float x) {
 
 /* silu(x) = x / (1 + exp(-x)) with the vector exp (ggml_v_silu). */
 static inline float ts__vsilu(float x) { return x / (1.0f + ts__vexpf(0.0f - x)); }
+
+static inline float ts__hadd8(const float v[8]) {
+  float t[4];
+  for (int i = 0; i < 4; i++) t[i] = v[i] + v[i + 4];
+  return (t[0] + t[1]) + (t[2] + t[3]);
+}
+
+static inline float ts__f32_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* One lane of ggml's AVX2 exp (vexpf8 above). */
+static inline float ts__vexpf8(float x) {
+  const float r = 0x1.8p23f;
+  const float z = fmaf(x, 0x1.715476p+0f, r);
+  const float n = z - r;
+  const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+  uint32_t zb;
+  memcpy(&zb, &z, 4);
+  const uint32_t e = zb << 23;
+  const float k = ts__f32_bits(e + 0x3f800000u);
+  const float u = b * b;
+  const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+                       0x1.ffffecp-1f * b);
+  if (!(fabsf(n) > 126.0f)) return fmaf(j, k, k); /* NaN too */
+  const uint32_t g = n <= 0.0f ? 0x82000000u : 0u;
+  const float s1 = ts__f32_bits(g + 0x7f000000u), s2 = ts__f32_bits(e - g);
+  if (fabsf(n) > 192.0f) return s1 * s1;
+  return fmaf(s2, j, s2) * s1;
+}
+
+/* silu with the AVX2 vector exp. */
+static inline float ts__vsilu8(float x) { return x / (1.0f + ts__vexpf8(0.0f - x)); }
 
 #endif

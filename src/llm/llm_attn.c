@@ -1,6 +1,7 @@
 /* Causal grouped-query attention over the fp16 KV cache, one thread's share of the work, in
- * llama.cpp's CPU order (cpu_order.h) so that scores, probabilities and outputs equal its values bit
- * for bit.
+ * llama.cpp's CPU orders (cpu_order.h: its AVX-512 build's, ts__att_item_ref, and its AVX2 build's,
+ * ts__att_item_ref8, which differ in vector width, exp and the sums' trees) so that scores,
+ * probabilities and outputs equal its values bit for bit.
  *
  * Cache (llm_internal.h): K in blocks of 16 keys ([hd][16] each) and V [n_ctx][hd] per layer and KV
  * head, fp16. A work
@@ -9,6 +10,7 @@
  * position p sees keys j < valid = p + 1:
  *   s[j]  = dot(fp16(q[r]), K[j]) * scale           dot_f16_one (single-token batch) / _many
  *   e[j]  = vexpf(s[j] - max s), summed per 16 keys (sum16) into a double, keys from 0
+ *           (AVX2 order: vexpf8, per 8 keys, hsum8)
  *   P[j]  = fp16(e[j] * fp32(1 / sum))
  *   o[i]  = dot over keys of P[j] V[j][i]            dot_f16_one / _many again
  * (llama.cpp scores a zero-padded key range of a multiple of 256: the masked keys' P = 0 terms
@@ -16,7 +18,8 @@
  * sees the most keys), item i on thread i % nrun. Decode gives each thread a contiguous range of
  * query heads, and an item is those of them that share a KV head (GQA), so each K and V line is
  * read from memory once per thread. The
- * AVX-512 item (llm_attn_avx512.c) equals this reference bit for bit (tests/test_llm.c). */
+ * AVX-512 item (llm_attn_avx512.c) equals ts__att_item_ref, the AVX2 item (llm_attn_avx2.c)
+ * ts__att_item_ref8, bit for bit (tests/test_llm.c). */
 #include <math.h>
 #include <string.h>
 
@@ -25,45 +28,49 @@
 
 static inline float r16(float v) { return ts_f16_to_f32(ts_f32_to_f16(v)); }
 
-/* dot_f16_one of cpu_order.h over elements 0..n-1 of x[i] y[i] (get(i) gives x[i] y's factor) */
-static float dot_one(int n, const float *x, const float *y) {
+/* The orders of llama.cpp's build with W-lane vectors (cpu_order.h; W 16: AVX-512, 8: AVX2). */
+static float vreduce(int W, const float *v) { return W == 16 ? ts__sum16(v) : ts__hsum8(v); }
+static float vexp(int W, float x) { return W == 16 ? ts__vexpf(x) : ts__vexpf8(x); }
+
+/* dot_f16_one (W 16) / dot_f16_one8 (W 8) of x[i] y[i], i < n */
+static float dot_one(int W, int n, const float *x, const float *y) {
   float acc[4][16] = {{0}};
-  const int np = n & ~63;
-  for (int i = 0; i < np; i += 64)
+  const int np = n - n % (4 * W);
+  for (int i = 0; i < np; i += 4 * W)
     for (int j = 0; j < 4; j++)
-      for (int l = 0; l < 16; l++) acc[j][l] = fmaf(x[i + 16 * j + l], y[i + 16 * j + l], acc[j][l]);
+      for (int l = 0; l < W; l++) acc[j][l] = fmaf(x[i + W * j + l], y[i + W * j + l], acc[j][l]);
   float a[16];
-  for (int l = 0; l < 16; l++) a[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
-  double s = ts__sum16(a);
+  for (int l = 0; l < W; l++) a[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+  double s = W == 16 ? ts__sum16(a) : ts__hadd8(a);
   for (int i = np; i < n; i++) s += (double)(x[i] * y[i]);
   return (float)s;
 }
 
-/* dot_f16_many (n % 16 == 0; otherwise llama.cpp takes dot_f16_one) */
-static float dot_many(int n, const float *x, const float *y) {
-  if (n % 16) return dot_one(n, x, y);
+/* dot_f16_many / _many8 (n % W == 0; otherwise llama.cpp takes dot_f16_one) */
+static float dot_many(int W, int n, const float *x, const float *y) {
+  if (n % W) return dot_one(W, n, x, y);
   float acc[16] = {0};
-  for (int i = 0; i < n; i += 16)
-    for (int l = 0; l < 16; l++) acc[l] = fmaf(x[i + l], y[i + l], acc[l]);
-  return ts__sum16(acc);
+  for (int i = 0; i < n; i += W)
+    for (int l = 0; l < W; l++) acc[l] = fmaf(x[i + l], y[i + l], acc[l]);
+  return vreduce(W, acc);
 }
 
 /* Row probabilities in place: s[0..valid) scores -> fp16-rounded P, llama.cpp's softmax. */
-static void softmax_row(float *s, int valid) {
+static void softmax_row(int W, float *s, int valid) {
   float mx = -INFINITY;
   for (int j = 0; j < valid; j++) mx = s[j] > mx ? s[j] : mx;
   double sum = 0;
-  for (int c = 0; c < valid; c += 16) {
+  for (int c = 0; c < valid; c += W) {
     float e[16];
-    for (int l = 0; l < 16; l++) e[l] = c + l < valid ? ts__vexpf(s[c + l] - mx) : 0.0f;
-    for (int l = 0; l < 16 && c + l < valid; l++) s[c + l] = e[l];
-    sum += (double)ts__sum16(e);
+    for (int l = 0; l < W; l++) e[l] = c + l < valid ? vexp(W, s[c + l] - mx) : 0.0f;
+    for (int l = 0; l < W && c + l < valid; l++) s[c + l] = e[l];
+    sum += (double)vreduce(W, e);
   }
   const float inv = (float)(1.0 / sum);
   for (int j = 0; j < valid; j++) s[j] = r16(s[j] * inv);
 }
 
-void ts__att_item_ref(const ts__att_item *it) {
+static void att_item_ref(const ts__att_item *it, int W) {
   const int hd = it->hd;
   float qr[1024], col[1024], vcol[1024]; /* hd <= 1024 (llm_model.c checks key_length) */
   for (int r = 0; r < it->m; r++) {
@@ -72,9 +79,9 @@ void ts__att_item_ref(const ts__att_item *it) {
     for (int i = 0; i < hd; i++) qr[i] = r16(it->q[(size_t)r * (size_t)it->ldq + (size_t)i]);
     for (int j = 0; j < valid; j++) {
       for (int i = 0; i < hd; i++) col[i] = ts_f16_to_f32(it->KT[ts__kidx(hd, i, j)]);
-      S[j] = (it->one ? dot_one(hd, qr, col) : dot_many(hd, qr, col)) * it->scale;
+      S[j] = (it->one ? dot_one(W, hd, qr, col) : dot_many(W, hd, qr, col)) * it->scale;
     }
-    softmax_row(S, valid);
+    softmax_row(W, S, valid);
     for (int j = valid; j < nk; j++) S[j] = 0.0f;
     for (int i = 0; i < hd; i++) {
       /* o_i = the keys dot of P and dimension i of V, over the zero-padded key range (P = 0 terms
@@ -85,23 +92,26 @@ void ts__att_item_ref(const ts__att_item *it) {
         for (int j = 0; j < n; j++)
           vcol[j] = c0 + j < valid ? ts_f16_to_f32(it->V[(size_t)(c0 + j) * (size_t)hd + (size_t)i]) : 0.0f;
         for (int j = 0; j < n; j++) { /* the two orders' accumulators, key c0 + j */
-          const int k = c0 + j;
-          acc_one[(k >> 4) & 3][k & 15] = fmaf(S[k], vcol[j], acc_one[(k >> 4) & 3][k & 15]);
-          if (k < ((valid + 15) & ~15)) acc_many[k & 15] = fmaf(S[k], vcol[j], acc_many[k & 15]);
+          const int k = c0 + j, c = (k / W) & 3, l = k % W;
+          acc_one[c][l] = fmaf(S[k], vcol[j], acc_one[c][l]);
+          if (k < (valid + W - 1) / W * W) acc_many[l] = fmaf(S[k], vcol[j], acc_many[l]);
         }
       }
       float o;
       if (it->one) {
-        float a16[16];
-        for (int l = 0; l < 16; l++) a16[l] = (acc_one[0][l] + acc_one[2][l]) + (acc_one[1][l] + acc_one[3][l]);
-        o = ts__sum16(a16);
+        float a[16];
+        for (int l = 0; l < W; l++) a[l] = (acc_one[0][l] + acc_one[2][l]) + (acc_one[1][l] + acc_one[3][l]);
+        o = W == 16 ? ts__sum16(a) : ts__hadd8(a);
       } else {
-        o = ts__sum16(acc_many);
+        o = vreduce(W, acc_many);
       }
       it->out[(size_t)r * (size_t)it->ldo + (size_t)i] = o;
     }
   }
 }
+
+void ts__att_item_ref(const ts__att_item *it) { att_item_ref(it, 16); }
+void ts__att_item_ref8(const ts__att_item *it) { att_item_ref(it, 8); }
 
 void ts__att_heads(const ts_llm_state *s, int tid, int *h0, int *h1) {
   const ts__qkv_part p = ts__qkv_part_of(&s->m->cfg, tid, s->nrun);

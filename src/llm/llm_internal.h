@@ -262,9 +262,12 @@ typedef struct ts__att_item {
   int64_t ldo;
 } ts__att_item;
 typedef void (*ts__att_fn)(const ts__att_item *it);
-void ts__att_item_ref(const ts__att_item *it);
+void ts__att_item_ref(const ts__att_item *it);  /* llama.cpp's AVX-512 order */
+void ts__att_item_ref8(const ts__att_item *it); /* its AVX2 order */
 /* AVX-512 form (hd a multiple of 64 up to 256; other sizes run the reference). */
 void ts__att_item_avx512(const ts__att_item *it);
+/* AVX2 form (hd a multiple of 32 up to 256; other sizes run ts__att_item_ref8). */
+void ts__att_item_avx2(const ts__att_item *it);
 
 /* RoPE of one head in place: pairs (2i, 2i+1) (neox: (i, i + n_rot/2)) for i < n_rot/2 rotated by
  * cs[2i] = cos, cs[2i+1] = sin: (x0 c - x1 s, x0 s + x1 c), each formed as fma(x0, c, -(x1 s)) and
@@ -272,11 +275,14 @@ void ts__att_item_avx512(const ts__att_item *it);
 typedef void (*ts__rope_fn)(float *v, const float *cs, int n_rot, int neox);
 void ts__rope_ref(float *v, const float *cs, int n_rot, int neox);
 void ts__rope_avx512(float *v, const float *cs, int n_rot, int neox);
+void ts__rope_avx2(float *v, const float *cs, int n_rot, int neox);
 /* g[i] = silu(g[i]) * u[i] for i < n, llama.cpp's swiglu: the vector exp (cpu_order.h) in groups
- * of 16, the C library's expf for the last n % 16. */
+ * of 16, the C library's expf for the last n % 16 (ref8, AVX2 order: vexpf8 in groups of 8). */
 typedef void (*ts__swiglu_fn)(int64_t n, float *g, const float *u);
 void ts__swiglu_ref(int64_t n, float *g, const float *u);
+void ts__swiglu_ref8(int64_t n, float *g, const float *u);
 void ts__swiglu_avx512(int64_t n, float *g, const float *u);
+void ts__swiglu_avx2(int64_t n, float *g, const float *u);
 
 /* RMSNorm with llama.cpp's arithmetic, so that the int8 activation quantization downstream sees
  * the same floats: the fp32 squares summed in double, mean = fp32(sum / n), scale = 1 / sqrtf(mean
@@ -286,21 +292,26 @@ void ts__swiglu_avx512(int64_t n, float *g, const float *u);
 typedef void (*ts__rmsnorm_fn)(int64_t n, const float *x, const float *w, float eps, float *y);
 void ts__rmsnorm_ref(int64_t n, const float *x, const float *w, float eps, float *y);
 void ts__rmsnorm_avx512(int64_t n, const float *x, const float *w, float eps, float *y);
+void ts__rmsnorm_avx2(int64_t n, const float *x, const float *w, float eps, float *y);
 
 /* y[i] = fp16(x[i]) for i < n, round to nearest even (ts_f32_to_f16's bits): the KV cache's stores. */
 typedef void (*ts__f16_fn)(int64_t n, const float *x, uint16_t *y);
 void ts__f16_ref(int64_t n, const float *x, uint16_t *y);
 void ts__f16_avx512(int64_t n, const float *x, uint16_t *y);
+void ts__f16_avx2(int64_t n, const float *x, uint16_t *y);
 
 /* The forward pass's kernels besides the matmuls, one set per level (llm_ops.c: the references,
- * and AVX-512 where the quant kernels run AVX-512 VNNI), in the core dispatcher as
- * ts__llm_ops_dispatch; ts__llm_ops_active() is its active set (TESSERA_ISA / TESSERA_REF apply). */
+ * AVX2 and AVX-512), in the core dispatcher as ts__llm_ops_dispatch; ts__llm_ops_active() is its
+ * active set (TESSERA_ISA / TESSERA_REF apply). Each set follows one of llama.cpp's build classes
+ * (cpu_order.h): `lanes` 16 (its AVX-512 build) or 8 (AVX2), and `ref` is that order's scalar set. */
 typedef struct ts__llm_ops {
   ts__att_fn att;
   ts__rope_fn rope;
   ts__swiglu_fn swiglu;
   ts__rmsnorm_fn rmsnorm;
   ts__f16_fn f16;
+  const struct ts__llm_ops *ref;
+  int lanes;
 } ts__llm_ops;
 extern ts__dispatch ts__llm_ops_dispatch;
 const ts__llm_ops *ts__llm_ops_active(void);

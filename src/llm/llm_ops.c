@@ -1,6 +1,6 @@
-/* The forward pass's element-wise kernels in llama.cpp's order (RoPE, SwiGLU, RMSNorm: scalar
- * references)
- * and the per-ISA table of the non-matmul kernels (ts__llm_ops). */
+/* The forward pass's element-wise kernels in llama.cpp's orders (RoPE, SwiGLU, RMSNorm: scalar
+ * references; SwiGLU has one per build class, cpu_order.h) and the per-ISA table of the non-matmul
+ * kernels (ts__llm_ops). */
 #include <math.h>
 
 #include "llm/cpu_order.h"
@@ -22,6 +22,12 @@ void ts__swiglu_ref(int64_t n, float *g, const float *u) {
   for (int64_t i = nv; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+void ts__swiglu_ref8(int64_t n, float *g, const float *u) {
+  const int64_t nv = n & ~(int64_t)7;
+  for (int64_t i = 0; i < nv; i++) g[i] = ts__vsilu8(g[i]) * u[i];
+  for (int64_t i = nv; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
 void ts__rmsnorm_ref(int64_t n, const float *x, const float *w, float eps, float *y) {
   double a[16] = {0}, t[8], u[4];
   for (int64_t j = 0; j < n; j++) a[j % 16] += (double)(x[j] * x[j]);
@@ -37,13 +43,18 @@ void ts__rmsnorm_ref(int64_t n, const float *x, const float *w, float eps, float
 
 void ts__f16_ref(int64_t n, const float *x, uint16_t *y) { ts_f32_to_f16_array(x, y, (size_t)n); }
 
-static const ts__llm_ops g_ref = {ts__att_item_ref, ts__rope_ref, ts__swiglu_ref, ts__rmsnorm_ref, ts__f16_ref};
+/* Each set names the scalar forms of its order (the tests' reference). The scalar level follows
+ * llama.cpp's AVX-512 order, as tessera always has: its logits equal those of llama.cpp on
+ * AVX-512 machines wherever it runs (slowly). */
+static const ts__llm_ops g_ref = {ts__att_item_ref, ts__rope_ref, ts__swiglu_ref, ts__rmsnorm_ref, ts__f16_ref, &g_ref, 16};
+static const ts__llm_ops g_ref8 = {ts__att_item_ref8, ts__rope_ref, ts__swiglu_ref8, ts__rmsnorm_ref, ts__f16_ref, &g_ref8, 8};
+static const ts__llm_ops g_avx2 = {ts__att_item_avx2, ts__rope_avx2, ts__swiglu_avx2, ts__rmsnorm_avx2, ts__f16_avx2, &g_ref8, 8};
 static const ts__llm_ops g_avx512 = {ts__att_item_avx512, ts__rope_avx512, ts__swiglu_avx512, ts__rmsnorm_avx512,
-                                     ts__f16_avx512};
-/* The AVX-512 ops run where the quant kernels run AVX-512 (VNNI: llm_ops_avx512.c itself needs only
- * F/BW/VL/DQ, but a CPU without VNNI keeps the whole forward pass at the AVX2 matmuls and scalar
- * ops, as it always has); no AVX2 ops. */
-static const ts__variant g_variants[] = {{TS__LV_SCALAR, &g_ref}, {TS__LV_AVX512_VNNI, &g_avx512}};
+                                     ts__f16_avx512, &g_ref, 16};
+/* AVX2 (+FMA, F16C) follows llama.cpp's AVX2 build, AVX-512 (F/BW/VL/DQ) its AVX-512 build: on
+ * each machine the order llama.cpp built for it runs, and TESSERA_ISA=avx2 on an AVX-512 machine
+ * gives the bits of llama.cpp built with AVX-512 off. */
+static const ts__variant g_variants[] = {{TS__LV_SCALAR, &g_ref}, {TS__LV_AVX2, &g_avx2}, {TS__LV_AVX512, &g_avx512}};
 ts__dispatch ts__llm_ops_dispatch = TS__DISPATCH("llm_ops", g_variants);
 
 const ts__llm_ops *ts__llm_ops_active(void) { return ts__dispatch_table(&ts__llm_ops_dispatch); }

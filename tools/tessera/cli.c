@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/artifact_internal.h" /* ts__json_print */
+
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
   fprintf(stderr, "tessera %s: ", cmd);
@@ -98,11 +100,11 @@ static void json_utf8(cJSON *j) {
 
 void cli_print_json(cJSON *j) {
   json_utf8(j);
-  char *s = cJSON_Print(j);
+  char *s = ts__json_print(j, true); /* numbers as the library writes them (--json-out files) */
   if (s) {
     fputs(s, stdout);
     fputc('\n', stdout);
-    free(s);
+    cJSON_free(s);
   }
   cJSON_Delete(j);
 }
