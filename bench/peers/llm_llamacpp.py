@@ -19,9 +19,14 @@ Usage:
     number of positions whose logits are bitwise equal. Tolerance: relative RMS <= 0.05, mean KL
     <= 0.01 nats and top-1 agreement >= 90% per prompt - what two int8-activation engines that
     accumulate in different orders reach (an order difference flips an activation rounding now
-    and then). tessera follows llama.cpp's CPU order (src/llm/cpu_order.h), so with the AVX-512
-    build of llama-cpp-python 0.3.36 its logits are expected to be bitwise equal (max |dz| 0);
-    the tolerance stays the pass criterion for other llama.cpp builds (AVX2, other versions).
+    and then). tessera follows llama.cpp's CPU orders (src/llm/cpu_order.h): its AVX-512 build's
+    at tessera's AVX-512 and scalar levels, its AVX2 build's at the AVX2 level, so against
+    llama-cpp-python 0.3.36 built for the same class its logits are expected to be bitwise equal
+    (max |dz| 0); the tolerance stays the pass criterion for other llama.cpp builds and versions.
+--isa avx2
+  Both engines at the AVX2 class on any x86 machine: tessera with TESSERA_ISA=avx2, llama.cpp
+  built without AVX-512 (GGML_NATIVE=OFF, AVX2/FMA/F16C on) into bench/peers/.venv-llama-avx2.
+  On a machine without AVX-512 the default (native) build already is that class.
   greedy: every prompt of GREEDY_PROMPTS, 64 tokens at temperature 0 from both: the token lists
     must be equal (tessera stops early at a control token such as <|im_end|>: the prefix it
     produced, stop token included, must equal llama.cpp's).
@@ -66,6 +71,11 @@ VENV = os.path.join(HERE, ".venv-llama")
 LLAMA_BUILD_ENV = {"CFLAGS": "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
                    "CXXFLAGS": "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"}
 REQS = os.path.join(HERE, "requirements-llama.txt")
+# --isa avx2: llama.cpp as its AVX2 build (ggml's CMake options; the x86 variants other than these
+# off), so that a machine with AVX-512 measures the AVX2 class against tessera capped the same way.
+LLAMA_AVX2_CMAKE = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON "
+                    "-DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AVX512_VBMI=OFF "
+                    "-DGGML_AVX_VNNI=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF")
 
 TOKENIZER_CASES = [
     "Hello world",
@@ -322,6 +332,9 @@ def main():
     ap.add_argument("--prompt-lens", default="16,128,512")
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--isa", choices=["native", "avx2"], default="native",
+                    help="avx2: both engines capped at AVX2 on any x86 machine (tessera TESSERA_ISA=avx2; "
+                         "llama.cpp built GGML_NATIVE=OFF with AVX2/FMA/F16C and AVX-512 off, in its own venv)")
     ap.add_argument("--llama-omp-wait", choices=["default", "passive", "active"], default="default",
                     help="OMP_WAIT_POLICY for llama.cpp (default: unset, libgomp's own)")
     a = ap.parse_args()
@@ -347,10 +360,15 @@ def main():
         os.environ.pop("OMP_WAIT_POLICY", None)
     else:
         os.environ["OMP_WAIT_POLICY"] = a.llama_omp_wait
-    peerenv.ensure("llm_llamacpp", ["llama_cpp", "numpy"], VENV, REQS, " (compiles llama.cpp: several minutes)",
-                   pip_env=LLAMA_BUILD_ENV, pip_args=["--no-cache-dir"])
+    venv, build_env = VENV, dict(LLAMA_BUILD_ENV)
+    if a.isa == "avx2":  # the AVX2 class on any machine: an AVX2-only llama.cpp, tessera capped
+        venv = VENV + "-avx2"
+        build_env["CMAKE_ARGS"] = LLAMA_AVX2_CMAKE
+        os.environ["TESSERA_ISA"] = "avx2"
+    peerenv.ensure("llm_llamacpp", ["llama_cpp", "numpy"], venv, REQS, " (compiles llama.cpp: several minutes)",
+                   pip_env=build_env, pip_args=["--no-cache-dir"])
     import llama_cpp
-    report = {"model": a.model, "threads": a.threads, "llama_cpp_python": llama_cpp.__version__,
+    report = {"model": a.model, "threads": a.threads, "llama_cpp_python": llama_cpp.__version__, "isa": a.isa,
               "llama_omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(unset)"),
               "load_avg_start": os.getloadavg()[0]}
     ok = True
@@ -385,8 +403,9 @@ def main():
 
 
 def print_report(r):
-    print("model %s, %d threads, llama-cpp-python %s (OMP_WAIT_POLICY %s), load average %.2f -> %.2f" % (
-        r["model"], r["threads"], r["llama_cpp_python"], r["llama_omp_wait_policy"], r["load_avg_start"], r["load_avg_end"]))
+    print("model %s, %d threads, llama-cpp-python %s%s (OMP_WAIT_POLICY %s), load average %.2f -> %.2f" % (
+        r["model"], r["threads"], r["llama_cpp_python"], " capped at AVX2" if r.get("isa") == "avx2" else "",
+        r["llama_omp_wait_policy"], r["load_avg_start"], r["load_avg_end"]))
     if "tokenizer" in r:
         t = r["tokenizer"]
         bad = [x for x in t["rows"] if not x["equal"]]
