@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
   const char *want = NULL;
   int nthreads = 2, shapes = 0;
   unsigned algos = 0;
-  ts__conv_plan_opts po = {TS__WINO_SCHED_AUTO};
+  ts__conv_plan_opts po = {.wino_schedule = TS__WINO_SCHED_AUTO};
   bool json = false;
   ts_bench_opts bo = ts_bench_opts_default();
   bo.repeats = 5;

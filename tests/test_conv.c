@@ -14,16 +14,22 @@
  *                                     the transforms, amplified by their entries. Measured worst
  *                                     max|err| / (u max A) over this matrix (printed): F(2,3) 1.9,
  *                                     F(4,3) 12.6 (AVX-512, every schedule; 1.8 / 11.3 with the
- *                                     AVX2 and scalar transforms; points 0, 1, -1, 1/2, -2; 22 with
+ *                                     scalar transforms; points 0, 1, -1, 1/2, -2; 22 with
  *                                     0, +-1, +-2), FFT 2.3 (FFTW's error grows like log2(F) u;
  *                                     F <= 32 here); for comparison direct 3.2, im2col 2.4. c is ~4x
- *                                     the measurement: F(2,3) 8, F(4,3) 48, fft 8. So F(2,3) is about
+ *                                     the measurement: F(2,3) 8, F(4,3) 48, fft 8. (2026-12-07, AMD
+ *                                     EPYC, with the wide-row case 24 in the matrix: F(4,3) 14.7 with
+ *                                     the AVX2 channel-lane kernels, 17.8 scalar, F(2,3) 1.8; still
+ *                                     under a third of c.) So F(2,3) is about
  *                                     as accurate as direct summation and F(4,3) ~4-7x less (~1e-6
  *                                     relative to max A for fp32, fine for inference).
- * The test re-runs itself with TESSERA_ISA=avx2 and =scalar for the ISA-specific kernels (direct,
- * depthwise, the Winograd transforms), and on AVX-512 runs Winograd again with each schedule forced
- * through the plans' internal options (ts__conv_plan_opts: fused, staged, clane-private,
- * clane-shared), so every variant is compared against the oracle. */
+ * Every kernel level of the room that this CPU runs (ts__conv_dispatch: scalar, avx2, avx512; a
+ * level it lacks is reported as skipped) is compared against the oracle in this process, plans
+ * made with the level's table through the internal options (ts__conv_plan_opts.kern), each with
+ * its default Winograd schedule and then every schedule the level has forced (AVX-512: fused,
+ * staged, clane-private, clane-shared; AVX2: clane-private, clane-shared). The test then re-runs
+ * itself under TESSERA_ISA=avx2 and =scalar: the room must resolve the capped level, its plans
+ * run it, and the default plans there pass the same checks. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +40,7 @@
 #include "conv/conv_internal.h"
 #include "tessera/conv.h"
 #include "tst.h"
+#include "tst_dispatch.h"
 
 typedef struct tcase {
   int n, c, h, w, k, r, s, sh, sw, pt, pb, pl, pr, dh, dw, g, relu, bias;
@@ -121,7 +128,8 @@ static const double norm_c[TS_CONV_ALGO_COUNT] = {[TS_CONV_WINOGRAD_F2] = 8, [TS
 static double worst_ratio[TS_CONV_ALGO_COUNT]; /* measured max|err| / (u max A), per algorithm */
 
 /* One case: data and oracle once, then every algorithm in `algos` (bit mask), its plans made with
- * po (NULL: the defaults; else a forced Winograd schedule, named in the messages). */
+ * po (NULL: the defaults; else a kernel level and maybe a forced Winograd schedule, named in the
+ * messages). */
 static void run_case(const tcase *t, int ci, unsigned algos, ts_context *ctx, const ts__conv_plan_opts *po) {
   const ts_conv_desc d = desc_of(t);
   int P = 0, Q = 0;
@@ -141,9 +149,9 @@ static void run_case(const tcase *t, int ci, unsigned algos, ts_context *ctx, co
   for (int ai = 0; ai < TS_CONV_ALGO_COUNT; ai++) {
     if (!(algos >> ai & 1u)) continue;
     const ts_conv_algo algo = (ts_conv_algo)ai;
-    char tagged[64];
-    snprintf(tagged, sizeof tagged, "%s (%s)", ts_conv_algo_name(algo),
-             po ? ts__conv_wino_schedule_name(po->wino_schedule) : "");
+    char tagged[96];
+    snprintf(tagged, sizeof tagged, "%s (%s, %s)", ts_conv_algo_name(algo),
+             po && po->kern ? ts_isa_name(po->kern->isa) : "active", po ? ts__conv_wino_schedule_name(po->wino_schedule) : "");
     const char *an = po ? tagged : ts_conv_algo_name(algo);
     ts_conv_plan *pl = NULL;
     if (!expect_supported(&d, algo)) {
@@ -209,7 +217,7 @@ static void test_api_errors(ts_context *ctx) {
   CHECK_ERR_CONTAINS(ts__conv_wino_schedule_parse("tiles", &sched), "unknown Winograd schedule 'tiles'");
   ts_conv_plan *bad = NULL;
   const ts_conv_desc w3 = ts_conv_desc_make(1, 8, 10, 10, 8, 3, 3);
-  const ts__conv_plan_opts out_of_range = {TS__WINO_SCHED_COUNT};
+  const ts__conv_plan_opts out_of_range = {.wino_schedule = TS__WINO_SCHED_COUNT};
   CHECK_STATUS(ts__conv_plan_create_opts(&bad, ctx, &w3, TS_CONV_WINOGRAD_F4, &out_of_range), TS_ERR_INVALID_ARG);
   CHECK(bad == NULL, "no plan for a bad option");
 
@@ -293,6 +301,46 @@ static void test_time_rounds(void) {
   CHECK_STATUS(ts_conv_time_rounds(1, fn, NULL, NULL, &o, ms, NULL), TS_ERR_INVALID_ARG);
 }
 
+/* Every kernel level of the room (ts__conv_dispatch) this CPU runs, the scalar reference
+ * included, against the oracle: the algorithms whose kernels come from the table, with the
+ * level's default schedule and each Winograd schedule it has forced through the plans' options
+ * (no environment variable): AVX-512 tile-lane fused / staged and channel-lane private / shared,
+ * AVX2 channel-lane private / shared. A level the CPU lacks is reported as skipped. */
+static void test_levels(ts_context *ctx) {
+  const unsigned kernel_algos = 1u << TS_CONV_DIRECT | 1u << TS_CONV_DEPTHWISE | 1u << TS_CONV_WINOGRAD_F2 |
+                                1u << TS_CONV_WINOGRAD_F4;
+  const unsigned wino = 1u << TS_CONV_WINOGRAD_F2 | 1u << TS_CONV_WINOGRAD_F4;
+  const int scheds[] = {TS__WINO_SCHED_FUSED, TS__WINO_SCHED_STAGED, TS__WINO_SCHED_CLANE_PRIVATE,
+                        TS__WINO_SCHED_CLANE_SHARED};
+  const ts__conv_plan_opts ref = {TS__WINO_SCHED_AUTO, ts__conv_dispatch.variants[0].table};
+  for (int i = 0; i < NCASES; i++) run_case(&cases[i], i, kernel_algos, ctx, &ref);
+  TST_EACH_VARIANT(&ts__conv_dispatch, v, ts__conv_kern, k) {
+    const ts__conv_plan_opts po = {TS__WINO_SCHED_AUTO, k};
+    for (int i = 0; i < NCASES; i++) run_case(&cases[i], i, kernel_algos, ctx, &po);
+    for (int s = k->isa == TS_ISA_AVX512 ? 0 : 2; s < 4; s++) {
+      const ts__conv_plan_opts ps = {scheds[s], k};
+      for (int i = 0; i < NCASES; i++) run_case(&cases[i], i, wino, ctx, &ps);
+    }
+  }
+}
+
+/* Child under TESSERA_ISA=cap: the room resolves the best level it has at or below the cap, and
+ * a plan made without options runs that level's table. */
+static void check_cap(const char *cap) {
+  const ts__level top = !strcmp(cap, "scalar") ? TS__LV_SCALAR : !strcmp(cap, "avx2") ? TS__LV_AVX2 : TS__LV_AVX512;
+  ts__level want = TS__LV_SCALAR;
+  for (int i = 0; i < ts__conv_dispatch.count; i++)
+    if (ts__conv_dispatch.variants[i].level <= top && ts__level_supported(ts__conv_dispatch.variants[i].level))
+      want = ts__conv_dispatch.variants[i].level;
+  CHECK(ts__dispatch_level(&ts__conv_dispatch) == want, "TESSERA_ISA=%s: conv resolved %s, expected %s", cap,
+        ts__level_name(ts__dispatch_level(&ts__conv_dispatch)), ts__level_name(want));
+  const ts_conv_desc d = ts_conv_desc_make(1, 8, 6, 6, 8, 3, 3);
+  ts_conv_plan *pl = NULL;
+  CHECK_OK(ts_conv_plan_create(&pl, NULL, &d, TS_CONV_WINOGRAD_F4));
+  CHECK(pl && pl->kern == ts__dispatch_table(&ts__conv_dispatch), "TESSERA_ISA=%s: a plan runs another level", cap);
+  ts_conv_plan_destroy(pl);
+}
+
 int main(int argc, char **argv) {
   /* Hundreds of short parallel regions: with OpenMP's default spin-waiting this program takes 4x
    * longer on a loaded machine (measured 12.6 s vs 3.6 s), so it re-executes itself with passive
@@ -307,7 +355,7 @@ int main(int argc, char **argv) {
     }
   }
   /* child mode: only the ISA-dispatched algorithms, under the TESSERA_ISA the parent set */
-  const int isa_child = argc > 1 && !strcmp(argv[1], "--isa-child");
+  const int isa_child = argc > 2 && !strcmp(argv[1], "--isa-child");
   ts_context *ctx = NULL;
   CHECK_OK(ts_context_create(&ctx, 2));
   if (!isa_child) test_api_errors(ctx), test_time_rounds();
@@ -315,14 +363,8 @@ int main(int argc, char **argv) {
   const unsigned algos =
       isa_child ? (1u << TS_CONV_DIRECT | 1u << TS_CONV_DEPTHWISE | wino) : (1u << TS_CONV_ALGO_COUNT) - 1;
   for (int i = 0; i < NCASES; i++) run_case(&cases[i], i, algos, ctx, NULL);
-  /* the AVX-512 Winograd schedules the default choice may not reach on these shapes, each forced
-   * through the plans' options (no environment variable) */
-  const int scheds[] = {TS__WINO_SCHED_FUSED, TS__WINO_SCHED_STAGED, TS__WINO_SCHED_CLANE_PRIVATE,
-                        TS__WINO_SCHED_CLANE_SHARED};
-  for (int k = 0; !isa_child && ts_isa_active() == TS_ISA_AVX512 && k < 4; k++) {
-    const ts__conv_plan_opts po = {scheds[k]};
-    for (int i = 0; i < NCASES; i++) run_case(&cases[i], i, wino, ctx, &po);
-  }
+  if (isa_child) check_cap(argv[2]);
+  else test_levels(ctx);
   if (!isa_child) {
     for (int a = 0; a < TS_CONV_ALGO_COUNT; a++)
       printf("%-12s worst max|err| = %.3g u max(A)%s\n", ts_conv_algo_name((ts_conv_algo)a), worst_ratio[a],
@@ -334,9 +376,9 @@ int main(int argc, char **argv) {
       const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
       if (len > 0) {
         self[len] = 0;
-        snprintf(cmd, sizeof cmd, "TESSERA_ISA=%s '%s' --isa-child > /dev/null", isas[i], self);
+        snprintf(cmd, sizeof cmd, "TESSERA_ISA=%s '%s' --isa-child %s > /dev/null", isas[i], self, isas[i]);
         const int rc = system(cmd);
-        CHECK(rc == 0, "direct/depthwise under TESSERA_ISA=%s failed (rc %d)", isas[i], rc);
+        CHECK(rc == 0, "direct/depthwise/Winograd under TESSERA_ISA=%s failed (rc %d)", isas[i], rc);
       }
     }
   }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "attn/attn_internal.h"
+#include "conv/conv_internal.h"
 #include "gconv/gconv_internal.h"
 #include "llm/llm_internal.h"
 #include "sparse/format_internal.h"
@@ -94,7 +95,8 @@ static int child(const char *capname) {
   const ts_isa cap = !strcmp(capname, "scalar") ? TS_ISA_SCALAR : !strcmp(capname, "avx2") ? TS_ISA_AVX2 : TS_ISA_AVX512;
   const ts__level top = ts__level_top(cap);
   ts__dispatch *rooms[] = {&ts__kernels_dispatch, &ts__quant_dispatch, &ts__llm_ops_dispatch,
-                           &ts__gconv_dispatch,   &ts__attn_dispatch,  &ts__popcount_dispatch};
+                           &ts__gconv_dispatch,   &ts__attn_dispatch,  &ts__popcount_dispatch,
+                           &ts__conv_dispatch};
   int bad = 0;
   if (ts_isa_active() != (cap < ts_isa_supported() ? cap : ts_isa_supported())) {
     fprintf(stderr, "ts_isa_active %s under cap %s\n", ts_isa_name(ts_isa_active()), capname);

@@ -1,31 +1,35 @@
-/* Direct and depthwise convolution: weight packing, scalar fallbacks, ISA dispatch, threading.
- * The vector kernels are in conv_direct_tmpl.h (instantiated per ISA); the scalar versions here
- * walk the same packed layouts so that TESSERA_ISA=scalar exercises the same indexing. */
+/* Direct and depthwise convolution: weight packing, the scalar kernels, threading. A plan runs
+ * the kernels of its level's table (ts_conv_plan.kern, conv_kern.c): for direct, output channels
+ * in the lanes where the table has dconv_rows (conv_direct_oc_avx512.c, conv_direct_oc_avx2.c),
+ * else the table's direct_rows (the scalar loop here, which walks the same packed layout); for
+ * depthwise the table's dw_rows (conv_direct_tmpl.h per ISA, or the scalar loop here). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "conv/conv_internal.h"
 
 typedef struct direct_state {
-  ts_isa isa;
+  const ts__conv_kern *k; /* the plan's kernel table */
   int kb;        /* output channels per packed block */
   int kblocks_g; /* blocks per group: ceil(kg / kb) */
   float *wp;     /* [groups * kblocks_g][cg][R][S][kb], zero rows past the group's last channel */
   ts__conv_pad_geom g;
   int *soff;     /* [S] tap offsets in a padded row */
-  int *toff;     /* AVX-512: [R*S] tap offsets from an output's first input (ts__dconv_args) */
-  int flat;      /* AVX-512, R x 1 kernel at stride 1: rows of Q floats, tiles cross output rows */
+  int *toff;     /* channel-lane kernels: [R*S] tap offsets from an output's first input (ts__dconv_args) */
+  int flat;      /* channel-lane kernels, R x 1 kernel at stride 1: rows of Q floats, tiles cross output rows */
+  int bgroup;    /* channel-lane kernels: blocks run together per output row (1: block-major order) */
 } direct_state;
 
-/* FLAT_CHUNK: positions of the flattened output plane per task (4 full tiles of 14). */
-enum { ROWS_PER_TASK = 4, FLAT_CHUNK = 56 };
+/* direct_rows kernels: output rows per task. (Channel-lane kernels: one output row per task, or
+ * the table's dconv_chunk positions of a flat plane.) */
+enum { ROWS_PER_TASK = 4 };
 
 static ts_status direct_init(ts_conv_plan *pl) {
   direct_state *st = calloc(1, sizeof *st);
   if (!st) return ts_error(TS_ERR_OOM, "direct: out of memory");
   pl->state = st;
-  st->isa = ts_isa_active();
-  st->kb = st->isa == TS_ISA_AVX512 ? TS__CONV_KB_AVX512 : st->isa == TS_ISA_AVX2 ? TS__CONV_KB_AVX2 : TS__CONV_KB_SCALAR;
+  st->k = pl->kern;
+  st->kb = st->k->direct_kb;
   st->kblocks_g = (pl->kg + st->kb - 1) / st->kb;
   const ts_conv_desc *d = &pl->d;
   const size_t wn = (size_t)d->groups * st->kblocks_g * pl->cg * d->r * d->s * st->kb;
@@ -33,7 +37,7 @@ static ts_status direct_init(ts_conv_plan *pl) {
   pl->state_bytes = wn * sizeof(float);
   if (!st->wp) return ts_error(TS_ERR_OOM, "direct: out of memory for %zu packed weights", wn);
   st->g = ts__conv_pad_geometry(d);
-  st->flat = st->isa == TS_ISA_AVX512 && d->s == 1 && d->stride_h == 1 && d->stride_w == 1;
+  st->flat = st->k->dconv_flat && d->s == 1 && d->stride_h == 1 && d->stride_w == 1;
   if (st->flat) { /* the broadcast kernel reads no slack: rows of exactly W + pads = Q floats */
     st->g.wrow = d->w + d->pad_left + d->pad_right;
     st->g.plane = (size_t)st->g.hp * st->g.wrow;
@@ -46,7 +50,30 @@ static ts_status direct_init(ts_conv_plan *pl) {
     for (int s = 0; s < d->s; s++)
       st->toff[r * d->s + s] = r * d->dilation_h * st->g.sw * st->g.wrow + st->soff[s];
   pl->workspace = ts__conv_align((size_t)d->n * d->c * st->g.plane * sizeof(float));
+  st->bgroup = 1;
+  if (st->k->dconv_l2_group) { /* as many blocks as half of L2 holds the packed weights of */
+    const size_t wblk = (size_t)pl->cg * d->r * d->s * st->kb * sizeof(float);
+    const size_t fit = ts__conv_l2_bytes() / 2 / wblk;
+    const int nb = d->groups * st->kblocks_g;
+    st->bgroup = fit < 1 ? 1 : fit > (size_t)nb ? nb : (int)fit;
+  }
   return TS_OK;
+}
+
+/* Task t of the channel-lane path: image n, block b, row or flat chunk i (per of them). With
+ * bgroup 1 blocks are outermost after the image; else groups of bgroup blocks, and inside a group
+ * the image, the row, then the group's blocks, so that consecutive tasks of a thread read the same
+ * input rows (kept in L2 for the next block) while the group's weights stay in L2: with 16-channel
+ * blocks a block-major order streamed a 128-channel 56^2 input from L3 once per block, its rows
+ * read as 768 short interleaved streams that no hardware prefetcher follows. */
+static void dconv_task(const direct_state *st, int N, int nb, int per, int t, int *n, int *b, int *i) {
+  const int bg = st->bgroup;
+  if (bg == 1) {
+    *n = t / (nb * per), *b = (t / per) % nb, *i = t % per;
+    return;
+  }
+  const int gi = t / (bg * N * per), sz = nb - gi * bg < bg ? nb - gi * bg : bg, local = t - gi * bg * N * per;
+  *n = local / (per * sz), *i = local / sz % per, *b = gi * bg + local % sz;
 }
 
 static ts_status direct_weights(ts_conv_plan *pl) {
@@ -68,7 +95,7 @@ static ts_status direct_weights(ts_conv_plan *pl) {
 }
 
 /* Scalar direct: same blocking over channels (KB_SCALAR), one output at a time. */
-static void direct_rows_scalar(const ts__conv_direct_args *a, int p0, int p1) {
+void ts__conv_direct_rows_scalar(const ts__conv_direct_args *a, int p0, int p1) {
   enum { KB = TS__CONV_KB_SCALAR };
   const ts_conv_desc *d = a->d;
   const ts__conv_pad_geom *g = a->g;
@@ -99,22 +126,23 @@ static ts_status direct_execute(const ts_conv_plan *pl, const float *in, float *
   ts__conv_pad_input(d, &st->g, in, xp, pl->threads);
   const int nb = d->groups * st->kblocks_g, pt = (pl->p + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
   const int tasks = d->n * nb * pt;
-  if (st->isa == TS_ISA_AVX512) { /* output channels in the lanes; a task is one output row or a flat chunk */
+  if (st->k->dconv_rows) { /* output channels in the lanes; a task is one output row or a flat chunk */
     const size_t pq = (size_t)pl->p * pl->q;
-    const int per = st->flat ? (int)((pq + FLAT_CHUNK - 1) / FLAT_CHUNK) : pl->p, all = d->n * nb * per;
+    const int chunk = st->k->dconv_chunk, per = st->flat ? (int)((pq + chunk - 1) / chunk) : pl->p, all = d->n * nb * per;
 #pragma omp parallel for num_threads(pl->threads) schedule(static)
     for (int t = 0; t < all; t++) {
-      const int n = t / (nb * per), b = (t / per) % nb, i = t % per;
+      int n, b, i;
+      dconv_task(st, d->n, nb, per, t, &n, &b, &i);
       const int grp = b / st->kblocks_g, k0 = grp * pl->kg + (b % st->kblocks_g) * st->kb, kend = (grp + 1) * pl->kg;
       const ts__dconv_args a = {d, &st->g, pl->p, pl->q, pl->cg, xp + ((size_t)n * d->c + (size_t)grp * pl->cg) * st->g.plane,
                                 st->wp + (size_t)b * pl->cg * d->r * d->s * st->kb, pl->bias + k0,
                                 out + ((size_t)n * d->k + k0) * pq, kend - k0 < st->kb ? kend - k0 : st->kb, st->toff};
-      if (st->flat) ts__dconv_flat_avx512(&a, i * FLAT_CHUNK, (int)((size_t)(i + 1) * FLAT_CHUNK < pq ? (size_t)(i + 1) * FLAT_CHUNK : pq));
-      else ts__dconv_rows_avx512(&a, i, i + 1);
+      if (st->flat) st->k->dconv_flat(&a, i * chunk, (int)((size_t)(i + 1) * chunk < pq ? (size_t)(i + 1) * chunk : pq));
+      else st->k->dconv_rows(&a, i, i + 1);
     }
     return TS_OK;
   }
-  void (*rows)(const ts__conv_direct_args *, int, int) = st->isa == TS_ISA_AVX2 ? ts__conv_direct_rows_avx2 : direct_rows_scalar;
+  void (*rows)(const ts__conv_direct_args *, int, int) = st->k->direct_rows;
   const size_t pq = (size_t)pl->p * pl->q;
 #pragma omp parallel for num_threads(pl->threads) schedule(static)
   for (int t = 0; t < tasks; t++) {
@@ -158,7 +186,7 @@ static ts_status dw_init(ts_conv_plan *pl) {
   direct_state *st = calloc(1, sizeof *st);
   if (!st) return ts_error(TS_ERR_OOM, "depthwise: out of memory");
   pl->state = st;
-  st->isa = ts_isa_active();
+  st->k = pl->kern;
   st->g = ts__conv_pad_geometry(&pl->d);
   if (!(st->soff = malloc((size_t)pl->d.s * sizeof(int)))) return ts_error(TS_ERR_OOM, "depthwise: out of memory");
   ts__conv_tap_offsets(&pl->d, &st->g, st->soff);
@@ -166,7 +194,7 @@ static ts_status dw_init(ts_conv_plan *pl) {
   return TS_OK;
 }
 
-static void dw_rows_scalar(const ts__conv_direct_args *a, int p0, int p1) {
+void ts__conv_dw_rows_scalar(const ts__conv_direct_args *a, int p0, int p1) {
   const ts_conv_desc *d = a->d;
   const ts__conv_pad_geom *g = a->g;
   const size_t rowlen = (size_t)g->sw * g->wrow;
@@ -188,8 +216,7 @@ static ts_status dw_execute(const ts_conv_plan *pl, const float *in, float *out,
   ts__conv_pad_input(d, &st->g, in, xp, pl->threads);
   enum { DW_ROWS = 8 };
   const int pt = (pl->p + DW_ROWS - 1) / DW_ROWS, tasks = d->n * d->c * pt;
-  void (*rows)(const ts__conv_direct_args *, int, int) =
-      st->isa == TS_ISA_AVX512 ? ts__conv_dw_rows_avx512 : st->isa == TS_ISA_AVX2 ? ts__conv_dw_rows_avx2 : dw_rows_scalar;
+  void (*rows)(const ts__conv_direct_args *, int, int) = st->k->dw_rows;
   const size_t pq = (size_t)pl->p * pl->q;
 #pragma omp parallel for num_threads(pl->threads) schedule(static)
   for (int t = 0; t < tasks; t++) {

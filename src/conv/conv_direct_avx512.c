@@ -4,7 +4,6 @@
 
 #define VEC __m512
 #define VW 16
-#define KB TS__CONV_KB_AVX512
 #define VZERO() _mm512_setzero_ps()
 #define VLOADU(p) _mm512_loadu_ps(p)
 #define VSET1(x) _mm512_set1_ps(x)
@@ -14,7 +13,6 @@
 #define VSTORE_N(p, v, n) _mm512_mask_storeu_ps(p, (__mmask16)((1u << (n)) - 1u), v)
 #define VLOAD_N(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), p)
 #define FN(name) name##_avx512_impl
-#define TS_CONV_TMPL_DW_ONLY /* direct itself runs conv_direct_oc_avx512.c */
 
 #include "conv/conv_direct_tmpl.h"
 

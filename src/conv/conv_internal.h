@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/dispatch.h"
 #include "tessera/conv.h"
 
 /* Workspace slices are carved at this alignment. */
@@ -15,6 +16,7 @@ static inline size_t ts__conv_align(size_t bytes) {
 }
 
 typedef struct ts__conv_algo_ops ts__conv_algo_ops;
+typedef struct ts__conv_kern ts__conv_kern;
 
 /* ---- plan options that are not public ---------------------------------------------------------
  * Experiments and tests choose through them (bench_conv --wino-schedule, tests/test_conv.c),
@@ -29,8 +31,10 @@ enum {
   TS__WINO_SCHED_COUNT
 };
 typedef struct ts__conv_plan_opts {
-  int wino_schedule; /* a TS__WINO_SCHED_*; applies to Winograd plans at the AVX-512 level only
-                        (the other levels have one schedule) */
+  int wino_schedule; /* a TS__WINO_SCHED_*; the tile-lane ones (fused, staged) exist at the AVX-512
+                        level only, the channel-lane ones at AVX-512 and AVX2 (scalar has one) */
+  const ts__conv_kern *kern; /* the kernel level's table (ts__conv_dispatch's variants; tests walk
+                                them); NULL: the dispatcher's active one */
 } ts__conv_plan_opts;
 /* "auto", "fused", "staged", "clane", "clane-private", "clane-shared" and back (TS_ERR_NOT_FOUND
  * listing them). */
@@ -56,6 +60,7 @@ struct ts_conv_plan {
   float *weights;       /* [K][C/g][R][S] copy (reference, im2col, implicit use it as is) */
   float *bias;          /* [K], zeros when none was given */
   const ts__conv_algo_ops *ops;
+  const ts__conv_kern *kern; /* the kernels this plan runs (opts.kern, else the active level's) */
   void *state;          /* algorithm-owned: packed weights, transforms, FFTW plans */
   ts__conv_plan_opts opts;
 };
@@ -97,7 +102,8 @@ void ts__conv_lower_row(const ts_conv_desc *d, int Q, const float *x, int r, int
  * bias), one image plane block. */
 void ts__conv_epilogue(float *out, int rows, size_t len, size_t ld, const float *bias, int relu);
 
-/* Direct / depthwise vector kernels by ISA (conv_direct_avx512.c, conv_direct_avx2.c).
+/* Column-lane direct and depthwise kernels (conv_direct_tmpl.h: the depthwise kernels of
+ * conv_direct_avx512.c and conv_direct_avx2.c; the scalar ones of conv_direct.c).
  * Packed weights wp [K/KB (rounded up)][C/g][R][S][KB]. One call: output rows [p0, p1) of output
  * channel block kb (channels k0 .. k0+KB-1, clipped to K by `kvalid`) of image n. */
 typedef struct ts__conv_direct_args {
@@ -111,7 +117,6 @@ typedef struct ts__conv_direct_args {
   int kvalid;
   const int *soff;   /* [S]: offset of tap s in a padded row, ((s*dw) % sw) * wrow + (s*dw) / sw */
 } ts__conv_direct_args;
-void ts__conv_direct_rows_avx2(const ts__conv_direct_args *a, int p0, int p1);
 /* Depthwise: one channel, weights [R][S], output rows [p0, p1). */
 void ts__conv_dw_rows_avx512(const ts__conv_direct_args *a, int p0, int p1);
 void ts__conv_dw_rows_avx2(const ts__conv_direct_args *a, int p0, int p1);
@@ -122,9 +127,12 @@ typedef struct ts__wino_geom {
   int A, M, N, C, H, W, P, Q, K; /* tile size, output tile, tensor sizes */
   int pad_top, pad_left, th, tw;
   int cg, kg, groups, threads;
-  int kgp;                       /* row length of U: kg rounded up to 16 */
-  const float *U;                /* [groups][A*A][kgp / 16][cg][16] (channels past kg zero); clane:
-                                    [groups][A*A][kgp / 64][cg][64], the last panel kgp % 64 wide */
+  int kgp;                       /* row length of U: kg rounded up to the level's wino_kalign */
+  int upw;                       /* U's panel width, set by the level's setup: U is [groups][A*A]
+                                    [kgp / upw panels][cg][upw] (channels past kg zero), the last
+                                    panel kgp % upw wide. AVX-512: 16 (tile lanes), 64 (clane);
+                                    AVX2: 16; the scalar path 1 ([A*A][kg][cg]) */
+  const float *U;
   const float *bias;             /* [K] */
   int relu;
   int sched;                     /* TS__WINO_STAGED, _FUSED or _CLANE (ts__wino_setup_avx512) */
@@ -145,13 +153,19 @@ ts_status ts__wino_execute_avx512(const ts__wino_geom *g, const float *in, float
 /* The channel-lane schedule (conv_winograd_cl_avx512.c): blocking and workspace, then one group. */
 void ts__wino_cl_setup(ts__wino_geom *g);
 void ts__wino_cl_group(const ts__wino_geom *g, int grp, const float *in, float *out, unsigned char *ws);
-/* The L2 size per core the AVX-512 Winograd blocking is scaled by (ts_hwinfo_cache_sizes, read once;
- * 1 MiB, the machine its constants were tuned on, when the OS does not say). */
+/* Winograd on AVX2 (conv_winograd_cl_avx2.c): the channel-lane schedule with 8 lanes; one setup
+ * (honours the clane-private / clane-shared options) and the execution of every group. */
+void ts__wino_setup_avx2(ts__wino_geom *g);
+ts_status ts__wino_execute_avx2(const ts__wino_geom *g, const float *in, float *out, unsigned char *ws);
+/* The L2 size per core the AVX-512 Winograd blocking and the AVX2 direct kernels' block grouping
+ * are scaled by (ts_hwinfo_cache_sizes, read once; 1 MiB, the machine the AVX-512 constants were
+ * tuned on, when the OS does not say). */
 size_t ts__conv_l2_bytes(void);
 
-/* AVX-512 direct kernel with output channels in the lanes (conv_direct_oc_avx512.c): output rows
- * [p0, p1) of one block of TS__CONV_KB_AVX512 (32) packed output channels of image n and one
- * group, the weights packed as for the other direct kernels ([cg][R][S][32]).
+/* Direct kernels with output channels in the lanes (conv_direct_oc_avx512.c, conv_direct_oc_avx2.c):
+ * output rows [p0, p1) of one block of KB packed output channels (the table's direct_kb:
+ * TS__CONV_KB_AVX512 = 32, TS__CONV_KB_OC_AVX2 = 16) of image n and one group, the weights packed
+ * as for the other direct kernels ([cg][R][S][KB]).
  * Flat layouts (kernels one column wide at stride 1: R x 1, including 1 x 1): the padded input is
  * made with rows of exactly Q floats (no slack), so output position j = p Q + q reads input j +
  * toff[t] for every tap and a tile of consecutive positions may cross output rows:
@@ -161,19 +175,51 @@ typedef struct ts__dconv_args {
   const ts__conv_pad_geom *g;
   int p, q, cg;
   const float *x;    /* padded input of image n, first channel of the group */
-  const float *w;    /* the block's packed weights [cg][R][S][32] */
+  const float *w;    /* the block's packed weights [cg][R][S][KB] */
   const float *bias; /* bias of the block's first channel */
   float *out;        /* output of image n, first channel of the block, [kvalid][P][Q] */
-  int kvalid;        /* channels of the block that exist (<= 32; <= 16 uses one vector) */
+  int kvalid;        /* channels of the block that exist (<= KB; <= one vector's lanes uses one vector) */
   const int *toff;   /* [R*S] offset of tap (r, s) from output (p, q)'s first input:
                         r * dilation_h * sw * wrow + soff[s] */
 } ts__dconv_args;
 void ts__dconv_rows_avx512(const ts__dconv_args *a, int p0, int p1);
 void ts__dconv_flat_avx512(const ts__dconv_args *a, int j0, int j1);
+void ts__dconv_rows_avx2(const ts__dconv_args *a, int p0, int p1);
+void ts__dconv_flat_avx2(const ts__dconv_args *a, int j0, int j1);
 
 #define TS__CONV_KB_AVX512 32
-#define TS__CONV_KB_AVX2 4
+#define TS__CONV_KB_OC_AVX2 16 /* output channels in the lanes (conv_direct_oc_avx2.c) */
 #define TS__CONV_KB_SCALAR 4
+
+/* ---- the room's kernels per level (conv_kern.c; core/dispatch.h, docs/ARCHITECTURE.md "Dispatch")
+ * A plan takes one table when it is made (ts_conv_plan.kern: the options' or the dispatcher's
+ * active one, so TESSERA_ISA / TESSERA_REF cap convolution like every room) and runs only its
+ * entries; layouts that differ by level (packed direct weights, U's panels) follow the table's
+ * fields. */
+struct ts__conv_kern {
+  ts_isa isa; /* the level's family */
+  /* direct: blocks of direct_kb output channels; either output channels in the lanes (dconv_rows,
+   * with dconv_flat for R x 1 kernels at stride 1) or columns in the lanes (direct_rows) */
+  int direct_kb;
+  void (*direct_rows)(const ts__conv_direct_args *a, int p0, int p1);
+  void (*dconv_rows)(const ts__dconv_args *a, int p0, int p1);
+  void (*dconv_flat)(const ts__dconv_args *a, int j0, int j1);
+  int dconv_chunk; /* flat positions per task: a few full tiles of the channel-lane kernel */
+  int dconv_l2_group; /* run the blocks whose weights fit half of L2 together per output row
+                         (conv_direct.c; measured on AVX2 only: AVX-512 keeps block-major order) */
+  void (*dw_rows)(const ts__conv_direct_args *a, int p0, int p1); /* depthwise */
+  /* Winograd: kg rounded up to wino_kalign in U; wino_setup NULL = the scalar transforms and
+   * ts_sgemm of conv_winograd.c */
+  int wino_kalign;
+  void (*wino_setup)(ts__wino_geom *g);
+  ts_status (*wino_execute)(const ts__wino_geom *g, const float *in, float *out, unsigned char *ws);
+};
+/* Variants: scalar, avx2, avx512 (conv_kern.c). */
+extern ts__dispatch ts__conv_dispatch;
+const ts__conv_kern *ts__conv_kern_active(void);
+/* The scalar kernels (conv_direct.c), the reference level's entries. */
+void ts__conv_direct_rows_scalar(const ts__conv_direct_args *a, int p0, int p1);
+void ts__conv_dw_rows_scalar(const ts__conv_direct_args *a, int p0, int p1);
 
 /* The entries of a conv profile document into p (opened for this machine; conv_profile.c's file
  * reader). A document measured elsewhere (version, CPU, kernels or threads differ) adds nothing and

@@ -124,6 +124,7 @@ ts_status ts__conv_plan_create_opts(ts_conv_plan **plan, ts_context *ctx, const 
   pl->cg = d->c / d->groups, pl->kg = d->k / d->groups;
   pl->ops = algo_ops[a];
   if (o) pl->opts = *o;
+  pl->kern = pl->opts.kern ? pl->opts.kern : ts__conv_kern_active();
   const size_t wn = (size_t)d->k * pl->cg * d->r * d->s;
   pl->weights = ts_malloc(wn * sizeof(float));
   pl->bias = ts_malloc((size_t)d->k * sizeof(float));
@@ -213,9 +214,11 @@ void ts__conv_pad_input(const ts_conv_desc *d, const ts__conv_pad_geom *g, const
         memcpy(row + d->pad_left, src, (size_t)d->w * sizeof(float));
         continue;
       }
-      for (int x = 0; x < d->w; x++) {
-        const int j = x + d->pad_left;
-        row[(size_t)(j % sw) * g->wrow + j / sw] = src[x];
+      for (int ph = 0; ph < sw; ph++) { /* padded column j = i sw + ph reads input column j - pad_left */
+        float *dst = row + (size_t)ph * g->wrow;
+        int i = 0, x = ph - d->pad_left;
+        for (; x < 0; x += sw) i++;
+        for (; x < d->w; x += sw) dst[i++] = src[x];
       }
     }
 }

@@ -10,7 +10,9 @@
  * Data flow per group and block of up to TILE_BLOCK tiles (T tiles over the batch):
  *   V [a*a][cg][T] = B^T d B;   M[xi] [kg][T] = U[xi] [kg][cg] x V[xi]  (a*a ts_sgemm calls);
  *   out = A^T M A (+ bias, ReLU), clipped at the output edge. U [groups][a*a][kg][cg] is made once.
- * On AVX-512 the transforms run 16 tiles per vector (conv_winograd_avx512.c); elsewhere per tile. */
+ * That is the scalar level's path; a level whose table has wino_setup (conv_kern.c: AVX2,
+ * conv_winograd_cl_avx2.c; AVX-512, conv_winograd_*avx512.c) runs its own schedules on U packed in
+ * the panels its setup chose (ts__wino_geom.upw). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +36,14 @@ size_t ts__conv_l2_bytes(void) {
 enum { TILE_BLOCK = 512, AMAX = 6 };
 
 typedef struct wino_state {
-  ts_isa isa;
+  const ts__conv_kern *k; /* the plan's kernel table */
   int m, a, th, tw, rows, rpb, tb; /* tiles th x tw per image; rows = N * th tile rows, rpb per block */
   float BT[AMAX][AMAX], G[AMAX][3], AT[4][AMAX];
-  int kgp;      /* AVX-512: kg rounded up to 16 */
-  float *U;     /* [groups][a*a][kg][cg]; AVX-512: [groups][a*a][kgp / 16][cg][16], clane schedule
-                   [groups][a*a][kgp / 64][cg][64] (last panel narrower; conv_winograd_*avx512.c) */
-  ts__wino_geom geom; /* AVX-512 schedule */
+  int kgp;      /* kg rounded up to the table's wino_kalign */
+  int upw;      /* U's panel width (ts__wino_geom.upw): 1 on the scalar path */
+  float *U;     /* [groups][a*a][kgp / upw][cg][upw] (last panel kgp % upw wide): [groups][a*a][kg][cg]
+                   on the scalar path */
+  ts__wino_geom geom; /* the vector levels' schedule */
 } wino_state;
 
 static ts_status wino_check(const ts_conv_desc *d, const char *name) {
@@ -87,7 +90,7 @@ static ts_status wino_init(ts_conv_plan *pl, int m) {
   if (!st) return ts_error(TS_ERR_OOM, "winograd: out of memory");
   pl->state = st;
   st->m = m, st->a = m + 2;
-  st->isa = ts_isa_active();
+  st->k = pl->kern;
   wino_matrices(st);
   st->th = (pl->p + m - 1) / m, st->tw = (pl->q + m - 1) / m;
   st->rows = d->n * st->th;
@@ -95,19 +98,21 @@ static ts_status wino_init(ts_conv_plan *pl, int m) {
   if (st->rpb > st->rows) st->rpb = st->rows;
   st->tb = st->rpb * st->tw;
   const size_t aa = (size_t)st->a * st->a;
-  st->kgp = st->isa == TS_ISA_AVX512 ? (pl->kg + 15) / 16 * 16 : pl->kg;
+  st->kgp = (pl->kg + st->k->wino_kalign - 1) / st->k->wino_kalign * st->k->wino_kalign;
+  st->upw = 1;
   pl->state_bytes = aa * d->groups * st->kgp * pl->cg * sizeof(float);
   st->U = ts_malloc(pl->state_bytes);
   if (!st->U) return ts_error(TS_ERR_OOM, "winograd: out of memory for the transformed weights");
   pl->workspace = ts__conv_align(aa * pl->cg * st->tb * sizeof(float)) + ts__conv_align(aa * pl->kg * st->tb * sizeof(float));
-  if (st->isa == TS_ISA_AVX512) {
+  if (st->k->wino_setup) {
     ts__wino_geom *g = &st->geom;
     *g = (ts__wino_geom){.BT = &st->BT[0][0], .AT = &st->AT[0][0], .A = st->a, .M = m, .N = d->n, .C = d->c,
                          .H = d->h, .W = d->w, .P = pl->p, .Q = pl->q, .K = d->k, .pad_top = d->pad_top,
                          .pad_left = d->pad_left, .th = st->th, .tw = st->tw, .cg = pl->cg, .kg = pl->kg,
                          .groups = d->groups, .threads = pl->threads, .kgp = st->kgp, .U = st->U, .bias = pl->bias,
                          .relu = d->relu, .force = pl->opts.wino_schedule};
-    ts__wino_setup_avx512(g);
+    st->k->wino_setup(g);
+    st->upw = g->upw;
     pl->workspace = g->workspace;
   }
   return TS_OK;
@@ -119,7 +124,7 @@ static ts_status wino_weights(ts_conv_plan *pl) {
   const ts_conv_desc *d = &pl->d;
   wino_state *st = pl->state;
   const int a = st->a, aa = a * a;
-  memset(st->U, 0, pl->state_bytes); /* AVX-512: the packed rows past kg stay zero */
+  memset(st->U, 0, pl->state_bytes); /* the packed rows past kg stay zero */
   for (int k = 0; k < d->k; k++)
     for (int c = 0; c < pl->cg; c++) {
       const float *g = pl->weights + ((size_t)k * pl->cg + c) * 9;
@@ -130,11 +135,8 @@ static ts_status wino_weights(ts_conv_plan *pl) {
       for (int i = 0; i < a; i++)
         for (int j = 0; j < a; j++) {
           const size_t xi = (size_t)grp * aa + i * a + j;
-          const int kp = kl / 64 * 64, pw = st->kgp - kp < 64 ? st->kgp - kp : 64; /* clane panel */
-          const size_t at = st->isa != TS_ISA_AVX512 ? (xi * pl->kg + kl) * pl->cg + c
-                            : st->geom.sched == TS__WINO_CLANE
-                                ? (xi * st->kgp + kp) * pl->cg + (size_t)c * pw + kl - kp
-                                : (xi * st->kgp + kl / 16 * 16) * pl->cg + (size_t)c * 16 + kl % 16;
+          const int kp = kl / st->upw * st->upw, pw = st->kgp - kp < st->upw ? st->kgp - kp : st->upw; /* panel */
+          const size_t at = (xi * st->kgp + kp) * pl->cg + (size_t)c * pw + kl - kp;
           st->U[at] = (float)(tmp[i][0] * st->G[j][0] + tmp[i][1] * st->G[j][1] + tmp[i][2] * st->G[j][2]);
         }
     }
@@ -188,7 +190,7 @@ static inline __attribute__((always_inline)) void output_tile(const wino_state *
 static ts_status wino_execute(const ts_conv_plan *pl, const float *in, float *out, unsigned char *ws) {
   const ts_conv_desc *d = &pl->d;
   const wino_state *st = pl->state;
-  if (st->isa == TS_ISA_AVX512) return ts__wino_execute_avx512(&st->geom, in, out, ws);
+  if (st->k->wino_execute) return st->k->wino_execute(&st->geom, in, out, ws);
   const int a = st->a, aa = a * a, m = st->m, cg = pl->cg, kg = pl->kg, tw = st->tw;
   const size_t pq = (size_t)pl->p * pl->q;
   float *V = (float *)ws, *Mb = (float *)(ws + ts__conv_align((size_t)aa * cg * st->tb * sizeof(float)));

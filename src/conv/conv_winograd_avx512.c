@@ -250,6 +250,7 @@ void ts__wino_setup_avx512(ts__wino_geom *g) {
     g->sched = g->A == 6 || g->tw < CLANE_TW_F2 ? TS__WINO_CLANE
                : ubytes <= 4 * ts__conv_l2_bytes() ? TS__WINO_FUSED /* U up to 4x L2: 4 MiB on a 1 MiB L2 */
                                                    : TS__WINO_STAGED;
+  g->upw = 16; /* U's panels of 16 channels (conv_winograd.c packs them); the clane setup widens them */
   if (g->sched == TS__WINO_CLANE) {
     ts__wino_cl_setup(g);
   } else if (g->sched == TS__WINO_FUSED) {

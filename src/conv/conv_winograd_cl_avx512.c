@@ -57,6 +57,7 @@ static size_t block_bytes(const ts__wino_geom *g, int rows) {
 
 void ts__wino_cl_setup(ts__wino_geom *g) {
   const size_t aa = (size_t)g->A * g->A, ubytes = aa * g->cg * g->kgp * sizeof(float);
+  g->upw = 16 * CL_NV; /* U's panels, one register tile wide (conv_winograd.c packs them) */
   g->cgp = (g->cg + 15) / 16 * 16;
   g->wp = g->tw * g->M + g->A - g->M;
   g->wpv = (g->wp + 15) / 16 * 16;
