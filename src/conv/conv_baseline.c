@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "conv/conv_internal.h"
+#include "kernels/kernels_internal.h"
 
 static const char *const base_names[TS_CONV_BASE_COUNT] = {"onednn_direct", "onednn_winograd", "onednn_auto",
                                                            "openblas"};
@@ -107,6 +108,7 @@ static ts_status dnnl_reorder_once(ts_conv_baseline *b, dnnl_primitive_t r, dnnl
 static ts_status dnnl_init(ts_conv_baseline *b, const float *w, const float *bias) {
   const ts_conv_desc *d = &b->d;
   static const dnnl_alg_kind_t algs[] = {dnnl_convolution_direct, dnnl_convolution_winograd, dnnl_convolution_auto};
+  ts__dnnl_cap(); /* TESSERA_ISA=avx2 caps the peer too */
   DN(dnnl_engine_create(&b->eng, dnnl_cpu, 0));
   DN(dnnl_stream_create(&b->strm, b->eng, dnnl_stream_default_flags));
   const int g = d->groups;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gconv/gconv_base.h"
+#include "kernels/kernels_internal.h"
 
 struct ts__gconv_dnnl {
   dnnl_engine_t eng;
@@ -57,6 +58,7 @@ ts_status ts__gconv_dnnl_create(ts__gconv_dnnl **out, int threads, const ts_gcon
   const dnnl_dims_t sd = {l->n, cin, l->h, l->w}, dd = {l->n, l->cout, ho, wo};
   const dnnl_dims_t wg = {groups, l->cout / groups, cin / groups, k, k}, w1 = {l->cout, cin, k, k};
   const dnnl_dims_t strides = {l->stride, l->stride}, pads = {p, p};
+  ts__dnnl_cap(); /* TESSERA_ISA=avx2 caps the peer too */
   DN(dnnl_engine_create(&d->eng, dnnl_cpu, 0));
   DN(dnnl_stream_create(&d->stream, d->eng, dnnl_stream_default_flags));
   DN(dnnl_memory_desc_init_by_tag(&src_md, 4, sd, dnnl_f32, dnnl_nchw));

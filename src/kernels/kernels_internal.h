@@ -85,4 +85,8 @@ const ts__kernel_table *ts__kernels_for(ts_isa isa);
  * it. On Zen 4, 256 measured as fast as or faster than 128 (in-cache tiles and 2048^3 blocking). */
 #define TS__TILE_KC 256
 
+/* Caps oneDNN at AVX2 when the kernels room runs AVX2 on a CPU with more (TESSERA_ISA=avx2), once
+ * per process: every oneDNN user calls it before its first oneDNN call (sgemm.c). */
+void ts__dnnl_cap(void);
+
 #endif

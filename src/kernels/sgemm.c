@@ -7,9 +7,10 @@
  * restore the previous value after: the ICV is per thread (per task), so other threads' settings
  * are not disturbed. Called from inside an active OpenMP parallel region, oneDNN runs the GEMM on
  * the calling thread (it does not nest), whatever the context says.
- * TESSERA_ISA=avx2 caps oneDNN's own JIT dispatch too (dnnl_set_max_cpu_isa before our first
- * dnnl_sgemm; oneDNN honours it only before it has generated any kernel, so a process that ran a
- * oneDNN baseline first keeps oneDNN's level, and DNNL_MAX_CPU_ISA still applies). */
+ * TESSERA_ISA=avx2 caps oneDNN's own JIT dispatch too (ts__dnnl_cap: dnnl_set_max_cpu_isa before
+ * the first oneDNN call of every user in the library, ts_sgemm and the conv and gconv baselines;
+ * oneDNN honours it only before it has generated any kernel, and DNNL_MAX_CPU_ISA still applies),
+ * so the peer is capped as tessera is. */
 #include <dnnl.h>
 #include <omp.h>
 #include <pthread.h>
@@ -21,6 +22,8 @@ static pthread_once_t g_dnnl_cap_once = PTHREAD_ONCE_INIT;
 static void dnnl_cap(void) {
   if (ts_kernels_isa() == TS_ISA_AVX2 && ts_isa_supported() > TS_ISA_AVX2) (void)dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2);
 }
+
+void ts__dnnl_cap(void) { pthread_once(&g_dnnl_cap_once, dnnl_cap); }
 
 static ts_status check_ld(const char *what, int64_t ld, int64_t need, const char *shape) {
   int64_t min = need > 1 ? need : 1;
@@ -72,7 +75,7 @@ ts_status ts_sgemm(ts_context *ctx, ts_trans transA, ts_trans transB, int64_t M,
     ts__sgemm_ref(nthreads, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return TS_OK;
   }
-  pthread_once(&g_dnnl_cap_once, dnnl_cap);
+  ts__dnnl_cap();
   const int prev = omp_get_max_threads();
   omp_set_num_threads(nthreads);
   dnnl_status_t st = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
