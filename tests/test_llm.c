@@ -434,24 +434,27 @@ static void check_ops(void) {
   CHECK(worst < 4e-7, "vexpf8 error %.3g (ggml's routine: < 1.5 ulp; in subnormal ulps x 2^-24 below 2^-126)", worst);
 }
 
-/* Batched GEMM of every level this CPU runs (its packed kernel when it has one, else its dot loop
- * on the file rows; a level it lacks is said to be skipped) vs the loop over the reference dot,
- * edge shapes around the tiles (4 rows x 1 token, two groups side by side), the 4-block loads and
- * 16-block scale groups (n = 32 .. 576, odd block counts). Every
+/* Batched GEMM of every level this CPU runs (its packed kernel when it has one, and its dot loop on
+ * the file rows, which the runtime still runs on rows off a packed group; a level it lacks is said
+ * to be skipped) vs the loop over the reference dot, edge shapes around the tiles (AVX-512: 4 rows
+ * x 1..4 tokens, two groups side by side; AVX2: 8 rows x 1 token, 2 rows x 1..4 tokens: T = 4, 8
+ * whole token tiles, 2, 3, 5, 7, 9 a remainder; odd rows, a last partial group), the 4-block steps
+ * (n = 32 .. 1536: 1, 2, 3 blocks alone, 4 + 1, 4 + 3, 16 + 1, 16 + 2, 48) and prefill's chunks of
+ * L1d (17 rows of 1536 columns are two chunks). Every
  * kernel follows llama.cpp's fp32 order (llm/cpu_order.h), so the results must be equal bit for
  * bit, not within a tolerance. */
 static void check_gemm(void) {
   const uint32_t types[] = {TS_QT_Q8_0, TS_QT_Q4_0, TS_QT_Q4_1};
-  const int64_t ns[] = {32, 64, 96, 160, 544, 576, 1536};
+  const int64_t ns[] = {32, 64, 96, 160, 224, 544, 576, 1536};
   const int64_t rowsv[] = {1, 3, 4, 5, 8, 12, 13, 17};
-  const int Ts[] = {1, 2, 3, 5, 9};
+  const int Ts[] = {1, 2, 3, 4, 5, 7, 8, 9};
   const ts__quant_table *ref = ts__quant_dispatch.variants[0].table;
   ts_rng r;
   ts_rng_seed(&r, 3);
   for (int ti = 0; ti < 3; ti++)
-    for (int ni = 0; ni < 7; ni++)
+    for (int ni = 0; ni < 8; ni++)
       for (int ri = 0; ri < 8; ri++)
-        for (int tk = 0; tk < 5; tk++) {
+        for (int tk = 0; tk < 8; tk++) {
           const uint32_t type = types[ti];
           const int64_t n = ns[ni], rows = rowsv[ri], nb = n / 32;
           const int T = Ts[tk];
@@ -482,25 +485,27 @@ static void check_gemm(void) {
           float *y0 = tst_alloc_guarded((size_t)(T * rows)), *y1 = tst_alloc_guarded((size_t)(T * rows));
           tst_poison(y0, (size_t)(T * rows));
           ts__quant_gemm_with(ref, type, W, rb, rows, n, NULL, 0, &qb, T, y0, rows);
-          /* every level this CPU runs (AVX2's dot loop, AVX-512 VNNI's packed kernel, and with GFNI) */
+          /* every level this CPU runs (AVX2's and AVX-512 VNNI's packed kernels and dot loops, and with GFNI) */
           TST_EACH_VARIANT(&ts__quant_dispatch, vi, ts__quant_table, tb) {
             const ts__pgemm_fn pg = ts__quant_pgemm_fn(tb, type);
             const char *lv = ts__level_name(ts__quant_dispatch.variants[vi].level);
-            tst_poison(y1, (size_t)(T * rows));
-            if (pg) {
-              tb->prep_packed(n, T, q, gs);
-              pg(P, rb, rows, &qb, y1, rows);
-            } else {
-              ts__quant_gemm_with(tb, type, W, rb, rows, n, NULL, 0, &qb, T, y1, rows);
+            for (int packed = pg ? 1 : 0; packed >= 0; packed--) {
+              tst_poison(y1, (size_t)(T * rows));
+              if (packed) {
+                tb->prep_packed(n, T, q, gs);
+                pg(P, rb, rows, &qb, y1, rows);
+              } else {
+                ts__quant_gemm_with(tb, type, W, rb, rows, n, NULL, 0, &qb, T, y1, rows);
+              }
+              int bad = 0;
+              double worst = 0;
+              for (int64_t i = 0; i < T * rows; i++)
+                if (memcmp(&y0[i], &y1[i], sizeof(float))) bad++, worst = fmax(worst, fabs((double)y0[i] - y1[i]));
+              CHECK(bad == 0, "gemm %s n=%lld rows=%lld T=%d (%s%s): %d of %lld outputs differ from the reference (max %.3g)",
+                    ts_qtype_name(type), (long long)n, (long long)rows, T, lv, packed ? ", packed" : "", bad,
+                    (long long)(T * rows), worst);
+              CHECK(tst_guard_ok(y1, (size_t)(T * rows)), "gemm wrote past y");
             }
-            int bad = 0;
-            double worst = 0;
-            for (int64_t i = 0; i < T * rows; i++)
-              if (memcmp(&y0[i], &y1[i], sizeof(float))) bad++, worst = fmax(worst, fabs((double)y0[i] - y1[i]));
-            CHECK(bad == 0, "gemm %s n=%lld rows=%lld T=%d (%s%s): %d of %lld outputs differ from the reference (max %.3g)",
-                  ts_qtype_name(type), (long long)n, (long long)rows, T, lv, pg ? ", packed" : "", bad, (long long)(T * rows),
-                  worst);
-            CHECK(tst_guard_ok(y1, (size_t)(T * rows)), "gemm wrote past y");
             if (pg && T == 1) { /* decode with its own weight prefetches (past the end too): the same bits */
               ts__pfq pq;
               ts__pfq_init(&pq, 64 << (2 * (ri % 4) + vi % 2)); /* 64 B .. 8 KB ahead */
@@ -618,7 +623,9 @@ static void test_stream_gbs(void) {
 }
 
 /* Decode's weight prefetch distance: set, read back, measured on request, refused out of range;
- * decode's logits depend neither on it nor on the side prefetches (ts_llm_model's side). */
+ * decode's logits depend neither on it nor on the side prefetches (ts_llm_model's side). The
+ * measurements go to a store of this test's own: one that an earlier run (or another process on
+ * the same store) left for the same weights and team would be read instead of measured. */
 static void test_weight_prefetch(void) {
   tiny_cfg c = tiny_default(TS_QT_Q4_1);
   ts_llm_model *m = load_tiny(&c, "llm_wpf.gguf");
@@ -648,6 +655,11 @@ static void test_weight_prefetch(void) {
   m->side = 0;
   for (int k = 0; k < 4; k++) free(lg[k]);
   /* auto: a tiny model keeps none without timing; forced past the size floor it is timed */
+  const char *was = getenv("TESSERA_CACHE");
+  char *saved = was ? strdup(was) : NULL, cache[64];
+  snprintf(cache, sizeof cache, "/tmp/ts_test_llm_wpf_XXXXXX");
+  CHECK(mkdtemp(cache) != NULL, "mkdtemp");
+  setenv("TESSERA_CACHE", cache, 1);
   CHECK_OK(ts_llm_model_set_weight_prefetch(m, -1));
   ts_llm_state *s = NULL;
   CHECK_OK(ts_llm_state_create(&s, m, ctx, 16, 4));
@@ -682,6 +694,12 @@ static void test_weight_prefetch(void) {
     }
     ts_llm_model_destroy(m2);
   }
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", cache);
+  if (saved) setenv("TESSERA_CACHE", saved, 1);
+  else unsetenv("TESSERA_CACHE");
+  free(saved);
   CHECK_STATUS(ts_llm_model_set_weight_prefetch(m, -2), TS_ERR_INVALID_ARG);
   CHECK_STATUS(ts_llm_model_set_weight_prefetch(m, (1 << 20) + 1), TS_ERR_INVALID_ARG);
   CHECK_STATUS(ts_llm_model_set_weight_prefetch(NULL, 0), TS_ERR_INVALID_ARG);

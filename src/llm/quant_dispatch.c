@@ -10,10 +10,12 @@
         ts__dot_q8_0_##sfx, ts__dot_q4_0_##sfx, ts__dot_q4_1_##sfx, prep, g8, g40, g41          \
   }
 
-/* The scalar and AVX2 levels batch through the loop over their dots (ts__quant_gemm_with) on the
- * file's rows; AVX-512 has packed-row GEMM kernels (quant_pgemm_vnni_avx512.c). */
+/* The scalar level batches through the loop over its dots (ts__quant_gemm_with) on the file's rows;
+ * AVX2 and AVX-512 have packed-row GEMM kernels on the same packed layout (quant_pgemm_avx2.c,
+ * quant_pgemm_vnni_avx512.c). */
 static const ts__quant_table g_ref = TS__QTABLE(ref, TS_ISA_SCALAR, NULL, NULL, NULL, NULL),
-                             g_avx2 = TS__QTABLE(avx2, TS_ISA_AVX2, NULL, NULL, NULL, NULL),
+                             g_avx2 = TS__QTABLE(avx2, TS_ISA_AVX2, ts__prep_packed_avx2, ts__pgemm_q8_0_avx2,
+                                                 ts__pgemm_q4_0_avx2, ts__pgemm_q4_1_avx2),
                              g_avx512 = TS__QTABLE(avx512, TS_ISA_AVX512, ts__prep_packed_avx512, ts__pgemm_q8_0_avx512,
                                                    ts__pgemm_q4_0_avx512, ts__pgemm_q4_1_avx512),
                              /* with GFNI (Ice Lake, Zen 4 and later): the Q4 kernels take their high

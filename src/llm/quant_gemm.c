@@ -1,5 +1,6 @@
-/* Batched Y = W X on the file's rows for one thread: the loop over the table's dot (the scalar and
- * AVX2 levels; AVX-512 runs the packed kernels of quant_pgemm_vnni_avx512.c instead). */
+/* Batched Y = W X on the file's rows for one thread: the loop over the table's dot (the scalar
+ * level, and rows off a packed group; AVX2 and AVX-512 run the packed kernels of
+ * quant_pgemm_avx2.c and quant_pgemm_vnni_avx512.c instead). */
 #include "llm/quant_internal.h"
 
 static bool is_block(uint32_t type) { return type == TS_QT_Q8_0 || type == TS_QT_Q4_0 || type == TS_QT_Q4_1; }

@@ -112,9 +112,10 @@ typedef struct ts__qbatch {
 
 /* Packed block-type rows (ts__pack_rows): the file's blocks regrouped in groups of 8 rows (the
  * last group padded with zero rows), each group 8 x row_bytes, in two halves of 4 rows, so that one
- * 64-byte load holds one block of a half's 4 rows (quant_pgemm_vnni_avx512.c). nb = cols / 32; blocks
- * go in steps of 4 (j = b / 4, nbj = min(4, nb - 4 j) blocks in step j), and step j, at byte 32 j x
- * the block size of the group, holds
+ * 64-byte load holds one block of a half's 4 rows (quant_pgemm_vnni_avx512.c; AVX2 reads it as two
+ * 32-byte row pairs, quant_pgemm_avx2.c). nb = cols / 32; blocks go in steps of 4 (j = b / 4,
+ * nbj = min(4, nb - 4 j) blocks in step j), and step j, at byte 32 j x the block size of the group,
+ * holds
  *   Q4_0: d [2 halves][4 rows][nbj], qs [nbj][2 halves][4 rows][16]
  *   Q4_1: d [2][4][nbj], m [2][4][nbj], qs [nbj][2][4][16]
  *   Q8_0: d [2][4][nbj], u [nbj][2][4][32] = q ^ 0x80 (the int8 values + 128, unsigned for vpdpbusd)
@@ -136,7 +137,7 @@ typedef struct ts__quant_table {
   ts_isa isa;
   ts__actq_fn act_quantize;
   ts__dot_fn dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot_q4_1;
-  /* packed kernels (NULL below AVX-512: those levels run their dots on the file's rows) */
+  /* packed kernels (NULL at the scalar level: it runs its dots on the file's rows) */
   ts__prep_fn prep_packed;
   ts__pgemm_fn pgemm_q8_0, pgemm_q4_0, pgemm_q4_1;
 } ts__quant_table;
@@ -186,6 +187,11 @@ void ts__quant_gemm_with(const ts__quant_table *t, uint32_t type, const void *W,
 /* The dot function of a type in table t (NULL for types without kernels). */
 ts__dot_fn ts__quant_dot_fn(const ts__quant_table *t, uint32_t type);
 
+/* AVX2 (+FMA, F16C) packed kernels on the same layout (quant_pgemm_avx2.c; Q4_0 reads gsum) */
+void ts__prep_packed_avx2(int64_t n, int T, const int8_t *q, int32_t *gsum);
+void ts__pgemm_q8_0_avx2(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);
+void ts__pgemm_q4_0_avx2(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);
+void ts__pgemm_q4_1_avx2(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);
 void ts__prep_packed_avx512(int64_t n, int T, const int8_t *q, int32_t *gsum);
 void ts__pgemm_q8_0_avx512(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);
 void ts__pgemm_q4_0_avx512(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);
