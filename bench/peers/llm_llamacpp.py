@@ -37,11 +37,13 @@ Usage:
   with its first token replaced by BOS when the vocabulary adds one, scoring token j+1 from the
   logits at j for j = C/2 .. C-2; NLL in float64 here). Target: within 0.5%.
 --bench
-  For each prompt length P: `tessera llm bench --prompt-len P --gen G --repeats R --threads T
-  --json`, and on llama.cpp (n_threads = n_threads_batch = T): R+1 runs (the first a warm-up) of
-  a P-token prefill of random ids in one eval and G single-token decode steps fed the argmax,
-  timed by llama.cpp's own counters (llama_perf_context: t_p_eval_ms, t_eval_ms, which leave out
-  Python) and by the wall clock around the calls; medians. Ratio = tessera / llama.cpp.
+  For each prompt length P, R pairs alternated (the order flips every pair): `tessera llm bench
+  --prompt-len P --gen G --repeats 1 --threads T --json`, and on llama.cpp (n_threads =
+  n_threads_batch = T, one model object, warmed up once) a P-token prefill of random ids in one
+  eval and G single-token decode steps fed the argmax, timed by llama.cpp's own counters
+  (llama_perf_context: t_p_eval_ms, t_eval_ms, which leave out Python) and by the wall clock
+  around the calls. Figures are medians over the pairs with quartiles; ratio = tessera /
+  llama.cpp, the median of the per-pair ratios [quartiles].
 
 Exit status 0 when every check passes, 1 when one fails or tessera fails, 2 on bad usage.
 llama-cpp-python compiles llama.cpp from source on first use (several minutes on 2 cores): it is
@@ -277,43 +279,66 @@ def run_ppl(a):
 
 # ---- bench ---------------------------------------------------------------------------------
 
-def llama_bench(a, P, G, R):
+def llama_rep(llm, toks, G):
+    """One llama.cpp prefill of toks and G greedy decode steps: (prefill s, decode s) by its own
+    counters (llama_perf_context, no Python), and by the wall clock."""
     import llama_cpp
     import numpy as np
-    llm = load_llama(a.model, a.threads, P + G + 8, False)
-    rng = np.random.default_rng(7)
-    nv = llm.n_vocab()
-    toks = [int(x) for x in rng.integers(100, nv, size=P)]
-    pre, dec, pre_w, dec_w = [], [], [], []
-    for rep in range(R + 1):
-        llm.reset()
-        llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
-        t0 = time.perf_counter()
-        llm.eval(toks)
-        t1 = time.perf_counter()
-        for _ in range(G):
-            llm.eval([int(np.argmax(last_logits(llm)))])
-        t2 = time.perf_counter()
-        pd = llama_cpp.llama_perf_context(llm._ctx.ctx)
-        if rep == 0:
-            continue
-        pre.append(pd.t_p_eval_ms / 1e3)
-        dec.append(pd.t_eval_ms / 1e3)
-        pre_w.append(t1 - t0)
-        dec_w.append(t2 - t1)
-    med = statistics.median
-    return {"prefill_tps": P / med(pre), "decode_tps": G / med(dec), "prefill_tps_wall": P / med(pre_w),
-            "decode_tps_wall": G / med(dec_w)}
+    llm.reset()
+    llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
+    t0 = time.perf_counter()
+    llm.eval(toks)
+    t1 = time.perf_counter()
+    for _ in range(G):
+        llm.eval([int(np.argmax(last_logits(llm)))])
+    t2 = time.perf_counter()
+    pd = llama_cpp.llama_perf_context(llm._ctx.ctx)
+    return pd.t_p_eval_ms / 1e3, pd.t_eval_ms / 1e3, t1 - t0, t2 - t1
+
+
+def quartiles(xs):
+    q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else [xs[0]] * 3
+    return q[0], statistics.median(xs), q[2]
 
 
 def run_bench(a):
+    """Per prompt length: a.repeats pairs, tessera and llama.cpp alternated (ABBA...: the order flips
+    every pair, so drift and going first fall on both), each pair one prefill of P tokens and G
+    decode steps per engine; every figure is the median over the pairs with its quartiles, the
+    ratios medians of the per-pair ratios (tessera / llama.cpp)."""
+    import numpy as np
     rows = []
     for P in a.prompt_lens:
-        ts = tessera(a.tessera, ["bench", "--model", a.model, "--prompt-len", str(P), "--gen", str(a.gen),
-                                 "--repeats", str(a.repeats), "--threads", str(a.threads)])
-        ll = llama_bench(a, P, a.gen, a.repeats)
-        rows.append({"prompt_len": P, "gen": a.gen, "tessera": ts, "llama": ll,
-                     "prefill_ratio": ts["prefill_tps"] / ll["prefill_tps"], "decode_ratio": ts["decode_tps"] / ll["decode_tps"]})
+        llm = load_llama(a.model, a.threads, P + a.gen + 8, False)
+        toks = [int(x) for x in np.random.default_rng(7).integers(100, llm.n_vocab(), size=P)]
+        llama_rep(llm, toks, a.gen)  # warm-up (tessera's bench warms up inside each run)
+        tsr, llr = [], []
+        for i in range(a.repeats):
+            for who in (("ts", "ll") if i % 2 == 0 else ("ll", "ts")):
+                if who == "ts":
+                    tsr.append(tessera(a.tessera, ["bench", "--model", a.model, "--prompt-len", str(P), "--gen", str(a.gen),
+                                                   "--repeats", "1", "--threads", str(a.threads)]))
+                else:
+                    llr.append(llama_rep(llm, toks, a.gen))
+        del llm
+        ts_pre = [t["prefill_tps"] for t in tsr]
+        ts_dec = [t["decode_tps"] for t in tsr]
+        ll_pre = [P / x[0] for x in llr]
+        ll_dec = [a.gen / x[1] for x in llr]
+        med = statistics.median
+        ts = dict(tsr[len(tsr) // 2])  # a representative run's details (bandwidth, split), medians below
+        ts["prefill_tps"], ts["decode_tps"] = med(ts_pre), med(ts_dec)
+        ts["gbs"] = med([t["gbs"] for t in tsr])
+        ll = {"prefill_tps": med(ll_pre), "decode_tps": med(ll_dec), "prefill_tps_wall": P / med([x[2] for x in llr]),
+              "decode_tps_wall": a.gen / med([x[3] for x in llr])}
+        rp = quartiles([t / l for t, l in zip(ts_pre, ll_pre)])
+        rd = quartiles([t / l for t, l in zip(ts_dec, ll_dec)])
+        rows.append({"prompt_len": P, "gen": a.gen, "pairs": a.repeats, "tessera": ts, "llama": ll,
+                     "tessera_prefill_tps_q": quartiles(ts_pre), "tessera_decode_tps_q": quartiles(ts_dec),
+                     "llama_prefill_tps_q": quartiles(ll_pre), "llama_decode_tps_q": quartiles(ll_dec),
+                     "prefill_ratio": rp[1], "prefill_ratio_q1": rp[0], "prefill_ratio_q3": rp[2],
+                     "decode_ratio": rd[1], "decode_ratio_q1": rd[0], "decode_ratio_q3": rd[2],
+                     "load_avg": os.getloadavg()[0]})
     return rows
 
 
@@ -436,14 +461,18 @@ def print_report(r):
             "PASS" if p["pass"] else "FAIL", p["tessera"]["ppl"], p["llama"]["ppl"], 100 * p["rel_diff"], p["llama"]["chunks"],
             p["tessera"]["ctx"], p["llama"]["text_tokens"], p["tessera"]["text_tokens"]))
     if "bench" in r:
-        print("bench       tok/s (llama.cpp: its own counters; wall clock in brackets)")
-        print("  %6s %5s | %9s %9s %6s | %9s %9s %6s | %7s %6s" % ("prompt", "gen", "ts pre", "ll pre", "ratio", "ts dec", "ll dec", "ratio",
-                                                                 "GB/s", "%bw"))
+        print("bench       tok/s, medians of %d interleaved pairs; ratios: medians of the per-pair ratios [quartiles]"
+              % r["bench"][0]["pairs"] if r["bench"] else "bench")
+        print("            (llama.cpp: its own counters; wall clock in brackets)")
+        print("  %6s %5s | %9s %9s %19s | %9s %9s %19s | %7s %6s" % ("prompt", "gen", "ts pre", "ll pre", "ratio", "ts dec", "ll dec",
+                                                                   "ratio", "GB/s", "%bw"))
         for x in r["bench"]:
             t, l = x["tessera"], x["llama"]
-            print("  %6d %5d | %9.1f %9.1f %6.2f | %9.1f %9.1f %6.2f | %7.2f %5.1f%%   [llama wall %.1f / %.1f]" % (
-                x["prompt_len"], x["gen"], t["prefill_tps"], l["prefill_tps"], x["prefill_ratio"], t["decode_tps"], l["decode_tps"],
-                x["decode_ratio"], t["gbs"], t.get("pct_bandwidth") or 0, l["prefill_tps_wall"], l["decode_tps_wall"]))
+            print("  %6d %5d | %9.1f %9.1f %5.2f [%5.2f, %5.2f] | %9.1f %9.1f %5.2f [%5.2f, %5.2f] | %7.2f %5.1f%%"
+                  "   [llama wall %.1f / %.1f]" % (
+                      x["prompt_len"], x["gen"], t["prefill_tps"], l["prefill_tps"], x["prefill_ratio"], x["prefill_ratio_q1"],
+                      x["prefill_ratio_q3"], t["decode_tps"], l["decode_tps"], x["decode_ratio"], x["decode_ratio_q1"],
+                      x["decode_ratio_q3"], t["gbs"], t.get("pct_bandwidth") or 0, l["prefill_tps_wall"], l["decode_tps_wall"]))
 
 
 if __name__ == "__main__":
