@@ -460,6 +460,9 @@ def print_report(r):
         print("perplexity  %s: tessera %.4f, llama.cpp %.4f (%+.3f%%), %d windows x %d, %d tokens of text (tessera %d)" % (
             "PASS" if p["pass"] else "FAIL", p["tessera"]["ppl"], p["llama"]["ppl"], 100 * p["rel_diff"], p["llama"]["chunks"],
             p["tessera"]["ctx"], p["llama"]["text_tokens"], p["tessera"]["text_tokens"]))
+        print("            time: tessera %.1f s, llama.cpp %.1f s (llama-cpp-python's eval of each window with all logits, "
+              "the scoring in numpy): %.2fx" % (p["tessera"]["seconds"], p["llama"]["seconds"],
+                                                 p["llama"]["seconds"] / p["tessera"]["seconds"]))
     if "bench" in r:
         print("bench       tok/s, medians of %d interleaved pairs; ratios: medians of the per-pair ratios [quartiles]"
               % r["bench"][0]["pairs"] if r["bench"] else "bench")
