@@ -6,6 +6,21 @@ import os
 import subprocess
 import sys
 
+# TESSERA_ISA=avx2 (or scalar) caps tessera's kernels; the peers run in this process are capped the
+# same way, set before they are imported: PyTorch's ATen kernels (ATEN_CPU_CAPABILITY) and the
+# oneDNN inside it (ONEDNN_MAX_CPU_ISA). tessera's in-process oneDNN baselines follow TESSERA_ISA
+# themselves (ts__dnnl_cap); llama.cpp is built for the class (llm_llamacpp.py --isa avx2).
+_CAPS = {"avx2": ("avx2", "AVX2"), "scalar": ("default", "SSE41")}
+if os.environ.get("TESSERA_ISA") in _CAPS:
+    _aten, _dnnl = _CAPS[os.environ["TESSERA_ISA"]]
+    os.environ.setdefault("ATEN_CPU_CAPABILITY", _aten)
+    os.environ.setdefault("ONEDNN_MAX_CPU_ISA", _dnnl)
+
+
+def isa_caps():
+    """The peers' ISA caps in effect (for the reports)."""
+    return {k: os.environ[k] for k in ("TESSERA_ISA", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA") if k in os.environ}
+
 
 def ensure(tag, modules, venv, reqs, note="", pip_env=None, pip_args=()):
     """Returns when every module in `modules` imports; otherwise re-executes sys.argv[0] in `venv`
