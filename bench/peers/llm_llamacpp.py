@@ -39,7 +39,7 @@ Usage:
 --bench
   For each prompt length P, R pairs alternated (the order flips every pair): `tessera llm bench
   --prompt-len P --gen G --repeats 1 --threads T --json`, and on llama.cpp (n_threads =
-  n_threads_batch = T, one model object, warmed up once) a P-token prefill of random ids in one
+  n_threads_batch = T, one model object, a short untimed eval before each run) a P-token prefill of random ids in one
   eval and G single-token decode steps fed the argmax, timed by llama.cpp's own counters
   (llama_perf_context: t_p_eval_ms, t_eval_ms, which leave out Python) and by the wall clock
   around the calls. Figures are medians over the pairs with quartiles; ratio = tessera /
@@ -318,7 +318,9 @@ def run_bench(a):
                 if who == "ts":
                     tsr.append(tessera(a.tessera, ["bench", "--model", a.model, "--prompt-len", str(P), "--gen", str(a.gen),
                                                    "--repeats", "1", "--threads", str(a.threads)]))
-                else:
+                else:  # a short untimed eval first: tessera warms up inside each of its runs too, and
+                    # after the other engine's run llama.cpp's first prefill read 27-225 tok/s (2026-12-07)
+                    llama_rep(llm, toks[:16], 1)
                     llr.append(llama_rep(llm, toks, a.gen))
         del llm
         ts_pre = [t["prefill_tps"] for t in tsr]
