@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DTS_WERROR=ON
 endif
 
-.PHONY: all deps build test test-levels demo sanitize tsan fuzz bench clean
+.PHONY: all deps build test test-levels demo sanitize tsan fuzz bench results clean
 
 all: build
 
@@ -64,6 +64,12 @@ fuzz: deps
 
 bench: build
 	@bash scripts/bench.sh $(BUILD)
+
+# The benchmark set behind docs/RESULTS.md: JSON under results/<date>-<host>/, then the page and its
+# charts (docs/img/results-*.svg). RESULTS_MODE=--full for every workload at full repeats.
+RESULTS_MODE ?= --short
+results: build
+	@bash scripts/results.sh $(RESULTS_MODE) --tessera $(BUILD)/tessera
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)

@@ -338,8 +338,8 @@ def run_bench(a):
         rows.append({"prompt_len": P, "gen": a.gen, "pairs": a.repeats, "tessera": ts, "llama": ll,
                      "tessera_prefill_tps_q": quartiles(ts_pre), "tessera_decode_tps_q": quartiles(ts_dec),
                      "llama_prefill_tps_q": quartiles(ll_pre), "llama_decode_tps_q": quartiles(ll_dec),
-                     "prefill_ratio": rp[1], "prefill_ratio_q1": rp[0], "prefill_ratio_q3": rp[2],
-                     "decode_ratio": rd[1], "decode_ratio_q1": rd[0], "decode_ratio_q3": rd[2],
+                     "prefill_ratio": rp[1], "prefill_ratio_q25": rp[0], "prefill_ratio_q75": rp[2],
+                     "decode_ratio": rd[1], "decode_ratio_q25": rd[0], "decode_ratio_q75": rd[2],
                      "load_avg": os.getloadavg()[0]})
     return rows
 
@@ -475,9 +475,9 @@ def print_report(r):
             t, l = x["tessera"], x["llama"]
             print("  %6d %5d | %9.1f %9.1f %5.2f [%5.2f, %5.2f] | %9.1f %9.1f %5.2f [%5.2f, %5.2f] | %7.2f %5.1f%%"
                   "   [llama wall %.1f / %.1f]" % (
-                      x["prompt_len"], x["gen"], t["prefill_tps"], l["prefill_tps"], x["prefill_ratio"], x["prefill_ratio_q1"],
-                      x["prefill_ratio_q3"], t["decode_tps"], l["decode_tps"], x["decode_ratio"], x["decode_ratio_q1"],
-                      x["decode_ratio_q3"], t["gbs"], t.get("pct_bandwidth") or 0, l["prefill_tps_wall"], l["decode_tps_wall"]))
+                      x["prompt_len"], x["gen"], t["prefill_tps"], l["prefill_tps"], x["prefill_ratio"], x["prefill_ratio_q25"],
+                      x["prefill_ratio_q75"], t["decode_tps"], l["decode_tps"], x["decode_ratio"], x["decode_ratio_q25"],
+                      x["decode_ratio_q75"], t["gbs"], t.get("pct_bandwidth") or 0, l["prefill_tps_wall"], l["decode_tps_wall"]))
 
 
 if __name__ == "__main__":
