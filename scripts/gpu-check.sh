@@ -16,7 +16,7 @@
 #                                           compute-sanitizer memcheck (MEMCHECK_S seconds at most,
 #                                           default 300), PEERS=1 to run bench/peers/attn_torch_cuda.py
 #                                           (PyTorch SDPA and FlexAttention on the same GPU) after)
-# One command for a lent GPU; the runs so far: docs/BENCHMARKS.md, "On an NVIDIA H200".
+# One command for a lent GPU; the runs so far: docs/notes/BENCHMARKS.md, "On an NVIDIA H200".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-gpu}

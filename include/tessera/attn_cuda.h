@@ -80,7 +80,7 @@ typedef struct ts_attn_cuda_costs {
   char device[128]; /* ts_attn_cuda_device_name of the device measured ("" for the default table) */
   char date[32];    /* UTC time of the measurement, ISO 8601 ("" for the default table) */
 } ts_attn_cuda_costs;
-/* Costs without a device: the H200's measured ones at d = 64 (docs/BENCHMARKS.md), scaled by
+/* Costs without a device: the H200's measured ones at d = 64 (docs/notes/BENCHMARKS.md), scaled by
  * d / 64; for tests and machines not yet profiled. */
 void ts_attn_cuda_costs_default(ts_attn_cuda_costs *c, int64_t d);
 /* Measures the costs on the current device: per class, synthetic gather plans of 2 and 10 masked

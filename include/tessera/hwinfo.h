@@ -137,7 +137,7 @@ ts_status ts_hwinfo_read_gbs(int nthreads, size_t bytes, double duration_s, int 
  * passing a counter back and forth; best of 5 runs of 2000 round trips, ~1-5 ms). Where it is tens
  * of ns the two threads share a last-level cache; ~150 ns and more, the line crosses between
  * caches (on an AMD EPYC VM the host moves the vCPUs between one CCD and two, and the read
- * bandwidth of two threads moves with it: 33-35 against 55-65 GB/s, docs/BENCHMARKS.md). Needs two
+ * bandwidth of two threads moves with it: 33-35 against 55-65 GB/s, docs/notes/BENCHMARKS.md). Needs two
  * threads running at once: TS_ERR_UNSUPPORTED when a team of two cannot be had, TS_ERR_TIMEOUT when
  * a partner stalls for over 20 ms or a run takes 100 ms, three times (the machine is busy). */
 ts_status ts_hwinfo_xfer_ns(double *ns);

@@ -250,7 +250,7 @@ static void prefetch_range(const void *p, int64_t bytes, int rw) {
  * 0.95-0.99x at 2-8 heads (1.04-1.09x at 16) when the bf16 paths still copied each item's K/V rows
  * into the workspace first, and 0.97x at 8 and 16 heads on a bf16 DIAG plan, which reads them in
  * place.
- * bench/bench_attn_warm.c and docs/BENCHMARKS.md (issue 4). */
+ * bench/bench_attn_warm.c and docs/notes/BENCHMARKS.md (issue 4). */
 static uint32_t touch_lines(const char *p, int64_t bytes) { /* one load in each line of [p, p + bytes) */
   uint32_t acc = 0;
   for (const char *e = p + bytes; p < e; p = (const char *)(((uintptr_t)p | 63) + 1)) acc += *(const volatile uint8_t *)p;

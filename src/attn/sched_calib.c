@@ -145,7 +145,7 @@ static int64_t panel_of(const int32_t *cuts, int64_t nc, int32_t v) {
  * keys; wider blocks take several). A window-like block then runs in full-width 64-row sub-tiles
  * over all its keys at once, where 128-row panels cut it into partial sub-tiles and the solver's
  * menu (bc <= 128) into two or more column tiles (vitdet at 64^2, windows of 196 keys: 1.05-1.11x
- * the solved schedule, docs/BENCHMARKS.md). Blocks narrower than BLOCK_MIN_COLS (a few global
+ * the solved schedule, docs/notes/BENCHMARKS.md). Blocks narrower than BLOCK_MIN_COLS (a few global
  * tokens' columns down many rows) cut no panel; their segments cover the rows they meet. A COMPACT
  * segment over all columns takes whatever the blocks leave. *ok false, no schedule: no blocks, or
  * panels under BLOCK_MIN_ROWS rows on average. */

@@ -164,7 +164,7 @@ static int is_pointwise(const ts_conv_desc *d) {
 /* 1x1 over a batch of small images: the images' columns side by side, [cg][n pq], one GEMM with n
  * times the columns instead of n thin ones (N = 289 per image for Inception-v4's 17^2 layers),
  * then scattered back to NCHW. Batch 4, 1024 -> 384 / 192 at 17^2, 2 threads: 7-9% faster than
- * a GEMM per image, 4/4 interleaved pairs each (docs/BENCHMARKS.md, issue 6). Above MERGE_PQ
+ * a GEMM per image, 4/4 interleaved pairs each (docs/notes/BENCHMARKS.md, issue 6). Above MERGE_PQ
  * columns per image the GEMMs are wide already and the copies would only add traffic. */
 enum { MERGE_PQ = 1024 };
 

@@ -228,7 +228,7 @@ static void gemm_klanes(const float *U, const float *V, int ldv, float *M, int l
 /* The channel-lane schedule (conv_winograd_cl_avx512.c) is the default: measured on every 3x3
  * layer of VGG16, ResNet-101 and Inception-v4 it was faster than these two tile-lane schedules
  * (1.2-3x where the tile rows are short, 1.1-1.25x on 56-224 wide F(4,3) layers), except F(2,3)
- * on the widest rows (224: fused 12.7 vs 13.8 ms), hence CLANE_TW_F2 (docs/BENCHMARKS.md, issue 6). */
+ * on the widest rows (224: fused 12.7 vs 13.8 ms), hence CLANE_TW_F2 (docs/notes/BENCHMARKS.md, issue 6). */
 enum { STAGED_TILES = 512, FUSED_CHUNK = 48, FUSED_M_BYTES = 160 << 10, KSLICE = 64, CLANE_TW_F2 = 96 };
 
 static size_t al64(size_t b) { return (b + 63) / 64 * 64; }

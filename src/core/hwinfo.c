@@ -199,7 +199,7 @@ static size_t default_bw_bytes(void) {
  * transparent huge pages where the system allows them (ts_malloc_huge, as the LLM runtime's weights):
  * on a Zen 4 VM the same loop read 1.4-1.6x (1 thread) and 1.2-2.1x (2 threads) faster from 2 MiB
  * pages than from 4 KiB ones, so a 4 KiB buffer understated what the memory gives (profile version
- * 2; docs/BENCHMARKS.md, issue 7). */
+ * 2; docs/notes/BENCHMARKS.md, issue 7). */
 static float *bw_alloc(size_t bytes, int nthreads, size_t *n_out) {
   size_t quantum = (size_t)nthreads * 1024; /* every slice a multiple of 4 KiB */
   for (size_t b = bytes;; b /= 2) {

@@ -79,7 +79,7 @@ void *ts_malloc(size_t bytes) {
  * huge pages allow it (madvise or always; with never, or where madvise fails, the advice is
  * ignored and the buffer is an ordinary one). Streaming the packed weights of SmolLM2 from memory
  * measured 1.01-1.27x faster with them on a Zen 4 host (10 of 10 alternated rounds, 1 and 2
- * threads), and the same as 4 KiB pages on Zen 5 (docs/BENCHMARKS.md, issue 7): fewer TLB misses,
+ * threads), and the same as 4 KiB pages on Zen 5 (docs/notes/BENCHMARKS.md, issue 7): fewer TLB misses,
  * and perhaps hardware prefetchers that run on past 4 KiB boundaries. */
 void *ts_malloc_huge(size_t bytes) {
   const size_t huge = (size_t)2 << 20;

@@ -255,7 +255,7 @@ ts_status ts__cuda_flatten_fixed(const ts_attn_plan *pl, int cls, ts__cuda_flat 
 /* ---- gather plans ------------------------------------------------------------------------------ */
 
 void ts_attn_cuda_costs_default(ts_attn_cuda_costs *c, int64_t d) {
-  /* ts_attn_cuda_profile on an H200 at d = 64, fp32 (docs/BENCHMARKS.md, three runs): per chunk
+  /* ts_attn_cuda_profile on an H200 at d = 64, fp32 (docs/notes/BENCHMARKS.md, three runs): per chunk
    * 40-47, 27-29, 62-64 and 120-122 ns of device time side by side, per unit 5-7, 10-11, 15-16 and
    * 40-42 ns, for 16 x 64, 32 x 32, 32 x 64 and 64 x 64. Scaled by d / 64 (the dot products and
    * the P V row are d long). */

@@ -3,7 +3,7 @@
  * tessera's logits equal llama.cpp's and its greedy generations identical (a one-ulp difference
  * anywhere flips an int8 activation rounding now and then, and generations drift apart from there).
  * Each order was confirmed against tensors dumped from llama-cpp-python 0.3.36 (see
- * bench/peers/llm_llamacpp.py and docs/BENCHMARKS.md); the constants of exp are ggml's published
+ * bench/peers/llm_llamacpp.py and docs/notes/BENCHMARKS.md); the constants of exp are ggml's published
  * polynomial (numbers, not code).
  *
  *   hsum8     block-type row dot (Q4_0 / Q4_1 / Q8_0 x Q8 activations): 8 fp32 lanes, lane g holding

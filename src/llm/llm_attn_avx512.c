@@ -10,7 +10,7 @@
  *     the lanes are computed one after another in the tree's order (as in decode, below), so only
  *     a few partial sums per row are live, and each converted K^T vector and V row slice feeds the
  *     4 rows' fmas: 1.25 loads per fma instead of 2 (a broadcast of q or P and a K or V vector per
- *     fma, one row at a time), prefill at 2048 tokens 1.17-1.21x (docs/BENCHMARKS.md);
+ *     fma, one row at a time), prefill at 2048 tokens 1.17-1.21x (docs/notes/BENCHMARKS.md);
  *   decode (dot_f16_one: per 64 elements four chains, then (a0+a2)+(a1+a3)), the query heads that
  *     share a KV head (up to 4 rows at once) together: each converted K^T row piece (16 keys) and V
  *     row slice (16 dimensions) serves every row; the dimension lanes (scores) and key lanes

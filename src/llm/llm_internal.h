@@ -73,7 +73,7 @@ struct ts_llm_model {
    * 1 on. Off since the eighteenth session: in-process comparisons on the Xeon VM had them cost
    * decode 3-9% whether or not the kernels prefetch their own weights (they compete for the
    * core's miss buffers), and on the Zen 4 VM leaving out their KV part or their pumping had
-   * measured 2% faster, within that session's noise (docs/BENCHMARKS.md, issue 7). Not public:
+   * measured 2% faster, within that session's noise (docs/notes/BENCHMARKS.md, issue 7). Not public:
    * bench/bench_llm_ab.c sets it to compare both in one process on another machine. */
   int side;
 };
@@ -94,7 +94,7 @@ void ts__llm_tune_wpf(ts_llm_model *m, int nt, uint64_t min_bytes);
  * a worker spins on the next run's generation for TS__POOL_SPIN seconds, then sleeps on a futex:
  * decode calls follow each other within tens of microseconds (sampling, the next token), and
  * waking a sleeping vCPU costs ~50-200 us on a VM (an OpenMP fork under OMP_WAIT_POLICY=passive
- * paid that on every token: docs/BENCHMARKS.md, issue 7), while a short bounded spin leaves the
+ * paid that on every token: docs/notes/BENCHMARKS.md, issue 7), while a short bounded spin leaves the
  * core to other work soon after the last call. */
 #define TS__POOL_SPIN 1e-3
 typedef void (*ts__pool_fn)(void *arg, int tid, int nrun);

@@ -128,7 +128,7 @@ static void begin_units(ts_llm_state *s, int tid, ts__grid g) { ts__share_begin(
  * a unit found the slot's cache line on the other CCD (~170 ns; thread 0 spent 1.4 us per wo call
  * and 1.75 per down call claiming, ~8 claims each, against 0.4 on one CCD), more than the balance
  * the stealing bought: without claims two-CCD decode ran 4.5% faster, one CCD the same
- * (docs/BENCHMARKS.md, issue 7). A partner descheduled for long is the adaptive team's business
+ * (docs/notes/BENCHMARKS.md, issue 7). A partner descheduled for long is the adaptive team's business
  * (llm_team.c). */
 typedef struct rows_it {
   int T;

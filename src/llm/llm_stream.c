@@ -154,7 +154,7 @@ ts_status ts_llm_model_stream_gbs(const ts_llm_model *m, const ts_context *ctx, 
  * between phases, at barriers and in attention, and what a longer distance has in flight then
  * carries into the next phase: on the Xeon VM 4 KB and 16 KB once streamed alike, 30.2 and 29.6 GB/s,
  * while decode ran 384 and 413 tok/s), none unless the best beats none by 3% (on Zen 4 none was
- * right; docs/BENCHMARKS.md, issue 7). */
+ * right; docs/notes/BENCHMARKS.md, issue 7). */
 static const int k_wpf[TS_LLM_WPF_CANDIDATES] = {0, 2048, 4096, 16384, 32768};
 #define WPF_ROUNDS 5
 

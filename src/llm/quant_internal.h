@@ -122,7 +122,7 @@ typedef struct ts__qbatch {
  * (d, m fp16). A decode tile reads its group's bytes strictly in address order and the groups
  * follow each other, so a thread's rows of a matrix are one ascending stream, which the hardware
  * prefetchers follow at the memory's rate (the layout before, groups of 4 with all scales first,
- * read in pairs, made two interleaved streams that they could not; docs/BENCHMARKS.md, issue 7).
+ * read in pairs, made two interleaved streams that they could not; docs/notes/BENCHMARKS.md, issue 7).
  * Rows are no longer separate byte ranges: skipping a neuron (a row of gate / up) costs an 8-row
  * group's granularity here (docs/ARCHITECTURE.md).
  * Batched GEMM on packed rows: y[t * ldy + r] = dot(row r, activation t), r < rows, t < x->T,

@@ -21,13 +21,13 @@
  * in-lane permute (Q8_0: the rows' halves are spread to 256-bit halves once per 4 blocks). Q4_1's
  * m_w s_x (exact) is added per row, block after block, in lane 4k of a third accumulator.
  * Compared with the first layout (each row contiguous, 4 rows transposed in registers, scales
- * transposed per 16 blocks) this is ~1.5x the rate per core (docs/BENCHMARKS.md, issue 7).
+ * transposed per 16 blocks) this is ~1.5x the rate per core (docs/notes/BENCHMARKS.md, issue 7).
  * Decode (T = 1) streams all groups, every byte in address order: one linear stream per thread,
  * which the hardware prefetchers follow (with software prefetches where they were measured to
  * help: see wpf below); prefill walks L1d-sized chunks of groups (CHUNK_BYTES_REF) with every token inside, so a
  * chunk is read from memory once and from L1/L2 by the other tokens, in tiles of one half (4 rows)
  * x up to 4 tokens (tile_tok): a block's quants are loaded and unpacked once for the 4 tokens
- * (prefill 1.06-1.16x over 1-token tiles, docs/BENCHMARKS.md). */
+ * (prefill 1.06-1.16x over 1-token tiles, docs/notes/BENCHMARKS.md). */
 #include <immintrin.h>
 
 #include "llm/quant_internal.h"
@@ -44,11 +44,11 @@ enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q4_1 = 2 };
  *    to back and a thread's share of every matrix is one ascending stream, which the hardware
  *    prefetchers alone read at the memory's rate; a plain read loop lost a quarter of its rate with
  *    T1 prefetches 16 KB ahead (they take the miss buffers the hardware prefetchers use), and decode
- *    with 512 B or 1 KB ahead was no faster (docs/BENCHMARKS.md, issue 7).
+ *    with 512 B or 1 KB ahead was no faster (docs/notes/BENCHMARKS.md, issue 7).
  *  - a Xeon VM with a large shared L3 (the 97 MB model mostly L3-resident): the hardware prefetchers
  *    fall behind once the kernels' arithmetic is interleaved with the loads, and one core's L3
  *    rate is bounded by its outstanding misses; T1 prefetches 16 KB ahead took two-thread decode
- *    from ~225 to ~410 tok/s (docs/BENCHMARKS.md, issue 7, seventeenth session).
+ *    from ~225 to ~410 tok/s (docs/notes/BENCHMARKS.md, issue 7, seventeenth session).
  * A thread's pieces of all matrices lie back to back in decode's order (ts__llm_layout), so the
  * prefetches at the end of one phase run into the next phase's first weights. */
 /* Prefill: each chunk's first pass prefetches the group 16 KB ahead into L2 (T1: a T0 prefetch
