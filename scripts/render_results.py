@@ -204,9 +204,20 @@ def rows_llm_speed(d, meta, run):
                                        "tessera figure missing" if tv is None else "llama.cpp figure missing"))
                 continue
             pv, pname = max(peers)
-            r, lo, hi, kind = ratio_of(b, key + "_ratio")
-            if pname != "llama.cpp (Python binding)" or r is None:
+            # the per-pair ratios against the faster peer (llm_llamacpp.py writes both)
+            r, lo, hi, kind = ratio_of(b, key + ("_ratio" if pname.startswith("llama.cpp") else "_ratio_llama_bench"))
+            if r is None:
                 r, lo, hi, kind = tv / pv, None, None, None
+            pcfg = cfg
+            if pname == "llama-bench":
+                lbi = get(d, "llama_bench") or {}
+                pcfg = ", ".join(c for c in (
+                    "llama.cpp's llama-bench built from the binding's vendored source (commit %s)" % (text(lbi, "build_commit") or "?"),
+                    "%d threads" % thr if thr else None,
+                    "flash attention %s" % text(lbi, "flash_attn") if text(lbi, "flash_attn") else None,
+                    "decode at depth %s (-d)" % fmt(P, digits=0) if phase == "decode" else None,
+                    "CMake: %s" % " ".join(f for f in (get(lbi, "cmake_flags") or []) if isinstance(f, str) and f.startswith("-DGGML_"))
+                    if get(lbi, "cmake_flags") else None) if c)
             pct = "—"
             if phase == "decode" and num(t, "pct_bandwidth") is not None:
                 pct = "%.0f%% of %.1f GB/s read bandwidth" % (num(t, "pct_bandwidth"), num(t, "bandwidth_gbs") or 0)
@@ -215,7 +226,7 @@ def rows_llm_speed(d, meta, run):
             if oc is not None:
                 note = "other processes took %.2f CPUs during tessera's run" % oc
             rows.append(Row("llm-%s-%s" % (phase, P), "%s, %s" % (model, wl), fmt(tv, " tok/s"), "%s: %s" % (pname, fmt(pv, " tok/s")),
-                            cfg, r, lo, hi, kind, pct, note, headline=(phase == "decode" or P == 128 or len(bench) == 1),
+                            pcfg, r, lo, hi, kind, pct, note, headline=(phase == "decode" or P == 128 or len(bench) == 1),
                             short="LLM %s (p%s)" % (phase, fmt(P, digits=0))))
     return rows
 

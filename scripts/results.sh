@@ -95,6 +95,13 @@ MODEL="" TEXT=""
 if want llm; then
   MODEL=$(bash scripts/get-smollm2.sh 2> "$OUT/logs/get-smollm2.err") || MODEL=""
   TEXT=$(bash scripts/get-llm-text.sh 2> "$OUT/logs/get-llm-text.err") || TEXT=""
+  # llama.cpp's own llama-bench from the binding's vendored source: built once (~10 min on 2 cores)
+  # here, outside the timed runs
+  for cls in $CLASSES; do
+    echo "results.sh: llama-bench ($cls) from the vendored source (a one-time build when absent)"
+    bash bench/peers/build-llama-bench.sh --isa "$cls" > "$OUT/logs/llama-bench-build.$cls.txt" 2>&1 ||
+      echo "results.sh: the llama-bench build failed ($OUT/logs/llama-bench-build.$cls.txt): the llm rows go without it"
+  done
   # the peer's build as llama.cpp reports it (llama_print_system_info), per ISA class
   for cls in $CLASSES; do
     v=bench/peers/.venv-llama$([ "$cls" = avx2 ] && [ "$CLASSES" != native ] && echo "-avx2")
@@ -110,10 +117,10 @@ BENCHES=()
 LLM_PY="python3 bench/peers/llm_llamacpp.py $BIN"
 if want llm; then
   if [ "$MODE" = short ]; then
-    BENCHES+=("llm-speed|llm|file|$LLM_PY --model @MODEL@ --threads 2 --bench --prompt-lens 128,512 --gen 64 --repeats 6 --json-out @OUT@")
+    BENCHES+=("llm-speed|llm|file|$LLM_PY --model @MODEL@ --threads 2 --bench --llama-bench --prompt-lens 128,512 --gen 64 --repeats 6 --json-out @OUT@")
     BENCHES+=("llm-ppl|llm|file|$LLM_PY --model @MODEL@ --threads 2 --ppl @TEXT@ --ctx 512 --chunks 4 --json-out @OUT@")
   else
-    BENCHES+=("llm-speed|llm|file|$LLM_PY --model @MODEL@ --threads 2 --bench --prompt-lens 16,128,512 --gen 128 --repeats 5 --json-out @OUT@")
+    BENCHES+=("llm-speed|llm|file|$LLM_PY --model @MODEL@ --threads 2 --bench --llama-bench --prompt-lens 16,128,512 --gen 128 --repeats 5 --json-out @OUT@")
     BENCHES+=("llm-ppl|llm|file|$LLM_PY --model @MODEL@ --threads 2 --ppl @TEXT@ --ctx 512 --chunks 16 --json-out @OUT@")
   fi
 fi

@@ -6,7 +6,8 @@ decode tok/s with the same thread count and prompt lengths).
 Usage:
   llm_llamacpp.py [TESSERA_BIN] --model FILE [--threads 2] [--json] [--json-out FILE]
                   [--check] [--ppl TEXT [--ctx 512] [--chunks N]] [--bench [--prompt-lens 16,128,512]
-                  [--gen 128] [--repeats 5]] [--llama-omp-wait default|passive|active]
+                  [--gen 128] [--repeats 5] [--llama-bench [--llama-bench-args ARGS]]]
+                  [--llama-omp-wait default|passive|active]
   With none of --check/--ppl/--bench, --check and --bench run.
 
 --check
@@ -44,6 +45,21 @@ Usage:
   (llama_perf_context: t_p_eval_ms, t_eval_ms, which leave out Python) and by the wall clock
   around the calls. Figures are medians over the pairs with quartiles; ratio = tessera /
   llama.cpp, the median of the per-pair ratios [quartiles].
+--llama-bench (with --bench)
+  The same comparison against llama.cpp's own benchmark program, so that the figure does not
+  depend on the Python binding: llama-bench built from the llama.cpp source vendored in the same
+  llama-cpp-python sdist (build-llama-bench.sh: a one-time setup step, 5-10 minutes on 2 cores,
+  run on demand before the timed runs; the same -march=native / AVX2 flags as the binding, into
+  bench/peers/.llama-bench-ISA). Each pair gains one llama-bench turn (the three engines in the
+  order tessera, binding, llama-bench, reversed every pair), two invocations with -t T -r 1
+  -o json: `-p P -n G` (pp P: a P-token prefill of random ids from an empty context; tg G: G
+  decode steps from an empty context) and `-p 0 -n G -d P` (tg G at depth P: the G decode steps
+  follow a P-token context filled untimed - what tessera's decode measures, so the decode ratio
+  uses this one; the empty-context tg is reported beside it). llama-bench times each test itself
+  (wall clock around its decode calls, after its own warm-up run) with its defaults otherwise
+  (flash attention auto, n_batch 2048, n_ubatch 512, poll 50), which --llama-bench-args can
+  change (e.g. "-fa 0", as the binding runs). Its build commit, backends and the CMake flags are
+  recorded.
 
 Exit status 0 when every check passes, 1 when one fails or tessera fails, 2 on bad usage.
 llama-cpp-python compiles llama.cpp from source on first use (several minutes on 2 cores): it is
@@ -52,6 +68,7 @@ from requirements-llama.txt (see peerenv.py)."""
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -296,6 +313,67 @@ def llama_rep(llm, toks, G):
     return pd.t_p_eval_ms / 1e3, pd.t_eval_ms / 1e3, t1 - t0, t2 - t1
 
 
+LLAMA_BENCH_BUILD = os.path.join(HERE, "build-llama-bench.sh")
+
+
+def ensure_llama_bench(isa):
+    """The llama-bench binary for the ISA class, built by build-llama-bench.sh if needed (a one-time
+    setup step that does nothing when the binary is up to date), and the CMake flags it used."""
+    out = os.path.join(HERE, ".llama-bench-" + isa)
+    binary = os.path.join(out, "bin", "llama-bench")
+    if not os.path.exists(binary):
+        print("llm_llamacpp: building llama.cpp's llama-bench (%s) from the llama-cpp-python sdist's vendor/llama.cpp: "
+              "a one-time setup step, 5-10 minutes on 2 cores, not part of any timing" % isa, file=sys.stderr)
+    r = subprocess.run(["bash", LLAMA_BENCH_BUILD, "--isa", isa, out], stdout=subprocess.PIPE, text=True)
+    if r.returncode != 0 or not os.path.exists(binary):
+        die("building llama-bench failed (%s)" % LLAMA_BENCH_BUILD, 1)
+    flags = []
+    try:
+        with open(os.path.join(out, "cmake-flags.txt")) as f:
+            flags = [x for x in f.read().splitlines()[1:] if x]
+    except OSError:
+        pass
+    ver = subprocess.run([binary, "--version"], capture_output=True, text=True)
+    return binary, flags, (ver.stdout + ver.stderr).strip()
+
+
+def llama_bench_json(binary, args):
+    cmd = [binary] + args + ["-o", "json"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write(r.stderr[-4000:])
+        die("llama-bench failed: " + " ".join(cmd), 1)
+    return json.loads(r.stdout)
+
+
+def llama_bench_rep(a, binary, P, G):
+    """One llama-bench turn: `-p P -n G` (pp P and tg G, both from an empty context) and
+    `-p 0 -n G -d P` (tg G after a P-token context, untimed): {pp, tg0, tgP} tok/s (llama-bench's
+    samples_ts; one sample each with -r 1) and the JSON rows."""
+    base = ["-m", a.model, "-t", str(a.threads), "-r", "1"] + shlex.split(a.llama_bench_args or "")
+    rows = llama_bench_json(binary, base + ["-p", str(P), "-n", str(G)])
+    rows += llama_bench_json(binary, base + ["-p", "0", "-n", str(G), "-d", str(P)])
+    out = {}
+    for x in rows:
+        # tokens / the test's time (samples_ns; samples_ts is printed rounded to 0.01)
+        ns = x["samples_ns"][0] if x.get("samples_ns") else x["avg_ns"]
+        ts = (x["n_prompt"] + x["n_gen"]) * 1e9 / ns
+        if x["n_prompt"] == P and x["n_gen"] == 0 and x.get("n_depth", 0) == 0:
+            out["pp"] = ts
+        elif x["n_prompt"] == 0 and x["n_gen"] == G:
+            out["tgP" if x.get("n_depth", 0) == P and P > 0 else "tg0"] = ts
+    if P == 0:
+        out["tgP"] = out.get("tg0")
+    if not all(k in out for k in ("pp", "tg0", "tgP")):
+        die("llama-bench's JSON lacks a test (pp %d, tg %d, tg %d @ d%d): %s" % (P, G, G, P, json.dumps(rows)[:2000]), 1)
+    return out, rows
+
+
+LLAMA_BENCH_INFO = ("build_commit", "build_number", "cpu_info", "backends", "model_type", "model_size", "n_threads",
+                    "n_batch", "n_ubatch", "flash_attn", "type_k", "type_v", "poll", "cpu_mask", "cpu_strict",
+                    "load_mode", "lazy_mode", "repack")
+
+
 def quartiles(xs):
     q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else [xs[0]] * 3
     return q[0], statistics.median(xs), q[2]
@@ -305,16 +383,25 @@ def run_bench(a):
     """Per prompt length: a.repeats pairs, tessera and llama.cpp alternated (ABBA...: the order flips
     every pair, so drift and going first fall on both), each pair one prefill of P tokens and G
     decode steps per engine; every figure is the median over the pairs with its quartiles, the
-    ratios medians of the per-pair ratios (tessera / llama.cpp)."""
+    ratios medians of the per-pair ratios (tessera / llama.cpp). With --llama-bench each pair is a
+    triple: tessera, the binding, llama-bench (reversed every pair)."""
     import numpy as np
     rows = []
+    lbin = a.llama_bench_bin if a.llama_bench else None
     for P in a.prompt_lens:
         llm = load_llama(a.model, a.threads, P + a.gen + 8, False)
         toks = [int(x) for x in np.random.default_rng(7).integers(100, llm.n_vocab(), size=P)]
         llama_rep(llm, toks, a.gen)  # warm-up (tessera's bench warms up inside each run)
-        tsr, llr = [], []
+        tsr, llr, lbr = [], [], []
+        order = ("ts", "ll", "lb") if lbin else ("ts", "ll")
         for i in range(a.repeats):
-            for who in (("ts", "ll") if i % 2 == 0 else ("ll", "ts")):
+            for who in (order if i % 2 == 0 else order[::-1]):
+                if who == "lb":
+                    res, raw = llama_bench_rep(a, lbin, P, a.gen)
+                    lbr.append(res)
+                    if "llama_bench_info" not in a.__dict__:
+                        a.llama_bench_info = {k: raw[0].get(k) for k in LLAMA_BENCH_INFO}
+                    continue
                 if who == "ts":
                     tsr.append(tessera(a.tessera, ["bench", "--model", a.model, "--prompt-len", str(P), "--gen", str(a.gen),
                                                    "--repeats", "1", "--threads", str(a.threads)]))
@@ -335,12 +422,28 @@ def run_bench(a):
               "decode_tps_wall": a.gen / med([x[3] for x in llr])}
         rp = quartiles([t / l for t, l in zip(ts_pre, ll_pre)])
         rd = quartiles([t / l for t, l in zip(ts_dec, ll_dec)])
-        rows.append({"prompt_len": P, "gen": a.gen, "pairs": a.repeats, "tessera": ts, "llama": ll,
-                     "tessera_prefill_tps_q": quartiles(ts_pre), "tessera_decode_tps_q": quartiles(ts_dec),
-                     "llama_prefill_tps_q": quartiles(ll_pre), "llama_decode_tps_q": quartiles(ll_dec),
-                     "prefill_ratio": rp[1], "prefill_ratio_q25": rp[0], "prefill_ratio_q75": rp[2],
-                     "decode_ratio": rd[1], "decode_ratio_q25": rd[0], "decode_ratio_q75": rd[2],
-                     "load_avg": os.getloadavg()[0]})
+        row = {"prompt_len": P, "gen": a.gen, "pairs": a.repeats, "tessera": ts, "llama": ll,
+               "tessera_prefill_tps_q": quartiles(ts_pre), "tessera_decode_tps_q": quartiles(ts_dec),
+               "llama_prefill_tps_q": quartiles(ll_pre), "llama_decode_tps_q": quartiles(ll_dec),
+               "prefill_ratio": rp[1], "prefill_ratio_q25": rp[0], "prefill_ratio_q75": rp[2],
+               "decode_ratio": rd[1], "decode_ratio_q25": rd[0], "decode_ratio_q75": rd[2]}
+        if lbr:
+            lb_pre, lb_dec, lb_dec0 = [x["pp"] for x in lbr], [x["tgP"] for x in lbr], [x["tg0"] for x in lbr]
+            qp, qd, q0 = quartiles(lb_pre), quartiles(lb_dec), quartiles(lb_dec0)
+            # decode_tps: tg G at depth P (after a P-token context, as tessera's decode); the
+            # empty-context tg (llama-bench's plain `-n G`) beside it
+            row["llama_bench"] = {"prefill_tps": qp[1], "decode_tps": qd[1], "decode_tps_empty_ctx": q0[1],
+                                  "prefill_tps_q": qp, "decode_tps_q": qd, "decode_tps_empty_ctx_q": q0,
+                                  "prefill_test": "pp%d (-p %d, empty context)" % (P, P),
+                                  "decode_test": "tg%d @ d%d (-n %d -d %d)" % (a.gen, P, a.gen, P),
+                                  "decode_empty_ctx_test": "tg%d (-n %d, empty context)" % (a.gen, a.gen),
+                                  "runs": lbr}
+            for name, xs, ys in (("prefill", ts_pre, lb_pre), ("decode", ts_dec, lb_dec), ("decode_empty_ctx", ts_dec, lb_dec0)):
+                q = quartiles([t / l for t, l in zip(xs, ys)])
+                key = name + "_ratio_llama_bench"
+                row[key], row[key + "_q25"], row[key + "_q75"] = q[1], q[0], q[2]
+        row["load_avg"] = os.getloadavg()[0]
+        rows.append(row)
     return rows
 
 
@@ -362,6 +465,11 @@ def main():
     ap.add_argument("--isa", choices=["native", "avx2"], default="native",
                     help="avx2: both engines capped at AVX2 on any x86 machine (tessera TESSERA_ISA=avx2; "
                          "llama.cpp built GGML_NATIVE=OFF with AVX2/FMA/F16C and AVX-512 off, in its own venv)")
+    ap.add_argument("--llama-bench", action="store_true",
+                    help="with --bench: also run llama.cpp's own llama-bench (built from the binding's vendored "
+                         "llama.cpp by build-llama-bench.sh on first use) in every pair")
+    ap.add_argument("--llama-bench-args", default="",
+                    help="extra llama-bench options, e.g. \"-fa 0\" or \"--poll 100\" (default: none, its defaults)")
     ap.add_argument("--llama-omp-wait", choices=["default", "passive", "active"], default="default",
                     help="OMP_WAIT_POLICY for llama.cpp (default: unset, libgomp's own)")
     a = ap.parse_args()
@@ -377,6 +485,8 @@ def main():
         die("text %s not found (scripts/get-llm-text.sh prepares one)" % a.ppl)
     if not (a.check or a.ppl or a.bench):
         a.check = a.bench = True
+    if a.llama_bench and not a.bench:
+        die("--llama-bench goes with --bench")
     # llama.cpp's CPU backend (OpenMP build) synchronizes every op with an OpenMP barrier, so the
     # wait policy decides its speed: unset (libgomp's default: spin a while, then sleep) unless
     # --llama-omp-wait says otherwise. "passive" (what tessera runs with: one parallel region per
@@ -416,7 +526,17 @@ def main():
         report["perplexity"] = res
         ok &= good
     if a.bench:
+        if a.llama_bench:  # built (once) before any timing
+            a.llama_bench_bin, flags, version = ensure_llama_bench(a.isa)
+            print("llm_llamacpp: llama-bench %s: pp = prefill from an empty context; decode = tg at depth P "
+                  "(-d P, after a P-token context, as tessera's), tg from an empty context reported beside it"
+                  % a.llama_bench_bin, file=sys.stderr)
         report["bench"] = run_bench(a)
+        if a.llama_bench:
+            report["llama_bench"] = dict(getattr(a, "llama_bench_info", {}), binary=os.path.relpath(a.llama_bench_bin, ROOT),
+                                         cmake_flags=flags, version=version, extra_args=a.llama_bench_args,
+                                         omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", "(unset)"),
+                                         source="llama-cpp-python %s sdist, vendor/llama.cpp" % llama_cpp.__version__)
     report["load_avg_end"] = os.getloadavg()[0]
     report["pass"] = ok
     if a.json_out:
@@ -478,6 +598,27 @@ def print_report(r):
                       x["prompt_len"], x["gen"], t["prefill_tps"], l["prefill_tps"], x["prefill_ratio"], x["prefill_ratio_q25"],
                       x["prefill_ratio_q75"], t["decode_tps"], l["decode_tps"], x["decode_ratio"], x["decode_ratio_q25"],
                       x["decode_ratio_q75"], t["gbs"], t.get("pct_bandwidth") or 0, l["prefill_tps_wall"], l["decode_tps_wall"]))
+        lbi = r.get("llama_bench")
+        if lbi and any("llama_bench" in x for x in r["bench"]):
+            flags = " ".join(f for f in lbi.get("cmake_flags", []) if f.startswith(("-DGGML_NATIVE", "-DGGML_AVX2", "-DCMAKE_C_FLAGS")))
+            print("llama-bench (same source, built with %s; commit %s, backends %s, flash_attn %s, %s%s)" % (
+                flags or "?", lbi.get("build_commit"), lbi.get("backends"), lbi.get("flash_attn"),
+                "n_ubatch %s, poll %s" % (lbi.get("n_ubatch"), lbi.get("poll")),
+                ", extra args %r" % lbi["extra_args"] if lbi.get("extra_args") else ""))
+            print("            pp P: prefill from an empty context; tg@dP: G decode steps after a P-token context (the")
+            print("            decode ratio's peer, as tessera's); tg@d0: from an empty context. ratio = tessera / llama-bench")
+            print("  %6s %5s | %9s %9s %19s | %9s %9s %19s | %9s %19s" % ("prompt", "gen", "ts pre", "lb pp", "ratio", "ts dec",
+                                                                        "lb tg@dP", "ratio", "lb tg@d0", "ratio"))
+            for x in r["bench"]:
+                if "llama_bench" not in x:
+                    continue
+                t, b = x["tessera"], x["llama_bench"]
+                print("  %6d %5d | %9.1f %9.1f %5.2f [%5.2f, %5.2f] | %9.1f %9.1f %5.2f [%5.2f, %5.2f] | %9.1f %5.2f [%5.2f, %5.2f]" % (
+                    x["prompt_len"], x["gen"], t["prefill_tps"], b["prefill_tps"], x["prefill_ratio_llama_bench"],
+                    x["prefill_ratio_llama_bench_q25"], x["prefill_ratio_llama_bench_q75"], t["decode_tps"], b["decode_tps"],
+                    x["decode_ratio_llama_bench"], x["decode_ratio_llama_bench_q25"], x["decode_ratio_llama_bench_q75"],
+                    b["decode_tps_empty_ctx"], x["decode_empty_ctx_ratio_llama_bench"],
+                    x["decode_empty_ctx_ratio_llama_bench_q25"], x["decode_empty_ctx_ratio_llama_bench_q75"]))
 
 
 if __name__ == "__main__":
