@@ -187,6 +187,9 @@ void ts__quant_gemm_with(const ts__quant_table *t, uint32_t type, const void *W,
 /* The dot function of a type in table t (NULL for types without kernels). */
 ts__dot_fn ts__quant_dot_fn(const ts__quant_table *t, uint32_t type);
 
+/* Bytes of packed rows a prefill tile pass keeps in L1d (quant_pack.c: from the machine's L1d). */
+int64_t ts__pgemm_chunk_bytes(void);
+
 /* AVX2 (+FMA, F16C) packed kernels on the same layout (quant_pgemm_avx2.c; Q4_0 reads gsum) */
 void ts__prep_packed_avx2(int64_t n, int T, const int8_t *q, int32_t *gsum);
 void ts__pgemm_q8_0_avx2(const void *P, size_t row_bytes, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy);

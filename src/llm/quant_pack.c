@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "llm/quant_internal.h"
+#include "tessera/hwinfo.h"
 
 /* bytes of a block in the file, and where its scale(s) and quants sit inside it */
 static size_t blk_bytes(uint32_t type) {
@@ -70,4 +71,17 @@ void ts__unpack_row(uint32_t type, const void *P, int64_t r, void *dst, int64_t 
       for (int i = 0; i < 32; i++) blk[2 + i] = g[s.q + (size_t)i] ^ 0x80;
     else memcpy(blk + bs - 16, g + s.q, 16);
   }
+}
+
+/* Prefill's chunk: what L1d holds. 32 KiB on the machine it was tuned on (a Zen 4 VM, 32 KiB of
+ * L1d per core); scaled by this machine's L1d (48 KiB on a Golden Cove Xeon), 32 KiB when unknown.
+ * Read once per process. Results do not depend on it (each output is one tile's, whatever the
+ * chunk). */
+int64_t ts__pgemm_chunk_bytes(void) {
+  static int64_t cached; /* 0: not read yet */
+  int64_t b = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+  if (b) return b;
+  b = ts_hwinfo_cache_scaled(1, 32 * 1024, 32 * 1024, 8 * 1024, 1024 * 1024);
+  __atomic_store_n(&cached, b, __ATOMIC_RELAXED);
+  return b;
 }

@@ -41,7 +41,6 @@
 #include <immintrin.h>
 
 #include "llm/quant_internal.h"
-#include "tessera/hwinfo.h"
 
 #define AI static inline __attribute__((always_inline))
 
@@ -276,20 +275,6 @@ AI void tile(int kind, int RP, int TT, const uint8_t *g, size_t gb, int p0, int 
   finish(kind, RP, TT, acc, sm, p0, nr, y, ldy);
 }
 
-/* Prefill's chunk: what L1d holds (as quant_pgemm_vnni_avx512.c: 32 KiB on a 32 KiB-L1d machine,
- * scaled by this machine's L1d). Results do not depend on it. */
-#define CHUNK_BYTES_REF (32 * 1024)
-#define L1D_REF (32 * 1024)
-static int64_t g_chunk_bytes; /* 0: not read yet */
-
-static int64_t chunk_bytes(void) {
-  int64_t b = __atomic_load_n(&g_chunk_bytes, __ATOMIC_RELAXED);
-  if (b) return b;
-  b = ts_hwinfo_cache_scaled(1, L1D_REF, CHUNK_BYTES_REF, 8 * 1024, 1024 * 1024);
-  __atomic_store_n(&g_chunk_bytes, b, __ATOMIC_RELAXED);
-  return b;
-}
-
 /* Prefill tiles of PRE_RP row pairs x TT tokens over the groups of rows [c0, c1) (a chunk) for tokens
  * t0 .. t0 + TT - 1. */
 AI void pre_tiles(int kind, int TT, const uint8_t *base, size_t rb, int64_t c0, int64_t c1, const ts__qbatch *x, int t0,
@@ -319,7 +304,7 @@ AI void pgemm(int kind, const void *P, size_t rb, int64_t rows, const ts__qbatch
            y + r, ldy, pf, x->pf);
     return;
   }
-  int64_t chunk = (int64_t)((size_t)chunk_bytes() / gb) * 8;
+  int64_t chunk = (int64_t)((size_t)ts__pgemm_chunk_bytes() / gb) * 8;
   if (chunk < 8) chunk = 8;
   for (int64_t c0 = 0; c0 < rows; c0 += chunk) {
     const int64_t c1 = c0 + chunk < rows ? c0 + chunk : rows;

@@ -24,14 +24,13 @@
  * transposed per 16 blocks) this is ~1.5x the rate per core (docs/notes/BENCHMARKS.md, issue 7).
  * Decode (T = 1) streams all groups, every byte in address order: one linear stream per thread,
  * which the hardware prefetchers follow (with software prefetches where they were measured to
- * help: see wpf below); prefill walks L1d-sized chunks of groups (CHUNK_BYTES_REF) with every token inside, so a
+ * help: see wpf below); prefill walks L1d-sized chunks of groups (ts__pgemm_chunk_bytes) with every token inside, so a
  * chunk is read from memory once and from L1/L2 by the other tokens, in tiles of one half (4 rows)
  * x up to 4 tokens (tile_tok): a block's quants are loaded and unpacked once for the 4 tokens
  * (prefill 1.06-1.16x over 1-token tiles, docs/notes/BENCHMARKS.md). */
 #include <immintrin.h>
 
 #include "llm/quant_internal.h"
-#include "tessera/hwinfo.h"
 
 #define AI static inline __attribute__((always_inline))
 
@@ -274,26 +273,11 @@ AI void tile_tok(int kind, int TT, const uint8_t *w, int i0, int nr, int64_t n, 
   for (int u = 0; u < TT; u++) finish(kind, a + 3 * u, nr, y + (size_t)u * (size_t)ldy);
 }
 
-/* Prefill's chunk: what L1d holds. 32 KiB on the machine it was tuned on (a Zen 4 VM, 32 KiB of
- * L1d per core); scaled by this machine's L1d (48 KiB on a Golden Cove Xeon), 32 KiB when unknown.
- * Results do not depend on it (each output is one tile's, whatever the chunk). */
-#define CHUNK_BYTES_REF (32 * 1024)
-#define L1D_REF (32 * 1024)
-static int64_t g_chunk_bytes; /* 0: not read yet */
-
-static int64_t chunk_bytes(void) {
-  int64_t b = __atomic_load_n(&g_chunk_bytes, __ATOMIC_RELAXED);
-  if (b) return b;
-  b = ts_hwinfo_cache_scaled(1, L1D_REF, CHUNK_BYTES_REF, 8 * 1024, 1024 * 1024);
-  __atomic_store_n(&g_chunk_bytes, b, __ATOMIC_RELAXED);
-  return b;
-}
-
 AI void pgemm(int kind, const void *P, size_t rb, int64_t rows, const ts__qbatch *x, float *y, int64_t ldy) {
   const uint8_t *base = P;
   const int64_t n = x->n, nb = n / 32;
   const size_t gb = 8 * rb; /* bytes per group */
-  int64_t chunk = x->T > 1 ? (int64_t)((size_t)chunk_bytes() / gb) * 8 : rows;
+  int64_t chunk = x->T > 1 ? (int64_t)((size_t)ts__pgemm_chunk_bytes() / gb) * 8 : rows;
   if (chunk < 8) chunk = 8;
   if (x->T == 1) chunk = rows;
   for (int64_t c0 = 0; c0 < rows; c0 += chunk) {
