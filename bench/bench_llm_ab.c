@@ -3,8 +3,8 @@
  * host's slow and fast spells fall on all of them alike; the summary gives each variant's median
  * time per decoded token (sampling included, as in `tessera llm bench`) and its ratio to the first
  * variant. On the shared VMs this resolves 1-2% differences that alternating whole `llm bench`
- * processes (bench/llm_bench_alternate.sh) leaves inside the noise (docs/notes/BENCHMARKS.md, issue 7,
- * eighteenth session).
+ * processes (bench/llm_bench_alternate.sh) leaves inside the noise (docs/notes/BENCHMARKS.md,
+ * issue 7).
  *
  * A variant is NAME:KEY=VALUE[,KEY=VALUE] (keys left out: side=off, wpf=auto):
  *   side=on|off       decode's side prefetches (each next phase's first weights and the next

@@ -4,7 +4,7 @@
  * Hot is the compute side of decode attention. In decode the cache streams in from L3 (or
  * memory) instead, so the item is also timed with its K and V pushed out of L2 before every call
  * (a read of twice the L2 in between, untimed): the "L2-cold" column, and the rate at which it
- * then takes in its K and V (docs/notes/BENCHMARKS.md, issue 7, nineteenth session).
+ * then takes in its K and V (docs/notes/BENCHMARKS.md, issue 7).
  *
  *   bench_llm_att [--positions 128,512,2048] [--rows 1,2,3,4] [--hd 64,128] [--repeats R] [--json]
  *

@@ -7,7 +7,7 @@
 #
 #   bench/llm_bench_alternate.sh ROUNDS MODEL [BIN] -- 'NAME:[VAR=v ...] [llm bench options]' ...
 #
-# e.g. decode's weight prefetch (docs/notes/BENCHMARKS.md, issue 7, seventeenth session):
+# e.g. decode's weight prefetch (docs/notes/BENCHMARKS.md, issue 7):
 #   bench/llm_bench_alternate.sh 6 $M -- none:--weight-prefetch=0 4k:--weight-prefetch=4096 auto:
 # (options with a value as --opt=value; each run: --threads 2 --prompt-len 128 --gen 128 --repeats 3
 # unless the set overrides them). BIN=path in a set runs that binary instead (two builds side by side:

@@ -4,8 +4,6 @@
  * is read once per process): the level the room resolved must be the best of its variants that
  * this CPU runs within the cap, and the public level functions (ts_kernels_isa, ts_quant_isa,
  * ts_gconv_kernel_isa) must agree. */
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "attn/attn_internal.h"
@@ -15,11 +13,11 @@
 #include "sparse/format_internal.h"
 #include "tessera/kernels.h"
 #include "tst.h"
+#include "tst_dispatch.h"
 
 /* kernels/kernels_internal.h's (its ts__rmsnorm_fn is not the LLM room's) */
 extern ts__dispatch ts__kernels_dispatch;
 
-extern char **environ;
 
 static const int kTables[TS__LV_COUNT] = {0, 1, 2, 3, 4, 5, 6};
 static const ts__variant kAll[] = {{TS__LV_SCALAR, &kTables[0]},           {TS__LV_AVX2, &kTables[1]},
@@ -123,24 +121,11 @@ static int child(const char *capname) {
   return bad > 100 ? 100 : bad;
 }
 
-/* Runs this program as a child with one environment setting; its exit code (-1: did not run). */
+/* This program as a child under one environment setting, checking the cap capname; its exit code
+ * (-1: did not run). */
 static int run_child(const char *envset, const char *capname) {
-  char *argv[] = {(char *)"/proc/self/exe", (char *)"--child", (char *)capname, NULL};
-  int nenv = 0;
-  while (environ[nenv]) nenv++;
-  char **env = calloc((size_t)nenv + 2, sizeof *env);
-  int k = 0;
-  for (int i = 0; i < nenv; i++)
-    if (strncmp(environ[i], "TESSERA_REF=", 12) && strncmp(environ[i], "TESSERA_ISA=", 12)) env[k++] = environ[i];
-  env[k++] = (char *)envset;
-  pid_t pid;
-  int st = -1;
-  if (posix_spawn(&pid, argv[0], NULL, NULL, argv, env) == 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st))
-    st = WEXITSTATUS(st);
-  else
-    st = -1;
-  free(env);
-  return st;
+  char *args[] = {(char *)"--child", (char *)capname, NULL};
+  return tst_run_capped(envset, args);
 }
 
 static void test_environment(void) {

@@ -15,8 +15,6 @@
  *  - LayerNorm / RMSNorm: K u ((mean|x| + |x_j - mean|) rstd |g_j| + |b_j|), K = n/8 + 16: the
  *    fp32 sums of the mean and variance (each <= (n/8 + 8) u relative) and the output rounding. */
 #include <float.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kernels/kernels_internal.h"
@@ -24,7 +22,6 @@
 #include "tst.h"
 #include "tst_dispatch.h"
 
-extern char **environ;
 
 static const double U = 1.0 / 16777216.0; /* 2^-24 */
 static const int EDGE[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 64, 65};
@@ -445,32 +442,18 @@ static void test_norms(void) {
 
 /* Re-runs this program with an environment setting and the --isa-only flag; returns the ISA
  * level the child resolved (its exit code), or -1. */
-static int child_isa(const char *self, const char *envset) {
-  char *argv[] = {(char *)self, (char *)"--isa-only", NULL};
-  int nenv = 0;
-  while (environ[nenv]) nenv++;
-  char **env = calloc((size_t)nenv + 2, sizeof *env);
-  int k = 0;
-  for (int i = 0; i < nenv; i++)
-    if (strncmp(environ[i], "TESSERA_REF=", 12) && strncmp(environ[i], "TESSERA_ISA=", 12)) env[k++] = environ[i];
-  env[k++] = (char *)envset;
-  pid_t pid;
-  int st = -1;
-  if (posix_spawn(&pid, self, NULL, NULL, argv, env) == 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st))
-    st = WEXITSTATUS(st);
-  else
-    st = -1;
-  free(env);
-  return st;
+static int child_isa(const char *envset) {
+  char *args[] = {(char *)"--isa-only", NULL};
+  return tst_run_capped(envset, args);
 }
 
 static void test_dispatch(void) {
   CHECK(ts_kernels_isa() == ts_isa_active(), "table follows ts_isa_active");
   CHECK(ts__kernels() == ts__kernels_for(ts_isa_active()), "same table");
   ts_isa sup = ts_isa_supported();
-  int r = child_isa("/proc/self/exe", "TESSERA_REF=1");
+  int r = child_isa("TESSERA_REF=1");
   CHECK(r == TS_ISA_SCALAR, "TESSERA_REF=1 -> scalar tables (child said %d)", r);
-  r = child_isa("/proc/self/exe", "TESSERA_ISA=avx2");
+  r = child_isa("TESSERA_ISA=avx2");
   CHECK(r == (sup < TS_ISA_AVX2 ? (int)sup : TS_ISA_AVX2), "TESSERA_ISA=avx2 caps (child said %d)", r);
 }
 

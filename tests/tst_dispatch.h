@@ -7,7 +7,12 @@
 #ifndef TST_DISPATCH_H
 #define TST_DISPATCH_H
 
+#include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/dispatch.h"
 #include "tst.h"
@@ -40,5 +45,30 @@ static inline const void *tst_variant(const ts__dispatch *d, int i) {
 #define TST_EACH_VARIANT(d, i, T, t) \
   for (int i = 1; i < (d)->count; i++) \
     for (const T *t = (const T *)tst_variant((d), i); t; t = NULL)
+
+/* Runs this test program again (/proc/self/exe with args, NULL-terminated) with the environment's
+ * TESSERA_REF / TESSERA_ISA replaced by envset ("TESSERA_ISA=avx2", ...): the cap is read once per
+ * process, so each setting needs its own. Returns the child's exit code, -1 if it did not run. */
+static inline int tst_run_capped(const char *envset, char *const *args) {
+  extern char **environ;
+  char *argv[8] = {(char *)"/proc/self/exe"};
+  for (int i = 0; args[i] && i < 6; i++) argv[i + 1] = args[i];
+  int nenv = 0;
+  while (environ[nenv]) nenv++;
+  char **env = calloc((size_t)nenv + 2, sizeof *env);
+  if (!env) return -1;
+  int k = 0;
+  for (int i = 0; i < nenv; i++)
+    if (strncmp(environ[i], "TESSERA_REF=", 12) && strncmp(environ[i], "TESSERA_ISA=", 12)) env[k++] = environ[i];
+  env[k++] = (char *)envset;
+  pid_t pid;
+  int st = -1;
+  if (posix_spawn(&pid, argv[0], NULL, NULL, argv, env) == 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st))
+    st = WEXITSTATUS(st);
+  else
+    st = -1;
+  free(env);
+  return st;
+}
 
 #endif

@@ -125,8 +125,8 @@ typedef struct ts_attn_sched_opts {
    * on a shared machine). More heads let the heads' traffic through the caches count as in a
    * multi-head call (one head's 4 arrays stay in L2/L3 from call to call); measured with the
    * deployment's heads (4 at 64^2 tokens) the guarded ILP and greedy schedules still ended within
-   * +-4% of each other while planning took 2-4x longer, so the tools keep the default (fourth
-   * session, docs/notes/BENCHMARKS.md). Timings compare plans by the median of their ratios within
+   * +-4% of each other while planning took 2-4x longer, so the tools keep the default
+   * (docs/notes/BENCHMARKS.md). Timings compare plans by the median of their ratios within
    * a round (7 rounds); a near tie (the best alternative faster, but by less than 3%) is timed
    * again, that alternative alone against the schedule over 21 rounds, and decided on the second
    * reading (info.guard_retimed). Costs planning time: 1 + nheights plans and 8 one-head one-thread executes

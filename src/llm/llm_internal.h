@@ -70,10 +70,10 @@ struct ts_llm_model {
   bool wpf_fresh; /* -1 was set: the next measurement ignores the stored one ("llm-wpf") */
   /* decode's side prefetches (each next phase's first weights, the next layer's KV cache, walked
    * into L2 by the matmul tiles and by threads waiting at a barrier; ts__pfq): 0 off (default),
-   * 1 on. Off since the eighteenth session: in-process comparisons on the Xeon VM had them cost
+   * 1 on. Off by default: in-process comparisons on the Xeon VM had them cost
    * decode 3-9% whether or not the kernels prefetch their own weights (they compete for the
    * core's miss buffers), and on the Zen 4 VM leaving out their KV part or their pumping had
-   * measured 2% faster, within that session's noise (docs/notes/BENCHMARKS.md, issue 7). Not public:
+   * measured 2% faster, within those runs' noise (docs/notes/BENCHMARKS.md, issue 7). Not public:
    * bench/bench_llm_ab.c sets it to compare both in one process on another machine. */
   int side;
 };

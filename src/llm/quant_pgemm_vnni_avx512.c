@@ -47,7 +47,7 @@ enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q4_1 = 2 };
  *  - a Xeon VM with a large shared L3 (the 97 MB model mostly L3-resident): the hardware prefetchers
  *    fall behind once the kernels' arithmetic is interleaved with the loads, and one core's L3
  *    rate is bounded by its outstanding misses; T1 prefetches 16 KB ahead took two-thread decode
- *    from ~225 to ~410 tok/s (docs/notes/BENCHMARKS.md, issue 7, seventeenth session).
+ *    from ~225 to ~410 tok/s (docs/notes/BENCHMARKS.md, issue 7).
  * A thread's pieces of all matrices lie back to back in decode's order (ts__llm_layout), so the
  * prefetches at the end of one phase run into the next phase's first weights. */
 /* Prefill: each chunk's first pass prefetches the group 16 KB ahead into L2 (T1: a T0 prefetch
