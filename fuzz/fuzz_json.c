@@ -1,7 +1,8 @@
 /* libFuzzer harness for tessera's JSON file readers (the files the cache directory holds): any JSON
  * document goes through every reader -- the attention schedule, the attention plan document (desc,
  * permutation, schedule), the attention tile profile, the machine profile, the gconv plan and the
- * gconv profile, the conv algorithm profile, the CUDA attention costs -- and each must either accept it or fail cleanly (no crash, leak or UB, and an
+ * gconv profile, the conv algorithm profile, the CUDA attention costs, the CNN conv plan (its public
+ * string reader) -- and each must either accept it or fail cleanly (no crash, leak or UB, and an
  * error message); what a reader with a writer accepts must survive writing and reading again and
  * write the same JSON the second time. A document that is not JSON is the cJSON parser's business
  * (and is rejected before the cJSON readers run); the public string readers (ts_*_from_json) get
@@ -21,6 +22,7 @@
 #include "tessera/attn_profile.h"
 #include "tessera/attn_sched.h"
 #include "tessera/attn_cuda.h"
+#include "tessera/cnn.h"
 #include "tessera/conv.h"
 #include "tessera/gconv.h"
 #include "tessera/hwinfo.h"
@@ -159,7 +161,15 @@ static void public_strings(const uint8_t *data, size_t size) {
   st = ts_gconv_plan_from_json(text, &gp);
   failed_cleanly(st);
   if (st == TS_OK && ts_gconv_plan_to_json(&gp, &o) != TS_OK) __builtin_trap();
-  ts_gconv_plan_free(&gp), free(o);
+  ts_gconv_plan_free(&gp), free(o), o = NULL;
+  ts_cnn_conv_plan *cp = NULL, *cq = NULL; /* the CNN conv plan: what it accepts writes back the same twice */
+  char *o2 = NULL;
+  st = ts_cnn_conv_plan_from_json(&cp, text);
+  failed_cleanly(st);
+  if (st == TS_OK && (ts_cnn_conv_plan_to_json(cp, &o) != TS_OK || ts_cnn_conv_plan_from_json(&cq, o) != TS_OK ||
+                      ts_cnn_conv_plan_to_json(cq, &o2) != TS_OK || strcmp(o, o2) != 0))
+    __builtin_trap();
+  ts_cnn_conv_plan_destroy(cp), ts_cnn_conv_plan_destroy(cq), free(o), free(o2);
   free(text);
 }
 

@@ -2,8 +2,9 @@
 # tessera conv: `layers` lists VGG16's 13 convolutions with shape keys; `plan` measures the missing
 # layer shapes into the "conv-profile" artifact <cache>/conv-profile/<isa>-t<threads>.json (an
 # envelope with provenance), chooses per layer and says why, and keeps the choice as a "conv-plan"
-# artifact: a second `plan` is answered from it ("cached") without touching the profile, --replan
-# chooses again from the profile (same choice, nothing measured); --algo and
+# artifact (the library's ts_cnn_conv_plan): a second `plan` is answered from it ("cached") without
+# touching the profile, --replan chooses again from the profile (same choice, nothing measured), a
+# corrupt stored plan is moved aside and made again, --reprofile measures every shape again; --algo and
 # --override set the choice; `bench --json` (small input, one repeat) reports layers, every
 # total, the oneDNN/torch speedups, the Winograd-vs-direct check (effective GFLOP/s) and the
 # end-to-end forward, reading torch figures from a peer file; bad usage exits 2 with one line, a
@@ -53,7 +54,10 @@ assert prof["format"] == "tessera-conv-profile" and prof["onednn"], prof.get("on
 assert len(prof["entries"]) == 9, len(prof["entries"])  # 9 distinct shapes in VGG16
 assert p["cached"] is False and "/conv-plan/" in p["plan"], (p["cached"], p["plan"])
 plan = json.load(open(p["plan"]))
-assert plan["artifact"] == "conv-plan" and plan["provenance"]["threads"] == 2 and len(plan["data"]["layers"]) == 13
+assert plan["artifact"] == "conv-plan" and plan["version"] == 2 and plan["provenance"]["threads"] == 2
+d = plan["data"]  # the library's ts_cnn_conv_plan payload (docs/FORMATS.md)
+assert d["format"] == "tessera-conv-plan" and d["model"] == "vgg16" and d["key"] == plan["key"] and len(d["layers"]) == 13
+assert [(l["name"], l["algo"]) for l in d["layers"]] == [(l["name"], l["algo"]) for l in p["layers"]]
 for e in prof["entries"].values():
     assert e["date"] and "reference" not in e["ms"] and e["ms"], e
 assert len(p["layers"]) == 13
@@ -72,6 +76,20 @@ if "$T" conv plan "${SMALL[@]}" >"$tmp/p2.txt" 2>"$tmp/err" && grep -q '^plan .*
 if "$T" conv plan "${SMALL[@]}" --replan --json >"$tmp/p2r.json" 2>"$tmp/err" &&
   [ "$before" = "$(stat -c %Y.%s "$prof"; md5sum <"$prof")" ] &&
   python3 -c "$SAME" "$tmp/p1.json" "$tmp/p2r.json" 0; then ok; else bad "conv plan --replan: $(cat "$tmp/err")"; fi
+
+# a corrupt stored plan is moved aside and the plan made again (exit 0, same choice, nothing measured)
+plan=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["plan"])' "$tmp/p1.json")
+echo '{"artifact": "conv-plan", "version": 2, "key": "x"' >"$plan"
+if "$T" conv plan "${SMALL[@]}" --json >"$tmp/p2c.json" 2>"$tmp/err" && [ -f "$plan.bad" ] && grep -q 'moved aside' "$tmp/err" &&
+  [ "$before" = "$(stat -c %Y.%s "$prof"; md5sum <"$prof")" ] &&
+  python3 -c "$SAME" "$tmp/p1.json" "$tmp/p2c.json" 0 &&
+  "$T" conv plan "${SMALL[@]}" --json >"$tmp/p2d.json" 2>"$tmp/err" && python3 -c "$SAME" "$tmp/p1.json" "$tmp/p2d.json" 1
+then ok; else bad "conv plan over a corrupt stored plan: $(cat "$tmp/err")"; fi
+# --reprofile: every shape measured again (the profile rewritten), the plan made now
+if "$T" conv plan "${SMALL[@]}" --reprofile --json >"$tmp/p2p.json" 2>"$tmp/err" &&
+  [ "$before" != "$(stat -c %Y.%s "$prof"; md5sum <"$prof")" ] &&
+  python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["cached"] is False and len(p["layers"]) == 13' "$tmp/p2p.json"
+then ok; else bad "conv plan --reprofile: $(cat "$tmp/err")"; fi
 
 # --algo and --override
 if "$T" conv plan "${SMALL[@]}" --algo direct --override 'features.conv1_*=im2col,features.conv5_3=winograd_f2' \

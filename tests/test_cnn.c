@@ -19,6 +19,12 @@
  *             auto selection from a profile measured on the fly (a temp file: saved, reopened,
  *             provenance mismatch = stale and empty, malformed = TS_ERR_FORMAT), measure_missing
  *             off = TS_ERR_NOT_FOUND naming the layer.
+ *   conv plan the per-layer choice kept in the artifact store (a private TESSERA_CACHE): made
+ *             and stored, then a cache hit that is the identical plan (JSON equal); a plan made
+ *             with another profile, or with the profile's entries measured again, is not reused;
+ *             replan; a corrupt stored file (not JSON; a valid envelope for other layers) is moved
+ *             aside (.bad) and planned again, not fatal; other options are another key; a graph
+ *             without weights plans; the JSON round trip and the reader's errors.
  *   models    VGG16 / ResNet-101 / Inception-v4 graphs: conv layer counts, output shapes, FLOPs.
  *   errors    the graph builder's sticky errors. */
 #include <math.h>
@@ -28,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tessera/artifact.h"
 #include "tessera/cnn.h"
 #include "tst.h"
 
@@ -418,6 +425,215 @@ static void test_choice(ts_context *ctx) {
   ts_cnn_graph_destroy(g);
 }
 
+/* ---- the conv plan: the artifact store's get() ------------------------------------------------ */
+
+/* A profile at path (made anew) with an entry for every layer of g: `fast` 1 ms, `slow` 2 ms. */
+static ts_conv_profile *fake_profile(ts_context *ctx, const ts_cnn_graph *g, const char *path, ts_conv_algo fast,
+                                     ts_conv_algo slow) {
+  unlink(path);
+  ts_conv_profile *p = NULL;
+  CHECK_OK(ts_conv_profile_open(&p, ctx, path, NULL));
+  ts_cnn_conv_info ls[8];
+  const int n = ts_cnn_conv_layers(g, NULL, ls, 8);
+  for (int i = 0; p && i < n; i++) {
+    ts_conv_profile_entry e;
+    memset(&e, 0, sizeof e);
+    for (int a = 0; a < TS_CONV_ALGO_COUNT; a++) e.ms[a] = NAN;
+    e.ms[fast] = 1, e.ms[slow] = 2, e.load_avg = -1;
+    snprintf(e.date, sizeof e.date, "2026-01-01T00:00:00Z");
+    CHECK_OK(ts_conv_profile_put(p, &ls[i].desc, &e));
+  }
+  return p;
+}
+
+/* Two descriptors, field by field (padding bytes are no part of the value). */
+static bool desc_eq(const ts_conv_desc *a, const ts_conv_desc *b) {
+  return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w && a->k == b->k && a->r == b->r && a->s == b->s &&
+         a->stride_h == b->stride_h && a->stride_w == b->stride_w && a->pad_top == b->pad_top &&
+         a->pad_bottom == b->pad_bottom && a->pad_left == b->pad_left && a->pad_right == b->pad_right &&
+         a->dilation_h == b->dilation_h && a->dilation_w == b->dilation_w && a->groups == b->groups && a->relu == b->relu;
+}
+
+/* Both plans' JSON, equal (and every layer's choice, field by field). */
+static bool same_plan(const ts_cnn_conv_plan *a, const ts_cnn_conv_plan *b) {
+  char *ja = NULL, *jb = NULL;
+  bool same = ts_cnn_conv_plan_to_json(a, &ja) == TS_OK && ts_cnn_conv_plan_to_json(b, &jb) == TS_OK && !strcmp(ja, jb) &&
+              ts_cnn_conv_plan_count(a) == ts_cnn_conv_plan_count(b);
+  for (int i = 0; same && i < ts_cnn_conv_plan_count(a); i++) {
+    ts_cnn_conv_info x, y;
+    same = ts_cnn_conv_plan_layer(a, i, &x) == TS_OK && ts_cnn_conv_plan_layer(b, i, &y) == TS_OK &&
+           !strcmp(x.name, y.name) && x.node == y.node && x.algo == y.algo && !strcmp(x.why, y.why) &&
+           desc_eq(&x.desc, &y.desc) && x.bn_folded == y.bn_folded;
+  }
+  free(ja), free(jb);
+  return same;
+}
+
+/* Replaces the nth (0-based) occurrence of `from` in s by `to` (same length) in place. */
+static bool patch(char *s, const char *from, const char *to, int nth) {
+  char *at = s;
+  for (int i = 0; at && (at = strstr(at, from)) && i < nth; i++) at += strlen(from);
+  if (!at || strlen(from) != strlen(to)) return false;
+  memcpy(at, to, strlen(to));
+  return true;
+}
+
+static void rewrite(const char *path, const char *from, const char *to) {
+  char *text = NULL;
+  size_t len = 0;
+  CHECK_OK(ts_read_file(path, &text, &len));
+  CHECK(text && patch(text, from, to, 0), "%s: no '%s' to replace", path, from);
+  if (text) CHECK_OK(ts_write_file_atomic(path, text, len));
+  free(text);
+}
+
+static void test_conv_plan(ts_context *ctx) {
+  char cache[1100], saved[4096] = "", pa[1100], pb[1100];
+  const char *was = getenv("TESSERA_CACHE");
+  if (was) snprintf(saved, sizeof saved, "%s", was);
+  tst_tmp_path(cache, sizeof cache, "cnn_plan_cache");
+  tst_tmp_path(pa, sizeof pa, "cnn_plan_profile_a.json");
+  tst_tmp_path(pb, sizeof pb, "cnn_plan_profile_b.json");
+  setenv("TESSERA_CACHE", cache, 1);
+  CHECK_OK(ts_artifact_clear("conv-plan", NULL));
+  ts_cnn_graph *g = small_graph();
+  ts_conv_profile *A = fake_profile(ctx, g, pa, TS_CONV_DIRECT, TS_CONV_IM2COL);
+  ts_conv_profile *B = fake_profile(ctx, g, pb, TS_CONV_IM2COL, TS_CONV_DIRECT);
+  ts_cnn_plan_opts o = ts_cnn_plan_opts_default();
+  o.profile = A, o.measure_missing = false, o.progress = false; /* nothing is measured here */
+  ts_cnn_conv_info ls[8], ci;
+  const int n = ts_cnn_conv_layers(g, &o, ls, 8);
+
+  /* made now and stored */
+  ts_cnn_conv_plan *p1 = NULL, *p = NULL;
+  CHECK_OK(ts_cnn_conv_plan_create(&p1, ctx, g, &o));
+  if (!p1) goto out;
+  const char *path = ts_cnn_conv_plan_path(p1);
+  char want[64], bad[4500];
+  snprintf(want, sizeof want, "/conv-plan/%s.json", ts_cnn_conv_plan_key(p1));
+  CHECK(!ts_cnn_conv_plan_cached(p1) && ts_cnn_conv_plan_count(p1) == n && n == 5, "first plan: cached %d, %d layers",
+        ts_cnn_conv_plan_cached(p1), ts_cnn_conv_plan_count(p1));
+  CHECK(strlen(path) > strlen(want) && !strcmp(path + strlen(path) - strlen(want), want) && access(path, F_OK) == 0,
+        "stored at %s", path);
+  snprintf(bad, sizeof bad, "%s.bad", path);
+  for (int i = 0; i < n; i++) {
+    CHECK_OK(ts_cnn_conv_plan_layer(p1, i, &ci));
+    CHECK(!strcmp(ci.name, ls[i].name) && ci.node == ls[i].node && desc_eq(&ci.desc, &ls[i].desc) &&
+              ci.algo == TS_CONV_DIRECT && strstr(ci.why, "fastest of 2 measured") == ci.why,
+          "layer %d: %s %s (%s)", i, ci.name, ts_conv_algo_name(ci.algo), ci.why);
+  }
+  CHECK_STATUS(ts_cnn_conv_plan_layer(p1, n, &ci), TS_ERR_INVALID_ARG);
+  char *data = NULL;
+  ts_provenance pv;
+  CHECK_OK(ts_artifact_load("conv-plan", TS_CNN_CONV_PLAN_VERSION, ts_cnn_conv_plan_key(p1), &data, &pv));
+  CHECK(pv.threads == ts_context_threads(ctx) && pv.cpu_model[0], "stored provenance: %d threads", pv.threads);
+  free(data);
+
+  /* a cache hit returns the identical plan */
+  CHECK_OK(ts_cnn_conv_plan_create(&p, ctx, g, &o));
+  CHECK(ts_cnn_conv_plan_cached(p) && same_plan(p1, p) && !strcmp(ts_cnn_conv_plan_path(p), path),
+        "second create: cached %d, same plan", ts_cnn_conv_plan_cached(p));
+  ts_cnn_conv_plan_destroy(p), p = NULL;
+
+  /* another profile: not reused (chosen again, and it replaces the stored plan); then back */
+  o.profile = B;
+  CHECK_OK(ts_cnn_conv_plan_create(&p, ctx, g, &o));
+  CHECK(p && !ts_cnn_conv_plan_cached(p) && !strcmp(ts_cnn_conv_plan_key(p), ts_cnn_conv_plan_key(p1)) &&
+            ts_cnn_conv_plan_layer(p, 0, &ci) == TS_OK && ci.algo == TS_CONV_IM2COL,
+        "plan with profile B: cached %d, %s", ts_cnn_conv_plan_cached(p), ts_conv_algo_name(ci.algo));
+  ts_cnn_conv_plan_destroy(p), p = NULL;
+  o.profile = A;
+  CHECK_OK(ts_cnn_conv_plan_create(&p, ctx, g, &o));
+  CHECK(p && !ts_cnn_conv_plan_cached(p) && same_plan(p1, p), "B's plan reused for A");
+  ts_cnn_conv_plan_destroy(p), p = NULL;
+
+  /* replan: chosen again although stored */
+  o.replan = true;
+  CHECK_OK(ts_cnn_conv_plan_create(&p, ctx, g, &o));
+  CHECK(p && !ts_cnn_conv_plan_cached(p) && same_plan(p1, p), "replan");
+  ts_cnn_conv_plan_destroy(p), p = NULL;
+  o.replan = false;
+
+  /* corrupt stored files: moved aside and planned again, never fatal */
+  FILE *f = fopen(path, "w");
+  if (f) fputs("{not json", f), fclose(f);
+  unlink(bad);
+  CHECK_OK(ts_cnn_conv_plan_create(&p, ctx, g, &o));
+  CHECK(p && !ts_cnn_conv_plan_cached(p) && same_plan(p1, p) && access(bad, F_OK) == 0 && access(path, F_OK) == 0,
+        "a stored plan that is not JSON: moved aside, planned again");
+  ts_cnn_conv_plan_destroy(p), p = NULL;
+  unlink(bad);
+  rewrite(path, "\"branch_a.conv\"", "\"branch_z.conv\""); /* a valid envelope for other layers */
+  CHECK_OK(ts_cnn_conv_plan_create(&p, ctx, g, &o));
+  CHECK(p && !ts_cnn_conv_plan_cached(p) && same_plan(p1, p) && access(bad, F_OK) == 0,
+        "a stored plan for other layers: moved aside, planned again");
+  ts_cnn_conv_plan_destroy(p), p = NULL;
+  unlink(bad);
+  rewrite(path, "\"direct\"", "\"winogr\""); /* an algorithm name the reader rejects */
+  CHECK_OK(ts_cnn_conv_plan_create(&p, ctx, g, &o));
+  CHECK(p && !ts_cnn_conv_plan_cached(p) && same_plan(p1, p) && access(bad, F_OK) == 0, "a bad algorithm: moved aside");
+  ts_cnn_conv_plan_destroy(p), p = NULL;
+  unlink(bad);
+
+  /* the profile's entries measured again: the stamp changed, planned again */
+  ts_conv_profile_entry e;
+  CHECK(ts_conv_profile_get(A, &ls[1].desc, &e), "entry of %s", ls[1].name);
+  e.ms[TS_CONV_DIRECT] = 1.25;
+  CHECK_OK(ts_conv_profile_put(A, &ls[1].desc, &e));
+  CHECK_OK(ts_cnn_conv_plan_create(&p, ctx, g, &o));
+  CHECK(p && !ts_cnn_conv_plan_cached(p), "a re-measured profile entry: planned again");
+  ts_cnn_conv_plan_destroy(p), p = NULL;
+
+  /* other options: another key */
+  o.algo = TS_CONV_IM2COL;
+  CHECK_OK(ts_cnn_conv_plan_create(&p, ctx, g, &o));
+  CHECK(p && !ts_cnn_conv_plan_cached(p) && strcmp(ts_cnn_conv_plan_key(p), ts_cnn_conv_plan_key(p1)) &&
+            ts_cnn_conv_plan_layer(p, 2, &ci) == TS_OK && ci.algo == TS_CONV_IM2COL && !strcmp(ci.why, "--algo im2col"),
+        "--algo im2col: another key, %s", ci.why);
+  ts_cnn_conv_plan_destroy(p), p = NULL;
+  o.algo = TS_CNN_AUTO;
+
+  /* a graph without weights plans (the choice needs none) */
+  ts_cnn_graph *vgg = NULL;
+  CHECK_OK(ts_cnn_model_create(&vgg, "vgg16", 32));
+  ts_cnn_plan_opts ov = o;
+  ov.algo = TS_CONV_DIRECT;
+  CHECK_OK(ts_cnn_conv_plan_create(&p, ctx, vgg, &ov));
+  CHECK(p && ts_cnn_conv_plan_count(p) == 13, "vgg16 without weights: %d layers", ts_cnn_conv_plan_count(p));
+  ts_cnn_conv_plan_destroy(p), p = NULL;
+  ts_cnn_graph_destroy(vgg);
+
+  /* JSON: the round trip, and the reader's errors */
+  char *j = NULL;
+  CHECK_OK(ts_cnn_conv_plan_to_json(p1, &j));
+  CHECK_OK(ts_cnn_conv_plan_from_json(&p, j));
+  CHECK(p && same_plan(p1, p) && !ts_cnn_conv_plan_cached(p) && !ts_cnn_conv_plan_path(p)[0] &&
+            !strcmp(ts_cnn_conv_plan_key(p), ts_cnn_conv_plan_key(p1)),
+        "JSON round trip");
+  ts_cnn_conv_plan_destroy(p), p = NULL;
+  char *j2 = j ? malloc(strlen(j) + 16) : NULL;
+  if (j2) { /* branch_a.conv is 1x1: winograd_f2 does not apply */
+    char *at = strstr(j, "\"branch_a.conv\""), *al = at ? strstr(at, "\"algo\":\"direct\"") : NULL;
+    if (al) snprintf(j2, strlen(j) + 16, "%.*s\"algo\":\"winograd_f2\"%s", (int)(al - j), j, al + strlen("\"algo\":\"direct\""));
+    if (al) CHECK_ERR_CONTAINS(ts_cnn_conv_plan_from_json(&p, j2), "conv plan: layers[1]: winograd_f2");
+    CHECK(p == NULL, "plan left set on failure");
+  }
+  free(j2), free(j);
+  CHECK_STATUS(ts_cnn_conv_plan_from_json(&p, "{not json"), TS_ERR_FORMAT);
+  CHECK_ERR_CONTAINS(ts_cnn_conv_plan_from_json(&p, "[1]"), "expected an object");
+  CHECK_ERR_CONTAINS(ts_cnn_conv_plan_from_json(&p, "{\"format\": \"tessera-conv-plan\"}"), "'model'");
+  CHECK_STATUS(ts_cnn_conv_plan_create(NULL, ctx, g, &o), TS_ERR_INVALID_ARG);
+
+out:
+  ts_cnn_conv_plan_destroy(p1);
+  ts_conv_profile_destroy(A);
+  ts_conv_profile_destroy(B);
+  ts_cnn_graph_destroy(g);
+  unlink(pa), unlink(pb);
+  if (saved[0]) setenv("TESSERA_CACHE", saved, 1);
+  else unsetenv("TESSERA_CACHE");
+}
+
 /* ---- models and builder errors ---------------------------------------------------------- */
 
 static void test_models(void) {
@@ -521,6 +737,7 @@ int main(int argc, char **argv) {
   test_nodes(ctx);
   test_fusion_algos_memory(ctx);
   test_choice(ctx);
+  test_conv_plan(ctx);
   test_models();
   test_builder_errors(ctx);
   ts_context_destroy(ctx);

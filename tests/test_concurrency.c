@@ -10,6 +10,8 @@
  *              context, creates its own plan and executes it, both at the same time.
  *   conv       conv.h: "execute is re-entrant for distinct workspaces": one plan (direct and
  *              Winograd F(4x4,3x3)), executed by two threads at once, each with its own workspace.
+ *   cnn plan   cnn.h: a conv plan is immutable after create: two threads read one plan (its JSON and
+ *              every layer's choice) at once, each the same as one thread's.
  *   gconv      gconv.h: a cost model is read by any number of planners at once: two threads plan
  *              one connectivity with one model (greedy, and ILP over CBC), each its own plan.
  *   LLM        one model (the tiny synthetic model of test_llm_tiny.h, laid out at load for a team
@@ -22,6 +24,7 @@
 #include <pthread.h>
 
 #include "tessera/attn.h"
+#include "tessera/cnn.h"
 #include "tessera/conv.h"
 #include "tessera/gconv.h"
 #include "tessera/sparse.h"
@@ -189,6 +192,58 @@ static void test_conv(void) {
   ts_context_destroy(ctx);
 }
 
+/* ---- CNN conv plan: one plan, two readers --------------------------------------------------- */
+
+typedef struct cnn_plan_job {
+  const ts_cnn_conv_plan *p;
+  char *json;        /* the last round's JSON */
+  int layers_ok;     /* layers read whose name and why are those of the plan's JSON */
+  ts_status st;
+} cnn_plan_job;
+
+static void *cnn_plan_thread(void *a) {
+  cnn_plan_job *j = a;
+  for (int r = 0; r < ROUNDS && j->st == TS_OK; r++) {
+    free(j->json), j->json = NULL;
+    j->st = ts_cnn_conv_plan_to_json(j->p, &j->json);
+    j->layers_ok = 0;
+    for (int i = 0; j->st == TS_OK && i < ts_cnn_conv_plan_count(j->p); i++) {
+      ts_cnn_conv_info ci;
+      j->st = ts_cnn_conv_plan_layer(j->p, i, &ci);
+      j->layers_ok += j->st == TS_OK && strstr(j->json, ci.name) && strstr(j->json, ci.why);
+    }
+  }
+  return NULL;
+}
+
+static void test_cnn_plan(void) {
+  ts_context *ctx = NULL;
+  ts_cnn_graph *g = NULL;
+  ts_cnn_conv_plan *p = NULL;
+  CHECK_OK(ts_context_create(&ctx, 1));
+  CHECK_OK(ts_cnn_model_create(&g, "vgg16", 32));
+  ts_cnn_plan_opts o = ts_cnn_plan_opts_default();
+  o.algo = TS_CONV_DIRECT, o.overrides = "features.conv5_*=im2col", o.progress = false;
+  CHECK_OK(ts_cnn_conv_plan_create(&p, ctx, g, &o));
+  if (p) {
+    cnn_plan_job one = {p, NULL, 0, TS_OK};
+    cnn_plan_thread(&one);
+    CHECK(one.st == TS_OK && one.layers_ok == 13, "cnn plan, one thread: %s, %d layers", ts_strerror(one.st), one.layers_ok);
+    cnn_plan_job j[2] = {{p, NULL, 0, TS_OK}, {p, NULL, 0, TS_OK}};
+    CHECK(run_two(cnn_plan_thread, &j[0], &j[1]) == 0, "cnn plan: cannot start two threads");
+    for (int t = 0; t < 2; t++) {
+      CHECK(j[t].st == TS_OK && j[t].layers_ok == 13 && one.json && j[t].json && !strcmp(j[t].json, one.json),
+            "cnn plan, thread %d: %s, %d layers, JSON %s", t, ts_strerror(j[t].st), j[t].layers_ok,
+            one.json && j[t].json && !strcmp(j[t].json, one.json) ? "same" : "differs");
+      free(j[t].json);
+    }
+    free(one.json);
+  }
+  ts_cnn_conv_plan_destroy(p);
+  ts_cnn_graph_destroy(g);
+  ts_context_destroy(ctx);
+}
+
 /* ---- group convolution: one cost model and connectivity, two planners ----------------------- */
 
 typedef struct gconv_job {
@@ -334,6 +389,7 @@ static void test_llm_shared_model(void) {
 int main(void) {
   test_attention();
   test_conv();
+  test_cnn_plan();
   test_gconv_planning();
   test_llm_shared_model();
   return tst_finish();

@@ -152,6 +152,8 @@ typedef struct ts_cnn_plan_opts {
   bool fold_bn, fuse_relu;  /* true, true */
   bool reuse_memory;        /* true */
   bool progress;            /* progress bar while measuring (true) */
+  bool replan;              /* ts_cnn_conv_plan_create: choose again instead of reading the stored
+                               plan, and replace it (false); ts_cnn_net_create ignores it */
 } ts_cnn_plan_opts;
 ts_cnn_plan_opts ts_cnn_plan_opts_default(void);
 
@@ -189,6 +191,46 @@ int ts_cnn_net_conv_count(const ts_cnn_net *net);
  * count (or -1 with the error set). */
 int ts_cnn_conv_layers(const ts_cnn_graph *g, const ts_cnn_plan_opts *o, ts_cnn_conv_info *out, int cap);
 ts_status ts_cnn_net_conv_info(const ts_cnn_net *net, int i, ts_cnn_conv_info *out);
+
+/* ---- conv plan: the per-layer choice, kept in the artifact store ------------------------------
+ * The algorithm every convolution of a graph gets for opts -- the choice ts_cnn_net_create makes
+ * (overrides, opts.algo, else the fastest in the conv profile, measuring the shapes it lacks), made
+ * without the graph's weights -- kept as the artifact conv-plan/<key> (tessera/artifact.h,
+ * docs/FORMATS.md "Convolution plans"), so the same layers, options and machine are answered
+ * without planning again. Key: the one key hash (ts_hash) of the graph's name, its convolution
+ * layers as planned (names, descriptors with batch and fused ReLU), opts' algo, candidates,
+ * overrides, fold_bn and fuse_relu, the context's thread count, the kernel level, the CPU model and
+ * the planner's version. A stored plan is used while the conv profile's entries for its layers hash
+ * as they did when it was made (its profile stamp): a profile measured again (`tessera conv bench`)
+ * or another profile makes it again, as does opts.replan. A corrupt or foreign stored plan is moved
+ * aside (<file>.bad, a note on stderr) and made again, never fatal; a plan that cannot be stored is
+ * reported on stderr and is not an error. Provenance: this machine, the context's threads, the key
+ * of the stored machine profile of that thread count.
+ *
+ * Profile: opts.profile, or (NULL) the context's cached one (ts_conv_profile_open). When shapes were
+ * measured into it (opts.measure_missing), the profile is saved -- the caller's too -- so the
+ * stored plan's stamp is what the next create reads; a failed save is reported on stderr.
+ *
+ * Thread safety: immutable after create: every const call may run on any number of threads at
+ * once. Create plans one at a time (a create may measure into the profile and write it). */
+#define TS_CNN_CONV_PLAN_VERSION 2
+typedef struct ts_cnn_conv_plan ts_cnn_conv_plan;
+/* The context gives the thread count (it need not outlive the plan); the graph needs no weights. */
+ts_status ts_cnn_conv_plan_create(ts_cnn_conv_plan **p, ts_context *ctx, const ts_cnn_graph *g,
+                                  const ts_cnn_plan_opts *opts);
+void ts_cnn_conv_plan_destroy(ts_cnn_conv_plan *p);
+int ts_cnn_conv_plan_count(const ts_cnn_conv_plan *p); /* convolution layers, in graph order */
+/* Layer i's choice: name, node, desc (as planned), algo, why, bn_folded, flops; name and why point
+ * into the plan. */
+ts_status ts_cnn_conv_plan_layer(const ts_cnn_conv_plan *p, int i, ts_cnn_conv_info *out);
+bool ts_cnn_conv_plan_cached(const ts_cnn_conv_plan *p);      /* read from the store, not chosen now */
+const char *ts_cnn_conv_plan_path(const ts_cnn_conv_plan *p); /* <cache>/conv-plan/<key>.json ("" from JSON) */
+const char *ts_cnn_conv_plan_key(const ts_cnn_conv_plan *p);  /* 16 hex digits */
+/* The plan as JSON (the artifact's payload, docs/FORMATS.md) and back; a plan read from JSON has
+ * cached false and path "". from_json validates every field (a layer's algorithm must apply to its
+ * descriptor) and names the first wrong one (TS_ERR_FORMAT). */
+ts_status ts_cnn_conv_plan_to_json(const ts_cnn_conv_plan *p, char **json);
+ts_status ts_cnn_conv_plan_from_json(ts_cnn_conv_plan **p, const char *json);
 
 /* Seconds of the last forward: in total, in convolutions, and per graph node (0 for fused ones). */
 typedef struct ts_cnn_timing {

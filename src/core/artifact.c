@@ -72,8 +72,11 @@ static ts_status read_envelope(const char *path, const char *kind, const char *k
   size_t len = 0;
   ts_status s = ts_read_file(path, &text, &len);
   if (s != TS_OK) return s;
+  errno = 0;
   cJSON *j = cJSON_ParseWithLength(text, len);
+  const int err = errno;
   free(text);
+  if (!j && err == ENOMEM) return ts_error(TS_ERR_OOM, "%s: out of memory reading the artifact", path); /* not the text */
   if (!j) return ts_error(TS_ERR_FORMAT, "not valid JSON");
   const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "artifact"), *v = cJSON_GetObjectItemCaseSensitive(j, "version");
   const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "key"), *p = cJSON_GetObjectItemCaseSensitive(j, "provenance");
@@ -138,8 +141,8 @@ ts_status ts__artifact_store(const ts__artifact_kind *kd, const char *key, const
   cJSON *env = cJSON_CreateObject(), *pj = ts__provenance_json(prov), *dj = cJSON_Duplicate(data, 1);
   bool ok = env && pj && dj && cJSON_AddStringToObject(env, "artifact", kd->name) &&
             cJSON_AddNumberToObject(env, "version", kd->version) && cJSON_AddStringToObject(env, "key", key);
-  if (ok) cJSON_AddItemToObject(env, "provenance", pj), pj = NULL;
-  if (ok) cJSON_AddItemToObject(env, "data", dj), dj = NULL;
+  if (ok && (ok = cJSON_AddItemToObject(env, "provenance", pj))) pj = NULL; /* not added (its key's copy failed): ours */
+  if (ok && (ok = cJSON_AddItemToObject(env, "data", dj))) dj = NULL;
   char *text = ok ? ts__json_print(env, true) : NULL;
   cJSON_Delete(env), cJSON_Delete(pj), cJSON_Delete(dj);
   if (!text) return ts_error(TS_ERR_OOM, "artifact store: out of memory printing %s '%s'", kd->name, key);

@@ -59,6 +59,13 @@ struct ts_cnn_net {
   ts_cnn_timing timing;
 };
 
+/* A net of g for o taken only as far as its convolutions' algorithms (fusion, descriptors, the
+ * overrides, and for the others the profile, measuring the shapes it lacks as ts_cnn_net_create
+ * does): no weights needed, nothing allocated for a forward. ts_cnn_net_conv_count / _conv_info read
+ * the choice; ts_cnn_net_forward must not be called on it; ts_cnn_net_destroy releases it. The conv
+ * plan (cnn_plan.c) chooses through it. */
+ts_status ts__cnn_net_choose(ts_cnn_net **out, ts_context *ctx, const ts_cnn_graph *g, const ts_cnn_plan_opts *o);
+
 /* Arena layout: offsets for every tensor with numel > 0 from its lifetime (cnn_arena.c). */
 ts_status ts__cnn_arena_plan(ts_cnn_net *net, bool reuse, size_t *offsets, size_t *total);
 /* Runs one non-conv node (cnn_ops.c). */

@@ -23,7 +23,7 @@ ts_cnn_plan_opts ts_cnn_plan_opts_default(void) {
 
 void ts_cnn_net_destroy(ts_cnn_net *net) {
   if (!net) return;
-  for (int i = 0; i < net->n; i++) {
+  for (int i = 0; net->nodes && i < net->n; i++) { /* nodes NULL: create ran out of memory */
     ts_conv_plan_destroy(net->nodes[i].plan);
     ts_free(net->nodes[i].scale);
     ts_free(net->nodes[i].shift);
@@ -245,20 +245,27 @@ static ts_status bn_affine(ts_cnn_net *net, int id) {
   return TS_OK;
 }
 
-static ts_status build(ts_cnn_net *net, const ts_cnn_plan_opts *o) {
+/* Fusion, shapes and every convolution's algorithm; with `params` also the standalone BN affines
+ * (the graph's parameters are checked before anything is measured). */
+static ts_status choose(ts_cnn_net *net, const ts_cnn_plan_opts *o, bool params) {
   const ts_cnn_graph *g = net->g;
   TS_TRY(fuse(net, o));
   for (int i = 0; i < g->n; i++) {
     net_node *nn = &net->nodes[i];
     nn->numel = (size_t)net->batch * g->nodes[i].c * g->nodes[i].h * g->nodes[i].w;
     if (g->nodes[i].op == TS_CNN_CONV) nn->desc = conv_desc(net, i), net->convs[net->nconv++] = i;
-    if (g->nodes[i].op == TS_CNN_BN && !nn->fused) TS_TRY(bn_affine(net, i));
-    if ((g->nodes[i].op == TS_CNN_FC) && !g->nodes[i].param[1])
+    if (params && g->nodes[i].op == TS_CNN_BN && !nn->fused) TS_TRY(bn_affine(net, i));
+    if (params && (g->nodes[i].op == TS_CNN_FC) && !g->nodes[i].param[1])
       return ts_error(TS_ERR_INVALID_ARG, "cnn: fc '%s' has no weights", g->nodes[i].name);
   }
   int need_auto;
   TS_TRY(fixed_choices(net, o, &need_auto));
-  if (need_auto) TS_TRY(auto_choices(net, o));
+  return need_auto ? auto_choices(net, o) : TS_OK;
+}
+
+static ts_status build(ts_cnn_net *net, const ts_cnn_plan_opts *o) {
+  const ts_cnn_graph *g = net->g;
+  TS_TRY(choose(net, o, true));
   for (int i = 0; i < net->nconv; i++) {
     TS_TRY(make_plan(net, net->convs[i]));
     const size_t ws = ts_conv_plan_workspace_size(net->nodes[net->convs[i]].plan);
@@ -277,25 +284,38 @@ static ts_status build(ts_cnn_net *net, const ts_cnn_plan_opts *o) {
   return s;
 }
 
-ts_status ts_cnn_net_create(ts_cnn_net **out, ts_context *ctx, const ts_cnn_graph *g, const ts_cnn_plan_opts *opts) {
-  if (!out) return ts_error(TS_ERR_INVALID_ARG, "ts_cnn_net_create: NULL net pointer");
+/* A net of g for opts, built in full (plans) or only as far as the convolutions' choice. */
+static ts_status net_create(ts_cnn_net **out, ts_context *ctx, const ts_cnn_graph *g, const ts_cnn_plan_opts *opts,
+                            bool full) {
+  const char *fn = full ? "ts_cnn_net_create" : "cnn conv choice";
+  if (!out) return ts_error(TS_ERR_INVALID_ARG, "%s: NULL net pointer", fn);
   *out = NULL;
   TS_TRY(ts_cnn_graph_status(g));
   const ts_cnn_plan_opts o = opts ? *opts : ts_cnn_plan_opts_default();
   if (g->n < 2) return ts_error(TS_ERR_INVALID_ARG, "cnn %s: the graph has no node after its input", g->name);
   if (o.batch < 1 || o.batch > 4096) return ts_error(TS_ERR_INVALID_ARG, "cnn: batch = %d out of range [1, 4096]", o.batch);
   ts_cnn_net *net = calloc(1, sizeof *net);
-  if (!net) return ts_error(TS_ERR_OOM, "ts_cnn_net_create: out of memory");
+  if (!net) return ts_error(TS_ERR_OOM, "%s: out of memory", fn);
   net->ctx = ctx, net->g = g, net->batch = o.batch, net->n = g->n;
   net->nodes = calloc((size_t)g->n, sizeof *net->nodes);
   net->convs = malloc((size_t)g->n * sizeof(int));
-  ts_status s = net->nodes && net->convs ? build(net, &o) : ts_error(TS_ERR_OOM, "ts_cnn_net_create: out of memory");
+  ts_status s = !net->nodes || !net->convs ? ts_error(TS_ERR_OOM, "%s: out of memory", fn)
+                : full                   ? build(net, &o)
+                                         : choose(net, &o, false);
   if (s != TS_OK) {
     ts_cnn_net_destroy(net);
     return s;
   }
   *out = net;
   return TS_OK;
+}
+
+ts_status ts_cnn_net_create(ts_cnn_net **out, ts_context *ctx, const ts_cnn_graph *g, const ts_cnn_plan_opts *opts) {
+  return net_create(out, ctx, g, opts, true);
+}
+
+ts_status ts__cnn_net_choose(ts_cnn_net **out, ts_context *ctx, const ts_cnn_graph *g, const ts_cnn_plan_opts *o) {
+  return net_create(out, ctx, g, o, false);
 }
 
 /* ---- forward and queries -------------------------------------------------------------------- */

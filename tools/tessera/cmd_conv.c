@@ -1,7 +1,8 @@
 /* tessera conv: convolution algorithms with per-layer selection on CNN models.
  *   layers  the model's convolution layers as the executor plans them (JSON for the torch peer)
- *   plan    per-layer algorithm choice from the cached profile (measuring shapes it lacks), kept
- *           as a "conv-plan" artifact: the same layers on the same machine are answered from it
+ *   plan    per-layer algorithm choice from the cached profile (measuring shapes it lacks): a
+ *           ts_cnn_conv_plan, which the library keeps as a "conv-plan" artifact, so the same layers
+ *           on the same machine are answered from it
  *   bench   every algorithm and the baselines per layer, totals, the selection, end to end
  *           (cmd_conv_bench.c) */
 #include <stdio.h>
@@ -9,11 +10,6 @@
 #include <string.h>
 
 #include "cmd_conv.h"
-#include "tessera/artifact.h"
-#include "tessera/hwinfo.h"
-#include "tessera/measure.h"
-
-static bool g_replan; /* --replan: plan: choose again instead of reading the stored plan */
 
 static void usage(void) {
   printf("usage: tessera conv bench|plan|layers --model M [options]\n\n"
@@ -50,7 +46,6 @@ static void usage(void) {
 
 static int parse(int argc, char **argv, conv_args *a) {
   memset(a, 0, sizeof *a);
-  g_replan = false;
   a->batch = 1, a->repeats = 5, a->e2e_repeats = 5, a->algo = TS_CNN_AUTO, a->min_time_ms = 50;
   int i = 1;
   if (argc > 1 && argv[1][0] != '-') a->sub = argv[1], i = 2;
@@ -91,7 +86,7 @@ static int parse(int argc, char **argv, conv_args *a) {
     } else if (!strcmp(o, "--reprofile")) {
       a->reprofile = true;
     } else if (!strcmp(o, "--replan")) {
-      g_replan = true;
+      a->replan = true;
     } else {
       return cli_usage_error(CONV_CMD, "unknown argument '%s'", o);
     }
@@ -187,182 +182,70 @@ static int cmd_layers(const conv_args *a) {
   return CLI_OK;
 }
 
-/* ---- plan: the per-layer choice as a "conv-plan" artifact ------------------------------------
- * Key: the one hash of the layers (names, descriptors as planned), --algo, --override, threads,
- * kernels, CPU model and the planner's version. Data: {"model", "batch", "profile_stamp",
- * "layers": [{"name", "algo", "why"}]}; profile_stamp hashes the profile's entries for those
- * layers, so a plan made before they were measured again is made again. */
-#define PLAN_KIND "conv-plan"
-enum { PLAN_FORMAT = 1, PLANNER_VERSION = 1 };
+/* ---- plan: the per-layer choice, a ts_cnn_conv_plan (the library keeps it as a "conv-plan"
+ * artifact and answers the same layers, options and profile entries from it) ---------------- */
 
-typedef struct plan_row {
-  const char *name;
-  ts_conv_desc desc;
-  ts_conv_algo algo;
-  char why[256];
-} plan_row;
-
-static void plan_key(const conv_args *a, const conv_model *m, int threads, char key[17]) {
-  ts_hash h;
-  ts_hash_init(&h, PLAN_KIND);
-  ts_hash_i64(&h, PLANNER_VERSION), ts_hash_i64(&h, threads), ts_hash_i64(&h, a->algo);
-  ts_hash_str(&h, ts_cpu()->model), ts_hash_str(&h, ts_isa_name(ts_isa_active())), ts_hash_str(&h, a->overrides);
-  for (int i = 0; i < m->nlayers; i++) {
-    const ts_conv_desc *d = &m->layers[i].desc;
-    const int64_t f[] = {d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_bottom,
-                         d->pad_left, d->pad_right, d->dilation_h, d->dilation_w, d->groups, d->relu};
-    ts_hash_str(&h, m->layers[i].name);
-    ts_hash_bytes(&h, f, sizeof f);
-  }
-  ts_hash_hex(&h, key);
-}
-
-static void profile_stamp(const ts_conv_profile *prof, const conv_model *m, char out[17]) {
-  ts_hash h;
-  ts_hash_init(&h, "conv-plan-profile");
-  for (int i = 0; i < m->nlayers; i++) {
-    ts_conv_profile_entry e;
-    if (!ts_conv_profile_get(prof, &m->layers[i].desc, &e)) {
-      ts_hash_i64(&h, -1);
-      continue;
-    }
-    for (int a = 0; a < TS_CONV_ALGO_COUNT; a++) { /* 12 digits: as the profile's JSON gives them back */
-      char v[40];
-      snprintf(v, sizeof v, "%.12g%s", e.ms[a], e.pruned[a] ? "p" : "");
-      ts_hash_str(&h, v);
-    }
-  }
-  ts_hash_hex(&h, out);
-}
-
-/* The stored plan of key into rows when it is one for these layers and this profile. */
-static bool plan_load(const char *key, const conv_model *m, const char *stamp, plan_row *rows) {
-  char *text = NULL;
-  if (ts_artifact_load(PLAN_KIND, PLAN_FORMAT, key, &text, NULL) != TS_OK) return ts_error_clear(), false;
-  cJSON *j = cJSON_Parse(text);
-  free(text);
-  const cJSON *ps = cJSON_GetObjectItemCaseSensitive(j, "profile_stamp"), *ls = cJSON_GetObjectItemCaseSensitive(j, "layers");
-  bool ok = cJSON_IsString(ps) && !strcmp(ps->valuestring, stamp) && cJSON_GetArraySize(ls) == m->nlayers;
-  for (int i = 0; ok && i < m->nlayers; i++) {
-    const cJSON *l = cJSON_GetArrayItem(ls, i), *n = cJSON_GetObjectItemCaseSensitive(l, "name");
-    const cJSON *al = cJSON_GetObjectItemCaseSensitive(l, "algo"), *w = cJSON_GetObjectItemCaseSensitive(l, "why");
-    ok = cJSON_IsString(n) && !strcmp(n->valuestring, m->layers[i].name) && cJSON_IsString(al) && cJSON_IsString(w) &&
-         ts_conv_algo_parse(al->valuestring, &rows[i].algo) == TS_OK;
-    if (ok) snprintf(rows[i].why, sizeof rows[i].why, "%s", w->valuestring);
-  }
-  cJSON_Delete(j);
-  ts_error_clear();
-  return ok; /* anything else is planned again and overwritten */
-}
-
-static void plan_store(const conv_args *a, const char *key, const char *stamp, const plan_row *rows, int n, int threads) {
-  cJSON *j = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(j, "layers");
-  cJSON_AddStringToObject(j, "model", a->model);
-  cJSON_AddNumberToObject(j, "batch", (double)a->batch);
-  cJSON_AddStringToObject(j, "profile_stamp", stamp);
-  for (int i = 0; arr && i < n; i++) {
-    cJSON *l = cJSON_CreateObject();
-    cJSON_AddItemToArray(arr, l);
-    cJSON_AddStringToObject(l, "name", rows[i].name);
-    cJSON_AddStringToObject(l, "algo", ts_conv_algo_name(rows[i].algo));
-    cJSON_AddStringToObject(l, "why", rows[i].why);
-  }
-  char *text = cJSON_PrintUnformatted(j);
-  cJSON_Delete(j);
-  ts_provenance prov;
-  ts_provenance_here(&prov, ts_isa_active(), threads);
-  ts_hwinfo_profile_key_here(threads, prov.profile); /* the machine profile it was made with, if stored */
-  if (!text || ts_artifact_store(PLAN_KIND, PLAN_FORMAT, key, text, &prov) != TS_OK)
-    fprintf(stderr, "tessera conv: could not store the plan: %s\n", text ? ts_last_error() : "out of memory");
-  free(text);
-}
-
-/* Chooses now: measures the shapes the profile lacks (all with --reprofile), plans the net. */
-static ts_status plan_now(const conv_args *a, ts_context *ctx, conv_model *m, ts_conv_profile *prof, plan_row *rows) {
-  ts_cnn_plan_opts o = conv_plan_opts(a);
-  o.profile = prof;
-  ts_status s = ts_cnn_graph_init_random(m->g, 1);
-  if (s == TS_OK && a->reprofile) {
-    ts_progress pg;
-    ts_progress_begin(&pg, "conv profile", m->nlayers);
-    for (int i = 0; s == TS_OK && i < m->nlayers; i++) {
-      int seen = 0;
-      char k1[96], k2[96];
-      ts_conv_desc_key(&m->layers[i].desc, k1, sizeof k1);
-      for (int j = 0; j < i && !seen; j++) ts_conv_desc_key(&m->layers[j].desc, k2, sizeof k2), seen = !strcmp(k1, k2);
-      if (!seen) s = ts_conv_profile_measure(prof, ctx, &m->layers[i].desc, 0, &o.time, NULL);
-      ts_progress_update(&pg, i + 1);
-    }
-    ts_progress_end(&pg);
-  }
-  const int before = ts_conv_profile_size(prof);
-  ts_cnn_net *net = NULL;
-  if (s == TS_OK) s = ts_cnn_net_create(&net, ctx, m->g, &o);
-  if (s == TS_OK && (a->reprofile || ts_conv_profile_size(prof) != before)) s = ts_conv_profile_save(prof);
-  if (s == TS_OK && ts_cnn_net_conv_count(net) != m->nlayers)
-    s = ts_error(TS_ERR_INTERNAL, "conv plan: the net has %d convolutions, the model %d", ts_cnn_net_conv_count(net),
-                 m->nlayers);
+/* --reprofile: every distinct shape of the model measured again into prof, which is saved. */
+static ts_status reprofile(const conv_args *a, ts_context *ctx, const conv_model *m, ts_conv_profile *prof) {
+  const ts_cnn_plan_opts o = conv_plan_opts(a);
+  ts_status s = TS_OK;
+  ts_progress pg;
+  ts_progress_begin(&pg, "conv profile", m->nlayers);
   for (int i = 0; s == TS_OK && i < m->nlayers; i++) {
-    ts_cnn_conv_info ci;
-    s = ts_cnn_net_conv_info(net, i, &ci);
-    rows[i].algo = ci.algo;
-    snprintf(rows[i].why, sizeof rows[i].why, "%s", ci.why);
+    int seen = 0;
+    char k1[96], k2[96];
+    ts_conv_desc_key(&m->layers[i].desc, k1, sizeof k1);
+    for (int j = 0; j < i && !seen; j++) ts_conv_desc_key(&m->layers[j].desc, k2, sizeof k2), seen = !strcmp(k1, k2);
+    if (!seen) s = ts_conv_profile_measure(prof, ctx, &m->layers[i].desc, 0, &o.time, NULL);
+    ts_progress_update(&pg, i + 1);
   }
-  ts_cnn_net_destroy(net);
-  return s;
+  ts_progress_end(&pg);
+  return s == TS_OK ? ts_conv_profile_save(prof) : s;
 }
 
 static int cmd_plan(const conv_args *a, ts_context *ctx) {
   conv_model m;
   ts_status s = conv_model_load(a, false, &m);
   if (s != TS_OK) return cli_fail(CONV_CMD, s);
-  const int threads = ts_context_threads(ctx);
   ts_conv_profile *prof = NULL;
-  bool stale = false, cached = false;
-  plan_row *rows = calloc((size_t)(m.nlayers ? m.nlayers : 1), sizeof *rows);
-  s = rows ? ts_conv_profile_open(&prof, ctx, NULL, &stale) : ts_error(TS_ERR_OOM, "out of memory");
-  char key[17] = "", stamp[17], path[4400] = "";
-  if (s == TS_OK) {
-    for (int i = 0; i < m.nlayers; i++) rows[i].name = m.layers[i].name, rows[i].desc = m.layers[i].desc;
-    plan_key(a, &m, threads, key);
-    if (ts_artifact_path(PLAN_KIND, key, path, sizeof path) != TS_OK) ts_error_clear();
-    profile_stamp(prof, &m, stamp);
-    cached = !g_replan && !a->reprofile && plan_load(key, &m, stamp, rows);
-    if (!cached) s = plan_now(a, ctx, &m, prof, rows);
-    if (!cached && s == TS_OK) profile_stamp(prof, &m, stamp), plan_store(a, key, stamp, rows, m.nlayers, threads);
-  }
-  if (s != TS_OK) {
-    free(rows);
-    ts_conv_profile_destroy(prof);
-    conv_model_free(&m);
-    return cli_fail(CONV_CMD, s);
-  }
-  if (a->co.json) {
+  ts_cnn_conv_plan *plan = NULL;
+  bool stale = false;
+  s = ts_conv_profile_open(&prof, ctx, NULL, &stale);
+  if (s == TS_OK && a->reprofile) s = reprofile(a, ctx, &m, prof);
+  ts_cnn_plan_opts o = conv_plan_opts(a);
+  o.profile = prof, o.replan = a->replan || a->reprofile;
+  if (s == TS_OK) s = ts_cnn_conv_plan_create(&plan, ctx, m.g, &o);
+  const int n = ts_cnn_conv_plan_count(plan);
+  const char *path = ts_cnn_conv_plan_path(plan);
+  const bool cached = ts_cnn_conv_plan_cached(plan);
+  ts_cnn_conv_info ci;
+  if (s == TS_OK && a->co.json) {
     cJSON *j = cJSON_CreateObject(), *arr = cJSON_CreateArray();
     cJSON_AddStringToObject(j, "model", a->model);
     cJSON_AddNumberToObject(j, "batch", (double)a->batch);
     cJSON_AddStringToObject(j, "profile", ts_conv_profile_path(prof));
     cJSON_AddStringToObject(j, "plan", path);
     cJSON_AddBoolToObject(j, "cached", cached);
-    for (int i = 0; i < m.nlayers; i++) {
-      cJSON *l = desc_json(&rows[i].desc);
-      cJSON_AddStringToObject(l, "name", rows[i].name);
-      cJSON_AddStringToObject(l, "algo", ts_conv_algo_name(rows[i].algo));
-      cJSON_AddStringToObject(l, "why", rows[i].why);
+    for (int i = 0; i < n && ts_cnn_conv_plan_layer(plan, i, &ci) == TS_OK; i++) {
+      cJSON *l = desc_json(&ci.desc);
+      cJSON_AddStringToObject(l, "name", ci.name);
+      cJSON_AddStringToObject(l, "algo", ts_conv_algo_name(ci.algo));
+      cJSON_AddStringToObject(l, "why", ci.why);
       cJSON_AddItemToArray(arr, l);
     }
     cJSON_AddItemToObject(j, "layers", arr);
     cli_print_json(j);
-  } else {
+  } else if (s == TS_OK) {
     printf("%s batch %ld, profile %s%s\n", a->model, a->batch, ts_conv_profile_path(prof),
            stale ? " (the old one was measured elsewhere: replaced)" : "");
     printf("plan %s (%s)\n", path, cached ? "cached" : "made now");
-    for (int i = 0; i < m.nlayers; i++) printf("%-40s %-12s %s\n", rows[i].name, ts_conv_algo_name(rows[i].algo), rows[i].why);
+    for (int i = 0; i < n && ts_cnn_conv_plan_layer(plan, i, &ci) == TS_OK; i++)
+      printf("%-40s %-12s %s\n", ci.name, ts_conv_algo_name(ci.algo), ci.why);
   }
-  free(rows);
+  ts_cnn_conv_plan_destroy(plan);
   ts_conv_profile_destroy(prof);
   conv_model_free(&m);
-  return CLI_OK;
+  return s == TS_OK ? CLI_OK : cli_fail(CONV_CMD, s);
 }
 
 int cmd_conv(int argc, char **argv) {

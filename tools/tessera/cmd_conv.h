@@ -17,6 +17,7 @@ typedef struct conv_args {
   const char *overrides; /* --override PATTERN=ALGO,... */
   const char *torch;     /* --torch FILE (bench/peers/conv_torch.py output) */
   bool no_baselines, no_e2e, reprofile;
+  bool replan;           /* --replan: plan: choose again instead of reading the stored plan */
 } conv_args;
 
 /* A model's graph, with random weights (seed 1) when `weights`, and its conv layers as planned for
