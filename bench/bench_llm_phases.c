@@ -48,7 +48,8 @@ static bool act_init(act *a, int64_t n, uint64_t seed) {
   a->n = n;
   a->x = ts_malloc((size_t)n * sizeof(float));
   a->a = (ts__actb){n, ts_malloc((size_t)n), ts_malloc((size_t)nb * sizeof(float)), ts_malloc((size_t)nb * sizeof(float)),
-                    ts_malloc((size_t)nb * sizeof(int32_t)), ts_malloc((size_t)nb * 8 * sizeof(int32_t)), NULL};
+                    ts_malloc((size_t)nb * sizeof(int32_t)), ts_malloc((size_t)nb * 8 * sizeof(int32_t)), NULL,
+                    NULL, NULL, NULL};
   if (!a->x || !a->a.q || !a->a.d || !a->a.s || !a->a.sum || !a->a.gsum) return false;
   ts_rng r;
   ts_rng_seed(&r, seed);

@@ -70,7 +70,7 @@ static void run(void *arg) {
   ts_qtype_row_bytes(j->type, j->cols, &rb);
   for (int c = 0; c < j->copies && j->T > 1; c++) { /* prefill: the dot loop over the batch */
     if (blk) quantize_batch(j);
-    const ts__qbatch qb = {j->cols, j->T, j->bq, j->bd, j->bsum, j->bs, NULL, NULL};
+    const ts__qbatch qb = {j->cols, j->T, j->bq, j->bd, j->bsum, j->bs, NULL, NULL, NULL, NULL, NULL, 0, 0};
     const uint8_t *W = (const uint8_t *)j->W + (size_t)c * j->wstride;
 #pragma omp parallel num_threads(j->nt)
     {
@@ -95,10 +95,10 @@ static void run_packed(void *arg) {
   size_t rb;
   ts_qtype_row_bytes(j->type, j->cols, &rb);
   for (int c = 0; c < j->copies; c++) {
-    ts__qbatch qb = {j->cols, 1, j->xq->q, j->xq->d, j->xq->sum, j->xq->s, j->gsum, NULL};
+    ts__qbatch qb = {j->cols, 1, j->xq->q, j->xq->d, j->xq->sum, j->xq->s, j->gsum, NULL, NULL, NULL, NULL, 0, 0};
     if (j->T > 1) {
       quantize_batch(j);
-      qb = (ts__qbatch){j->cols, j->T, j->bq, j->bd, j->bsum, j->bs, j->gsum, NULL};
+      qb = (ts__qbatch){j->cols, j->T, j->bq, j->bd, j->bsum, j->bs, j->gsum, NULL, NULL, NULL, NULL, 0, 0};
     } else {
       t->act_quantize(j->cols, j->x, j->xq->q, j->xq->d, j->xq->sum, j->xq->s);
     }

@@ -109,4 +109,40 @@ PY
   then ok; else bad "bench --json: $(cat "$tmp/bench.json")"; fi
 fi
 
+# Gemma 3 270M when present (scripts/get-gemma3.sh; $TESSERA_GEMMA3 makes it required): info and
+# llama.cpp's greedy continuation (bench/peers/llm_llamacpp.py --check: 64 tokens identical), and
+# outside the sanitizer build perplexity and bench JSON (262144-token vocabulary: slow under ASan)
+G=${TESSERA_GEMMA3:-$SRC/bench/peers/.venv-llm/gemma3.gguf}
+if [ ! -r "$G" ] && [ -n "${TESSERA_GEMMA3:-}" ]; then
+  bad "TESSERA_GEMMA3=$TESSERA_GEMMA3 is not a readable file"
+elif [ ! -r "$G" ]; then
+  skip_part "cli_llm: Gemma 3 GGUF not found (scripts/get-gemma3.sh): the gemma3 checks"
+else
+  if "$T" llm info --model "$G" --json >"$tmp/ginfo.json" && python3 - "$tmp/ginfo.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["arch"] == "gemma3" and j["n_layer"] == 18 and j["head_dim"] == 256 and j["n_vocab"] == 262144, j
+assert j["sliding_window"] == 512 and j["sliding_window_layers"] == 15 and j["rope_base_swa"] == 10000, j
+PY
+  then ok; else bad "gemma3 info --json: $(cat "$tmp/ginfo.json")"; fi
+  if "$T" llm generate --model "$G" --prompt "The capital of France is" -n 8 --threads 2 --json >"$tmp/ggen.json" &&
+    python3 - "$tmp/ggen.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["prompt_tokens"] == [2, 818, 5279, 529, 7001, 563], j["prompt_tokens"]
+assert j["tokens"] == [506, 5279, 529, 506, 2891, 529, 7001, 236761], j["tokens"]
+assert j["text"] == " the capital of the country of France.", j["text"]
+PY
+  then ok; else bad "gemma3 generate: $(cat "$tmp/ggen.json")"; fi
+  if [ "${TESSERA_SANITIZE:-0}" != 1 ]; then
+    for i in $(seq 20); do printf 'The quick brown fox jumps over the lazy dog. ' >>"$tmp/gtext.txt"; done
+    if "$T" llm perplexity --model "$G" --text "$tmp/gtext.txt" --ctx 64 --chunks 1 --json >"$tmp/gppl.json" &&
+      python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["chunks"] == 1 and j["scored"] == 31 and 1.0 < j["ppl"] < 3.0, j' "$tmp/gppl.json"
+    then ok; else bad "gemma3 perplexity: $(cat "$tmp/gppl.json")"; fi
+    if "$T" llm bench --model "$G" --prompt-len 8 --gen 2 --repeats 1 --bw-seconds 0 --json >"$tmp/gbench.json" &&
+      python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["prefill_tps"] > 0 and j["decode_tps"] > 0 and 246e6 < j["weight_bytes_per_token"] < 247e6, j' "$tmp/gbench.json"
+    then ok; else bad "gemma3 bench --json: $(cat "$tmp/gbench.json")"; fi
+  fi
+fi
+
 finish cli_llm

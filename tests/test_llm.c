@@ -120,9 +120,11 @@ static void check_layout(const ts_llm_model *m, int nt) {
 }
 
 /* wide: head size 64 with 3 query heads on 1 KV head, so the AVX-512 attention item runs (grouped
- * query heads in decode) and a 2-thread split of the q|k|v rows falls inside a head */
-static void check_forward(uint32_t wtype, const char *file, bool tied, bool wide) {
-  tiny_cfg c = tiny_default(wtype);
+ * query heads in decode) and a 2-thread split of the q|k|v rows falls inside a head. gemma: the
+ * tiny gemma3 (tiny_gemma: QK-norm, post-norms, GELU gate, a 7-position window on layer 0 with its
+ * own RoPE base, 3 heads of 32 on a 64-wide stream), against the reference's gemma3 path. */
+static void check_forward_arch(uint32_t wtype, const char *file, bool tied, bool wide, bool gemma) {
+  tiny_cfg c = gemma ? tiny_gemma(wtype) : tiny_default(wtype);
   c.tied = tied;
   if (wide) c.d = 192, c.ff = 256, c.n_head = 3, c.n_kv = 1, c.hd = 64;
   ts_llm_model *m = load_tiny(&c, file);
@@ -217,6 +219,10 @@ static void check_forward(uint32_t wtype, const char *file, bool tied, bool wide
   ts_llm_model_destroy(m);
 }
 
+static void check_forward(uint32_t wtype, const char *file, bool tied, bool wide) {
+  check_forward_arch(wtype, file, tied, wide, false);
+}
+
 /* The adaptive decode team's policy (llm_team.c) on synthetic step timings. */
 static int team_step(ts__team_ctl *c, double t_team, double t_solo, double wait) {
   const int n = ts__team_size(c, 2);
@@ -298,6 +304,23 @@ static void check_load_errors(void) {
     CHECK(m == NULL, "failed load left a model");
     CHECK(strstr(ts_last_error(), "llm_bad.gguf") != NULL, "error does not name the file: %s", ts_last_error());
   }
+  /* gemma3: its own tensors and keys, named */
+  struct { const char *skip, *shape, *needle; float base_swa; } g3[] = {
+      {"blk.1.post_ffw_norm.weight", NULL, "blk.1.post_ffw_norm.weight", 100.0f},
+      {"blk.0.attn_k_norm.weight", NULL, "blk.0.attn_k_norm.weight", 100.0f},
+      {NULL, "blk.0.attn_q.weight", "tensor blk.0.attn_q.weight has shape 64 x 95", 100.0f},
+      {NULL, NULL, "gemma3.rope.freq_base_swa = 0.5 must exceed 1", 0.5f},
+  };
+  for (size_t i = 0; i < sizeof g3 / sizeof g3[0]; i++) {
+    tiny_cfg c = tiny_gemma(TS_QT_Q8_0);
+    c.skip_tensor = g3[i].skip;
+    c.bad_shape_tensor = g3[i].shape;
+    c.rope_base_swa = g3[i].base_swa;
+    tiny_write(&c, path);
+    ts_llm_model *m = (ts_llm_model *)1;
+    CHECK_ERR_CONTAINS(ts_llm_model_load(&m, path), g3[i].needle);
+    CHECK(m == NULL, "failed load left a model");
+  }
   ts_llm_model *m;
   CHECK_ERR_CONTAINS(ts_llm_model_load(&m, "/nonexistent/x.gguf"), "/nonexistent/x.gguf");
 }
@@ -343,16 +366,19 @@ static void check_attention(void) {
             for (int i = 0; i < hd; i++) V[(size_t)j * hd + i] = 0x7E00;
           tst_poison(o0, (size_t)m * ldo);
           tst_poison(o1, (size_t)m * ldo);
-          ts__att_item it = {m, hd, p0, dp, one, 0.125f, q, ldq, KT, V, S, lds, o0, ldo};
+          /* sliding windows (gemma3's local layers) that cut keys below, inside and past the first
+           * 64-key block of a row (win 40 at p0 15 / 63 / 190, win 7 at p0 100) */
+          const int win = pi % 3 == 2 ? 40 : pi == 7 ? 7 : 0;
+          ts__att_item it = {m, hd, p0, dp, one, 0.125f, q, ldq, KT, V, S, lds, o0, ldo, win};
           ops->ref->att(&it); /* the scalar form of the level's order (llama.cpp's AVX-512 or AVX2 build) */
           it.out = o1;
           ops->att(&it);
           int bad = 0;
           for (int rr = 0; rr < m; rr++)
             for (int i = 0; i < hd; i++) bad += memcmp(&o0[rr * ldo + i], &o1[rr * ldo + i], sizeof(float)) != 0;
-          CHECK(bad == 0 && p0 + m <= ldk, "attention %s hd=%d%s p0=%d m=%d mode=%d: %d outputs differ from the reference",
+          CHECK(bad == 0 && p0 + m <= ldk, "attention %s hd=%d%s p0=%d m=%d mode=%d win=%d: %d outputs differ from the reference",
                 ts__level_name(ts__llm_ops_dispatch.variants[vi].level), hd, hd % 32 ? " (handed to the reference)" : "",
-                p0, m, mode, bad);
+                p0, m, mode, win, bad);
           CHECK(tst_guard_ok(o1, (size_t)m * ldo), "attention wrote past its output");
           free(KT), free(V), free(q), free(S);
           ts_free(o0), ts_free(o1);
@@ -481,7 +507,7 @@ static void check_gemm(void) {
                   (long long)rows, lost);
             free(row);
           }
-          ts__qbatch qb = {n, T, q, d, sm, sx, gs, NULL};
+          ts__qbatch qb = {n, T, q, d, sm, sx, gs, NULL, NULL, NULL, NULL, 0, 0};
           float *y0 = tst_alloc_guarded((size_t)(T * rows)), *y1 = tst_alloc_guarded((size_t)(T * rows));
           tst_poison(y0, (size_t)(T * rows));
           ts__quant_gemm_with(ref, type, W, rb, rows, n, NULL, 0, &qb, T, y0, rows);
@@ -817,6 +843,9 @@ int main(void) {
   check_forward(TS_QT_Q4_0, "llm_q40.gguf", true, false);
   check_forward(TS_QT_Q4_1, "llm_q41w.gguf", true, true);
   check_forward(TS_QT_F32, "llm_f32w.gguf", false, true);
+  check_forward_arch(TS_QT_F32, "llm_g3_f32.gguf", true, false, true);
+  check_forward_arch(TS_QT_Q5_0, "llm_g3_q50.gguf", true, false, true);
+  check_forward_arch(TS_QT_Q8_0, "llm_g3_q80.gguf", false, false, true);
   check_team_policy();
   check_eval_errors();
   check_load_errors();

@@ -1,4 +1,4 @@
-/* A tiny LLaMA GGUF written by our own writer for the LLM tests: random weights, a byte-level BPE
+/* A tiny LLaMA (or Gemma 3) GGUF written by our own writer for the LLM tests: random weights, a byte-level BPE
  * vocabulary (3 control tokens, the 256 byte tokens, a few merges) with the "smollm"
  * pre-tokenizer, and an independent double-precision reference forward pass over the dequantized
  * weights. Nothing here needs the real model. */
@@ -24,12 +24,29 @@ typedef struct tiny_cfg {
   uint64_t seed;
   /* for the error tests: leave out a tensor / give one a wrong shape / another architecture */
   const char *skip_tensor, *bad_shape_tensor, *arch;
+  /* gemma3 (arch "gemma3"): the sliding window of the local layers (layer l local when l is even:
+   * attention.sliding_window_pattern 2) and their RoPE base */
+  int swa;
+  float rope_base_swa;
 } tiny_cfg;
 
 static inline tiny_cfg tiny_default(uint32_t wtype) {
   return (tiny_cfg){2, 64, 96, 4, 2, 16, 10000.0f, 1e-5f, wtype, wtype == TS_QT_F32 ? TS_QT_F32 : TS_QT_Q8_0, true, 11,
-                    NULL, NULL, "llama"};
+                    NULL, NULL, "llama", 0, 0};
 }
+
+/* A tiny gemma3: 3 heads of 32 on a 64-wide stream (heads need not make d_model), one KV head,
+ * layer 0 local with a window of 7 positions and its own RoPE base, layer 1 global. */
+static inline tiny_cfg tiny_gemma(uint32_t wtype) {
+  tiny_cfg c = tiny_default(wtype);
+  c.arch = "gemma3";
+  c.n_head = 3, c.n_kv = 1, c.hd = 32;
+  c.swa = 7;
+  c.rope_base_swa = 100.0f;
+  return c;
+}
+
+static inline bool tiny_is_gemma(const tiny_cfg *c) { return !strcmp(c->arch, "gemma3"); }
 
 /* Merges as "left right"; every part and result is in the vocabulary. */
 static const char *const kTinyMerges[] = {
@@ -122,6 +139,22 @@ static inline void tiny_write(const tiny_cfg *c, const char *path) {
   CHECK_OK(ts_gguf_writer_add(w, key, TS_GGUF_F32, &c->rope_base));
   snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", a);
   CHECK_OK(ts_gguf_writer_add(w, key, TS_GGUF_F32, &c->eps));
+  const bool gemma = tiny_is_gemma(c);
+  if (gemma) {
+    snprintf(key, sizeof key, "%s.attention.key_length", a);
+    v = (uint32_t)c->hd;
+    CHECK_OK(ts_gguf_writer_add(w, key, TS_GGUF_U32, &v));
+    snprintf(key, sizeof key, "%s.attention.value_length", a);
+    CHECK_OK(ts_gguf_writer_add(w, key, TS_GGUF_U32, &v));
+    snprintf(key, sizeof key, "%s.attention.sliding_window", a);
+    v = (uint32_t)c->swa;
+    CHECK_OK(ts_gguf_writer_add(w, key, TS_GGUF_U32, &v));
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", a);
+    v = 2;
+    CHECK_OK(ts_gguf_writer_add(w, key, TS_GGUF_U32, &v));
+    snprintf(key, sizeof key, "%s.rope.freq_base_swa", a);
+    CHECK_OK(ts_gguf_writer_add(w, key, TS_GGUF_F32, &c->rope_base_swa));
+  }
   tiny_add_tokenizer(w);
   ts_rng r;
   ts_rng_seed(&r, c->seed);
@@ -141,6 +174,12 @@ static inline void tiny_write(const tiny_cfg *c, const char *path) {
     T("ffn_gate.weight", c->wtype, d, c->ff, 0.2f, 0);
     T("ffn_up.weight", c->wtype, d, c->ff, 0.2f, 0);
     T("ffn_down.weight", c->wtype, c->ff, d, 0.1f, 0);
+    if (gemma) {
+      T("post_attention_norm.weight", TS_QT_F32, d, 1, 0.1f, 1.0f);
+      T("post_ffw_norm.weight", TS_QT_F32, d, 1, 0.1f, 1.0f);
+      T("attn_q_norm.weight", TS_QT_F32, hd, 1, 0.1f, 1.0f);
+      T("attn_k_norm.weight", TS_QT_F32, hd, 1, 0.1f, 1.0f);
+    }
 #undef T
   }
   CHECK_OK(ts_gguf_writer_write(w, path));
@@ -216,10 +255,20 @@ static inline void tiny_rms(const double *x, const double *g, int n, double eps,
   for (int i = 0; i < n; i++) y[i] = x[i] * k * g[i];
 }
 
+/* gemma3's GELU (tanh form) in double, its input and output rounded to fp16 as the runtime's (and
+ * llama.cpp's) table rounds them; 0 below -10 and the identity from 10 as the table's callers */
+static inline double tiny_gelu(double x) {
+  if (x <= -10) return 0;
+  if (x >= 10) return x;
+  const double h = tiny_r16(x);
+  return tiny_r16(0.5 * h * (1 + tanh(0.7978845608028654 * h * (1 + 0.044715 * h * h))));
+}
+
 /* logits[n][n_vocab] of tokens[0..n) at positions 0..n-1. */
 static inline void tiny_reference(const ts_llm_model *m, const int32_t *tokens, int n, double *logits) {
   const ts_gguf *g = ts_llm_model_gguf(m);
   const ts_llm_config *c = ts_llm_model_config(m);
+  const bool gemma = !strcmp(c->arch, "gemma3");
   const int d = c->d_model, hd = c->head_dim, nh = c->n_head, nkv = c->n_head_kv, ff = c->n_ff, nv = c->n_vocab;
   int64_t rr, cc;
   double *E = tiny_deq(g, "token_embd.weight", &rr, &cc);
@@ -231,28 +280,37 @@ static inline void tiny_reference(const ts_llm_model *m, const int32_t *tokens, 
   double *g1 = malloc((size_t)ff * sizeof *g1), *u1 = malloc((size_t)ff * sizeof *u1), *o1 = malloc((size_t)d * sizeof *o1);
   double *sc = malloc((size_t)n * sizeof *sc);
   for (int t = 0; t < n; t++)
-    for (int i = 0; i < d; i++) x[t * d + i] = E[(size_t)tokens[t] * d + i];
+    for (int i = 0; i < d; i++) x[t * d + i] = E[(size_t)tokens[t] * d + i] * (gemma ? sqrt((double)d) : 1.0);
   for (int l = 0; l < c->n_layer; l++) {
     char nm[64];
 #define W(s) (snprintf(nm, sizeof nm, "blk.%d." s, l), tiny_deq(g, nm, &rr, &cc))
     double *an = W("attn_norm.weight"), *fn = W("ffn_norm.weight"), *wq = W("attn_q.weight"), *wk = W("attn_k.weight");
     double *wv = W("attn_v.weight"), *wo = W("attn_output.weight"), *wg = W("ffn_gate.weight"), *wu = W("ffn_up.weight");
     double *wd = W("ffn_down.weight");
+    /* gemma3: QK-norm, post norms; layer l local when even (the tiny model's pattern) */
+    double *qn = gemma ? W("attn_q_norm.weight") : NULL, *kn = gemma ? W("attn_k_norm.weight") : NULL;
+    double *pa = gemma ? W("post_attention_norm.weight") : NULL, *pf = gemma ? W("post_ffw_norm.weight") : NULL;
 #undef W
+    const bool local = gemma && c->n_swa > 0 && l % 2 == 0;
+    const float base = local ? c->rope_base_swa : c->rope_base;
     for (int t = 0; t < n; t++) {
       tiny_rms(x + t * d, an, d, c->rms_eps, h);
       tiny_mv(wq, nh * hd, d, h, q + t * nh * hd);
       tiny_mv(wk, nkv * hd, d, h, k + t * nkv * hd);
       tiny_mv(wv, nkv * hd, d, h, v + t * nkv * hd);
-      for (int hh = 0; hh < nh + nkv; hh++) { /* RoPE: adjacent pairs of the first n_rot dims */
+      for (int hh = 0; hh < nh + nkv; hh++) { /* RoPE: adjacent pairs of the first n_rot dims (gemma3: NEOX halves) */
         double *p = hh < nh ? q + (t * nh + hh) * hd : k + (t * nkv + hh - nh) * hd;
+        if (gemma) tiny_rms(p, hh < nh ? qn : kn, hd, c->rms_eps, p);
         /* the angle as the runtime (and llama.cpp) forms it: an fp32 running product */
-        float thf = (float)t, tsc = powf(c->rope_base, -2.0f / (float)c->n_rot);
-        for (int i = 0; i < c->n_rot / 2; i++, thf *= tsc) {
-          double th = thf, a = p[2 * i], b = p[2 * i + 1];
-          p[2 * i] = a * cos(th) - b * sin(th);
-          p[2 * i + 1] = a * sin(th) + b * cos(th);
+        float thf = (float)t, tsc = powf(base, -2.0f / (float)c->n_rot);
+        const int half = c->n_rot / 2, st = gemma ? 1 : 2, off = gemma ? half : 1;
+        for (int i = 0; i < half; i++, thf *= tsc) {
+          double th = thf, a = p[st * i], b = p[st * i + off];
+          p[st * i] = a * cos(th) - b * sin(th);
+          p[st * i + off] = a * sin(th) + b * cos(th);
         }
+        if (gemma && hh < nh)
+          for (int i = 0; i < hd; i++) p[i] /= sqrt((double)hd); /* f_attention_scale */
         for (int i = 0; i < hd; i++) p[i] = tiny_r16(p[i]);
       }
       for (int i = 0; i < nkv * hd; i++) v[t * nkv * hd + i] = tiny_r16(v[t * nkv * hd + i]);
@@ -261,29 +319,33 @@ static inline void tiny_reference(const ts_llm_model *m, const int32_t *tokens, 
       for (int hh = 0; hh < nh; hh++) {
         int kh = hh / (nh / nkv);
         double mx = -INFINITY, z = 0;
-        for (int j = 0; j <= t; j++) {
+        const int j0 = local && t + 1 > c->n_swa ? t + 1 - c->n_swa : 0; /* the sliding window */
+        for (int j = j0; j <= t; j++) {
           double s = 0;
           for (int i = 0; i < hd; i++) s += q[(t * nh + hh) * hd + i] * k[(j * nkv + kh) * hd + i];
-          sc[j] = s / sqrt((double)hd);
+          sc[j] = gemma ? s : s / sqrt((double)hd);
           mx = sc[j] > mx ? sc[j] : mx;
         }
-        for (int j = 0; j <= t; j++) z += sc[j] = exp(sc[j] - mx);
+        for (int j = j0; j <= t; j++) z += sc[j] = exp(sc[j] - mx);
         for (int i = 0; i < hd; i++) {
           double s = 0;
-          for (int j = 0; j <= t; j++) s += tiny_r16(sc[j] / z) * v[(j * nkv + kh) * hd + i];
+          for (int j = j0; j <= t; j++) s += tiny_r16(sc[j] / z) * v[(j * nkv + kh) * hd + i];
           att[hh * hd + i] = s;
         }
       }
       tiny_mv(wo, d, nh * hd, att, o1);
+      if (gemma) tiny_rms(o1, pa, d, c->rms_eps, o1);
       for (int i = 0; i < d; i++) x[t * d + i] += o1[i];
       tiny_rms(x + t * d, fn, d, c->rms_eps, h);
       tiny_mv(wg, ff, d, h, g1);
       tiny_mv(wu, ff, d, h, u1);
-      for (int i = 0; i < ff; i++) g1[i] = g1[i] / (1 + exp(-g1[i])) * u1[i];
+      for (int i = 0; i < ff; i++) g1[i] = (gemma ? tiny_gelu(g1[i]) : g1[i] / (1 + exp(-g1[i]))) * u1[i];
       tiny_mv(wd, d, ff, g1, o1);
+      if (gemma) tiny_rms(o1, pf, d, c->rms_eps, o1);
       for (int i = 0; i < d; i++) x[t * d + i] += o1[i];
     }
     free(an), free(fn), free(wq), free(wk), free(wv), free(wo), free(wg), free(wu), free(wd);
+    free(qn), free(kn), free(pa), free(pf);
   }
   for (int t = 0; t < n; t++) {
     tiny_rms(x + t * d, on, d, c->rms_eps, h);

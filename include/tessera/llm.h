@@ -1,6 +1,7 @@
-/* tessera LLM runtime: a LLaMA-architecture decoder read from a GGUF file (tensors used in place
- * from the mapping), its tokenizer from the GGUF metadata, and an evaluation state (KV cache and
- * workspaces) that runs batched prefill and single-token decode on a ts_context's threads.
+/* tessera LLM runtime: a LLaMA- or Gemma-3-architecture decoder read from a GGUF file (tensors used
+ * in place from the mapping), its tokenizer from the GGUF metadata, and an evaluation state (KV
+ * cache and workspaces) that runs batched prefill and single-token decode on a ts_context's
+ * threads.
  *
  *   ts_llm_model_load ──► ts_llm_state_create (n_ctx, n_batch, threads) ──► ts_llm_eval (tokens at
  *   positions pos.., logits out) many times ──► ts_llm_state_destroy ──► ts_llm_model_destroy
@@ -11,11 +12,26 @@
  * then logits = Wout rms(x), Wout = output.weight or the tied token_embd.weight. RoPE rotates
  * adjacent pairs (x[2i], x[2i+1]) of the first `rope.dimension_count` dims of each head by
  * pos * freq_base^(-2i/n_rot) (GGUF's llama layout: the converter permuted Q/K for it); a linear
- * `rope.scaling` divides pos by the factor. Weight matrices stay in their file types (F32, F16,
- * BF16, Q8_0, Q4_0, Q4_1; on AVX-512 the block types are regrouped once at load into a packed
- * copy of the same size for the VNNI kernels); activations are quantized to int8 per 32-block for
- * the block types (quant.h); the KV cache is fp16, and Q and the attention probabilities are
- * rounded to fp16 before their products, as llama.cpp's CPU path rounds them.
+ * `rope.scaling` divides pos by the factor.
+ *
+ * Architecture "gemma3" (llama.cpp's graph): x = embed[token] * sqrtf(d_model); per block
+ *   q, k = rms(Wq rms(x)) * q_norm, rms(Wk rms(x)) * k_norm      (QK-norm per head, head_dim wide)
+ *   x += rms(Wo attn(rope(q) * scale, rope(k), Wv rms(x))) * post_attention_norm
+ *   x += rms(Wdown (gelu(Wgate rms(x)) * Wup rms(x))) * post_ffw_norm (GELU-tanh gate: ggml's fp16 table)
+ * then logits = Wout rms(x) (tied). RoPE rotates NEOX pairs (i, i + n_rot/2). Layers are local
+ * (sliding window: a position sees the last `attention.sliding_window` positions, RoPE base
+ * `rope.freq_base_swa`, default 10000) or global (every position, `rope.freq_base`); the pattern is
+ * `attention.sliding_window_pattern` (a per-layer array, or n: every n-th layer global), by
+ * default every 6th layer global, as llama.cpp decides it. scale = 1/sqrt(head_dim) is applied to
+ * q (llama.cpp's f_attention_scale; the scores are not scaled again). Norm weights are used as
+ * stored (the converter already added Gemma's 1).
+ *
+ * Weight matrices stay in their file types (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q6_K;
+ * on AVX2 and AVX-512 Q8_0, Q4_0 and Q4_1 are regrouped once at load into a packed copy of the
+ * same size for the multi-row kernels, the others run row dots); activations are quantized to
+ * int8 per 32-block for the block types, and per 256-block (Q8_K) for the K-quants (quant.h); the
+ * KV cache is fp16, and Q and the attention probabilities are rounded to fp16 before their
+ * products, as llama.cpp's CPU path rounds them.
  *
  * Tokenizers: `tokenizer.ggml.model` "gpt2" (byte-level BPE; pre-tokenizers "smollm", "gpt2" and
  * "default" are implemented) or "llama" (SentencePiece: scores, byte fallback <0xXX>, "▁" for space).
@@ -54,6 +70,11 @@ typedef struct ts_llm_config {
   ts_llm_rope rope;    /* pair layout */
   bool tied_output;    /* no output.weight: the token embedding is the output projection */
   uint32_t wtype;      /* type of blk.0.ffn_gate.weight (the model's main quantization) */
+  /* gemma3 (0 for llama): */
+  int n_swa;           /* <arch>.attention.sliding_window: a local layer's position sees the last
+                          n_swa positions (0: every layer global) */
+  int n_swa_layers;    /* how many of the n_layer layers are local */
+  float rope_base_swa; /* <arch>.rope.freq_base_swa (default 10000): the local layers' RoPE base */
 } ts_llm_config;
 
 /* Thread safety: a loaded model is shared by any number of threads and states. Its const functions

@@ -24,4 +24,5 @@
 #include "tessera/gguf.h"
 #include "tessera/quant.h"
 #include "tessera/llm.h"
+#include "tessera/llm_sparse.h"
 #endif

@@ -55,19 +55,21 @@ static float dot_many(int W, int n, const float *x, const float *y) {
   return vreduce(W, acc);
 }
 
-/* Row probabilities in place: s[0..valid) scores -> fp16-rounded P, llama.cpp's softmax. */
-static void softmax_row(int W, float *s, int valid) {
+/* Row probabilities in place: s[kb..valid) scores -> fp16-rounded P, llama.cpp's softmax; the keys
+ * [kb, lo) before the row's window get P = 0 (exp of llama.cpp's -inf mask), the sums' groups of W
+ * keys counted from key 0 (kb a multiple of 64). */
+static void softmax_row(int W, float *s, int kb, int lo, int valid) {
   float mx = -INFINITY;
-  for (int j = 0; j < valid; j++) mx = s[j] > mx ? s[j] : mx;
+  for (int j = lo; j < valid; j++) mx = s[j] > mx ? s[j] : mx;
   double sum = 0;
-  for (int c = 0; c < valid; c += W) {
+  for (int c = kb; c < valid; c += W) {
     float e[16];
-    for (int l = 0; l < W; l++) e[l] = c + l < valid ? vexp(W, s[c + l] - mx) : 0.0f;
+    for (int l = 0; l < W; l++) e[l] = c + l >= lo && c + l < valid ? vexp(W, s[c + l] - mx) : 0.0f;
     for (int l = 0; l < W && c + l < valid; l++) s[c + l] = e[l];
     sum += (double)vreduce(W, e);
   }
   const float inv = (float)(1.0 / sum);
-  for (int j = 0; j < valid; j++) s[j] = r16(s[j] * inv);
+  for (int j = kb; j < valid; j++) s[j] = r16(s[j] * inv);
 }
 
 static void att_item_ref(const ts__att_item *it, int W) {
@@ -75,19 +77,21 @@ static void att_item_ref(const ts__att_item *it, int W) {
   float qr[1024], col[1024], vcol[1024]; /* hd <= 1024 (llm_model.c checks key_length) */
   for (int r = 0; r < it->m; r++) {
     const int valid = it->p0 + r * it->dp + 1, nk = (valid + 63) & ~63;
+    /* the row's window [lo, valid), scored from the 64-key boundary kb below it (llm_internal.h) */
+    const int lo = it->win > 0 && valid > it->win ? valid - it->win : 0, kb = lo & ~63;
     float *S = it->S + (size_t)r * (size_t)it->lds;
     for (int i = 0; i < hd; i++) qr[i] = r16(it->q[(size_t)r * (size_t)it->ldq + (size_t)i]);
-    for (int j = 0; j < valid; j++) {
+    for (int j = lo; j < valid; j++) {
       for (int i = 0; i < hd; i++) col[i] = ts_f16_to_f32(it->KT[ts__kidx(hd, i, j)]);
       S[j] = (it->one ? dot_one(W, hd, qr, col) : dot_many(W, hd, qr, col)) * it->scale;
     }
-    softmax_row(W, S, valid);
+    softmax_row(W, S, kb, lo, valid);
     for (int j = valid; j < nk; j++) S[j] = 0.0f;
     for (int i = 0; i < hd; i++) {
       /* o_i = the keys dot of P and dimension i of V, over the zero-padded key range (P = 0 terms
        * change nothing), in both orders' accumulators; V's column gathered 1024 keys at a time */
       float acc_one[4][16] = {{0}}, acc_many[16] = {0};
-      for (int c0 = 0; c0 < nk; c0 += 1024) {
+      for (int c0 = kb; c0 < nk; c0 += 1024) {
         const int n = nk - c0 < 1024 ? nk - c0 : 1024;
         for (int j = 0; j < n; j++)
           vcol[j] = c0 + j < valid ? ts_f16_to_f32(it->V[(size_t)(c0 + j) * (size_t)hd + (size_t)i]) : 0.0f;
@@ -112,6 +116,10 @@ static void att_item_ref(const ts__att_item *it, int W) {
 
 void ts__att_item_ref(const ts__att_item *it) { att_item_ref(it, 16); }
 void ts__att_item_ref8(const ts__att_item *it) { att_item_ref(it, 8); }
+
+/* The scores' scale: 1/sqrt(head_dim), or 1 where q was scaled already (gemma3: llama.cpp's
+ * kq_scale 1 after q times f_attention_scale) */
+static float att_scale(const ts_llm_state *s) { return s->m->q_scale != 0 ? 1.0f : 1.0f / sqrtf((float)s->m->cfg.head_dim); }
 
 void ts__att_heads(const ts_llm_state *s, int tid, int *h0, int *h1) {
   const ts__qkv_part p = ts__qkv_part_of(&s->m->cfg, tid, s->nrun);
@@ -149,9 +157,9 @@ void ts__att_decode(ts_llm_state *s, int l, int pos, int tid) {
   const int hd = c->head_dim, nh = c->n_head, nkv = c->n_head_kv, G = nh / nkv;
   /* the thread's contiguous heads, grouped by KV head (rows = query heads sharing it, so its K and
    * V lines are read once from memory for all of them) */
-  ts__att_item it = {.hd = hd, .one = 1, .scale = 1.0f / sqrtf((float)hd), .lds = s->scores_ld,
+  ts__att_item it = {.hd = hd, .one = 1, .scale = att_scale(s), .lds = s->scores_ld,
                      .S = s->scores + (size_t)tid * TS__ATT_ROWS * (size_t)s->scores_ld, .p0 = pos, .dp = 0, .ldq = hd,
-                     .ldo = hd};
+                     .ldo = hd, .win = s->m->layers[l].swa ? c->n_swa : 0};
   int h0, h1;
   ts__att_heads(s, tid, &h0, &h1);
   for (int h = h0; h < h1;) {
@@ -172,8 +180,9 @@ void ts__llm_attention(ts_llm_state *s, int l, int T, int pos, int tid) {
   const int hd = c->head_dim, nh = c->n_head, nkv = c->n_head_kv, G = nh / nkv;
   const int64_t ldo = (int64_t)nh * hd;
   const int nchunks = (T + TS__ATT_ROWS - 1) / TS__ATT_ROWS;
-  ts__att_item it = {.hd = hd, .one = T == 1, .scale = 1.0f / sqrtf((float)hd), .lds = s->scores_ld,
-                     .S = s->scores + (size_t)tid * TS__ATT_ROWS * (size_t)s->scores_ld};
+  ts__att_item it = {.hd = hd, .one = T == 1, .scale = att_scale(s), .lds = s->scores_ld,
+                     .S = s->scores + (size_t)tid * TS__ATT_ROWS * (size_t)s->scores_ld,
+                     .win = s->m->layers[l].swa ? c->n_swa : 0};
   /* batches: (chunk of TS__ATT_ROWS tokens, head) items round robin, largest chunks first */
   int item = 0;
   for (int ch = nchunks - 1; ch >= 0; ch--) {

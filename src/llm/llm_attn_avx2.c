@@ -29,9 +29,11 @@ static inline __m256 tail_mask(int n) { /* lanes < n */
   return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
 }
 
-static void softmax_row(float *s, int valid) {
+/* keys [kb, lo) before the row's sliding window: P = 0 (llm_internal.h, ts__att_item.win) */
+static void softmax_row(float *s, int kb, int lo, int valid) {
+  for (int j = kb; j < lo; j++) s[j] = -INFINITY;
   __m256 mx = _mm256_set1_ps(-INFINITY);
-  int j = 0;
+  int j = kb;
   for (; j + 8 <= valid; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
   float lanes[8], m = -INFINITY;
   _mm256_storeu_ps(lanes, mx);
@@ -39,14 +41,15 @@ static void softmax_row(float *s, int valid) {
   for (; j < valid; j++) m = s[j] > m ? s[j] : m;
   const __m256 vm = _mm256_set1_ps(m);
   double sum = 0;
-  for (j = 0; j < valid; j += 8) { /* the scratch is padded: lanes past valid are read, then zeroed */
+  for (j = kb; j < valid; j += 8) { /* the scratch is padded: lanes past valid are read, then zeroed */
     __m256 e = ts__vexpf8v(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
     if (valid - j < 8) e = _mm256_and_ps(e, tail_mask(valid - j));
+    if (j < lo) e = _mm256_andnot_ps(tail_mask(lo - j), e); /* exp(-inf) is 0 too; this says so */
     _mm256_storeu_ps(s + j, e);
     sum += (double)ts__hsum8v(e);
   }
   const __m256 inv = _mm256_set1_ps((float)(1.0 / sum));
-  for (j = 0; j < valid; j += 8)
+  for (j = kb; j < valid; j += 8)
     _mm256_storeu_ps(s + j, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(s + j), inv),
                                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
 }
@@ -102,11 +105,11 @@ AI void sc_block(int R, int one, int hd, const float (*q)[HD_MAX], const uint16_
 
 /* key lane l's partial sum over keys k = l (mod 8) below each row's valid count: one chain (many),
  * or (one; every row the same valid) four chains, key k in chain (k / 8) % 4, as (p0+p2)+(p1+p3) */
-AI void pv_lane(int R, int one, const int *valid, int vmin, int vmax, const float *P, int64_t lds, const uint16_t *V,
-                int hd, int i0, int l, __m256 *a) {
+AI void pv_lane(int R, int one, int kb, const int *valid, int vmin, int vmax, const float *P, int64_t lds,
+                const uint16_t *V, int hd, int i0, int l, __m256 *a) {
   if (!one) {
     for (int r = 0; r < R; r++) a[r] = _mm256_setzero_ps();
-    int k = l;
+    int k = kb + l;
     for (; k < vmin; k += 8) {
       const __m256 v = ts__ld8h(V + (size_t)k * (size_t)hd + i0);
       for (int r = 0; r < R; r++) a[r] = _mm256_fmadd_ps(_mm256_set1_ps(P[(size_t)r * (size_t)lds + k]), v, a[r]);
@@ -121,7 +124,7 @@ AI void pv_lane(int R, int one, const int *valid, int vmin, int vmax, const floa
   __m256 p[4][RMAX];
   for (int c = 0; c < 4; c++)
     for (int r = 0; r < R; r++) p[c][r] = _mm256_setzero_ps();
-  for (int k0 = l; k0 < vmax; k0 += 32)
+  for (int k0 = kb + l; k0 < vmax; k0 += 32)
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++) {
       const int k = k0 + 8 * c;
@@ -132,51 +135,54 @@ AI void pv_lane(int R, int one, const int *valid, int vmin, int vmax, const floa
   for (int r = 0; r < R; r++) a[r] = _mm256_add_ps(_mm256_add_ps(p[0][r], p[2][r]), _mm256_add_ps(p[1][r], p[3][r]));
 }
 
-AI void pv_pair(int R, int one, const int *valid, int vmin, int vmax, const float *P, int64_t lds, const uint16_t *V,
-                int hd, int i0, int g, __m256 *t) {
+AI void pv_pair(int R, int one, int kb, const int *valid, int vmin, int vmax, const float *P, int64_t lds,
+                const uint16_t *V, int hd, int i0, int g, __m256 *t) {
   __m256 b[RMAX];
-  pv_lane(R, one, valid, vmin, vmax, P, lds, V, hd, i0, g, t);
-  pv_lane(R, one, valid, vmin, vmax, P, lds, V, hd, i0, g + 4, b);
+  pv_lane(R, one, kb, valid, vmin, vmax, P, lds, V, hd, i0, g, t);
+  pv_lane(R, one, kb, valid, vmin, vmax, P, lds, V, hd, i0, g + 4, b);
   for (int r = 0; r < R; r++) t[r] = _mm256_add_ps(t[r], b[r]);
 }
 
-AI void pv_slice(int R, int one, const int *valid, int vmin, int vmax, const float *P, int64_t lds, const uint16_t *V,
-                 int hd, int i0, float *out, int64_t ldo) {
+AI void pv_slice(int R, int one, int kb, const int *valid, int vmin, int vmax, const float *P, int64_t lds,
+                 const uint16_t *V, int hd, int i0, float *out, int64_t ldo) {
   __m256 u[RMAX], v[RMAX], w[RMAX];
-  pv_pair(R, one, valid, vmin, vmax, P, lds, V, hd, i0, 0, u);
-  pv_pair(R, one, valid, vmin, vmax, P, lds, V, hd, i0, one ? 1 : 2, v);
+  pv_pair(R, one, kb, valid, vmin, vmax, P, lds, V, hd, i0, 0, u);
+  pv_pair(R, one, kb, valid, vmin, vmax, P, lds, V, hd, i0, one ? 1 : 2, v);
   for (int r = 0; r < R; r++) u[r] = _mm256_add_ps(u[r], v[r]);
-  pv_pair(R, one, valid, vmin, vmax, P, lds, V, hd, i0, one ? 2 : 1, v);
-  pv_pair(R, one, valid, vmin, vmax, P, lds, V, hd, i0, 3, w);
+  pv_pair(R, one, kb, valid, vmin, vmax, P, lds, V, hd, i0, one ? 2 : 1, v);
+  pv_pair(R, one, kb, valid, vmin, vmax, P, lds, V, hd, i0, 3, w);
   for (int r = 0; r < R; r++)
     _mm256_storeu_ps(out + (size_t)r * (size_t)ldo + i0, _mm256_add_ps(u[r], _mm256_add_ps(v[r], w[r])));
 }
 
 /* ---- R rows: scores, softmax, output --------------------------------------------------------- */
 
-AI void rows(int R, int one, const ts__att_item *it, const float (*qs)[HD_MAX], const int *valid, float *S, float *out) {
+AI void rows(int R, int one, const ts__att_item *it, const float (*qs)[HD_MAX], const int *valid, const int *lo, float *S,
+            float *out) {
   const int hd = it->hd;
-  int vmax = 0, vmin = valid[0];
+  int vmax = 0, vmin = valid[0], kb = lo[0];
   for (int r = 0; r < R; r++) {
     vmax = valid[r] > vmax ? valid[r] : vmax;
     vmin = valid[r] < vmin ? valid[r] : vmin;
+    kb = lo[r] < kb ? lo[r] : kb;
   }
-  for (int j0 = 0; j0 < vmax; j0 += 8) {
+  kb &= ~63; /* the rows' first key, at a 64-key boundary (llm_internal.h, ts__att_item.win) */
+  for (int j0 = kb; j0 < vmax; j0 += 8) {
     if (one && (j0 & 15) == 0 && j0 + 32 < vmax) /* the K block after next, into L2 (decode reads the
                                                   * cache once per token) */
       for (int o = 0; o < 32 * hd; o += 64) _mm_prefetch((const char *)(it->KT + (size_t)(j0 + 32) * (size_t)hd) + o, _MM_HINT_T1);
     sc_block(R, one, hd, qs, it->KT + ts__kidx(hd, 0, j0), it->scale, S + j0, it->lds);
   }
-  for (int r = 0; r < R; r++) softmax_row(S + (size_t)r * (size_t)it->lds, valid[r]);
-  for (int i0 = 0; i0 < hd; i0 += 8) pv_slice(R, one, valid, vmin, vmax, S, it->lds, it->V, hd, i0, out, it->ldo);
+  for (int r = 0; r < R; r++) softmax_row(S + (size_t)r * (size_t)it->lds, kb, lo[r], valid[r]);
+  for (int i0 = 0; i0 < hd; i0 += 8) pv_slice(R, one, kb, valid, vmin, vmax, S, it->lds, it->V, hd, i0, out, it->ldo);
 }
 
-#define ROWS(ONE)                                                        \
-  switch (R) {                                                           \
-    case 1: rows(1, ONE, it, qs + r0, valid + r0, S, out); break;        \
-    case 2: rows(2, ONE, it, qs + r0, valid + r0, S, out); break;        \
-    case 3: rows(3, ONE, it, qs + r0, valid + r0, S, out); break;        \
-    default: rows(4, ONE, it, qs + r0, valid + r0, S, out); break;       \
+#define ROWS(ONE)                                                                \
+  switch (R) {                                                                   \
+    case 1: rows(1, ONE, it, qs + r0, valid + r0, lo + r0, S, out); break;       \
+    case 2: rows(2, ONE, it, qs + r0, valid + r0, lo + r0, S, out); break;       \
+    case 3: rows(3, ONE, it, qs + r0, valid + r0, lo + r0, S, out); break;       \
+    default: rows(4, ONE, it, qs + r0, valid + r0, lo + r0, S, out); break;      \
   }
 
 void ts__att_item_avx2(const ts__att_item *it) {
@@ -187,9 +193,10 @@ void ts__att_item_avx2(const ts__att_item *it) {
     return;
   }
   _Alignas(32) float qs[TS__ATT_ROWS][HD_MAX];
-  int valid[TS__ATT_ROWS];
+  int valid[TS__ATT_ROWS], lo[TS__ATT_ROWS];
   for (int r = 0; r < m; r++) {
     valid[r] = it->p0 + r * it->dp + 1;
+    lo[r] = it->win > 0 && valid[r] > it->win ? valid[r] - it->win : 0;
     for (int i = 0; i < hd; i += 8)
       _mm256_store_ps(qs[r] + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(it->q + (size_t)r * (size_t)it->ldq + i),
                                                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));

@@ -278,7 +278,11 @@ static void decode_item(const ts__att_item *it, const float (*qs)[HD_MAX]) {
 
 void ts__att_item_avx512(const ts__att_item *it) {
   const int hd = it->hd, m = it->m;
-  if (hd % 64 || hd > HD_MAX || m < 1 || m > TS__ATT_ROWS) {
+  /* a sliding window that leaves out keys of some row (gemma3's local layers past n_swa positions):
+   * the reference (the AVX2 item handles it in place; this one could not be run on an AVX-512
+   * machine when windows came in) */
+  const bool cut = it->win > 0 && it->p0 + (m - 1) * it->dp + 1 > it->win;
+  if (hd % 64 || hd > HD_MAX || m < 1 || m > TS__ATT_ROWS || cut) {
     ts__att_item_ref(it);
     return;
   }

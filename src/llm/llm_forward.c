@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "llm/llm_internal.h"
+#include "llm/llm_sparse_internal.h"
 
 static void *alloc(ts_llm_state *s, size_t count, size_t size, bool *ok) {
   size_t bytes;
@@ -25,8 +26,9 @@ static void *alloc(ts_llm_state *s, size_t count, size_t size, bool *ok) {
   return p;
 }
 
-/* Quantized activations of n values (the ts__actb arrays; pf unset). */
-static void alloc_actb(ts_llm_state *s, ts__actb *a, size_t n, bool *ok) {
+/* Quantized activations of n values (the ts__actb arrays; pf unset), with the K-quants' Q8_K form
+ * when `kform`. */
+static void alloc_actb(ts_llm_state *s, ts__actb *a, size_t n, bool kform, bool *ok) {
   const size_t nb = n / TS_QK + 1;
   a->n = (int64_t)n;
   a->q = alloc(s, n, 1, ok);
@@ -34,11 +36,29 @@ static void alloc_actb(ts_llm_state *s, ts__actb *a, size_t n, bool *ok) {
   a->s = alloc(s, nb, sizeof(float), ok);
   a->sum = alloc(s, nb, sizeof(int32_t), ok);
   a->gsum = alloc(s, nb * 8, sizeof(int32_t), ok);
+  if (kform) {
+    a->kq = alloc(s, n, 1, ok);
+    a->kd = alloc(s, n / TS_QKK + 1, sizeof(float), ok);
+    a->kbs = alloc(s, n / 16 + 1, sizeof(int16_t), ok);
+  }
+}
+
+/* Whether any matrix of the model is a K-quant (its activations then also get the Q8_K form). */
+static bool has_kquant(const ts_llm_model *m) {
+  if (ts__qt_kquant(m->output.type)) return true;
+  for (int l = 0; l < m->cfg.n_layer; l++) {
+    const ts__llm_layer *L = &m->layers[l];
+    const ts__wmat *w[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down};
+    for (int i = 0; i < 7; i++)
+      if (ts__qt_kquant(w[i]->type)) return true;
+  }
+  return false;
 }
 
 void ts_llm_state_destroy(ts_llm_state *s) {
   if (!s) return;
   ts__pool_destroy(s->pool); /* its threads first: they read the state */
+  ts__sparse_ws_free(s);
   if (s->counted) {
     pthread_mutex_lock(&s->m->lock);
     s->m->nstates--;
@@ -53,16 +73,16 @@ void ts_llm_state_destroy(ts_llm_state *s) {
 /* cos, sin of theta_i = scale * p * base^(-2i / n_rot), with the powers formed as llama.cpp forms
  * them (an fp32 running product of powf(base, -2 / n_rot), cosf/sinf of the fp32 angle): the angle
  * is then the same float, and Q/K round to the same fp16 values. */
-static void rope_table(ts_llm_state *s) {
+static void rope_table(ts_llm_state *s, float *rope, float base, float scale) {
   const ts_llm_config *c = &s->m->cfg;
   const int half = c->n_rot / 2;
-  const float theta_scale = powf(c->rope_base, -2.0f / (float)c->n_rot);
+  const float theta_scale = powf(base, -2.0f / (float)c->n_rot);
   for (int p = 0; p < s->n_ctx; p++) {
     float theta = (float)p;
     for (int i = 0; i < half; i++) {
-      const float t = c->rope_scale * theta;
-      s->rope[((size_t)p * half + i) * 2] = cosf(t);
-      s->rope[((size_t)p * half + i) * 2 + 1] = sinf(t);
+      const float t = scale * theta;
+      rope[((size_t)p * half + i) * 2] = cosf(t);
+      rope[((size_t)p * half + i) * 2 + 1] = sinf(t);
       theta *= theta_scale;
     }
   }
@@ -86,7 +106,7 @@ ts_status ts_llm_state_create(ts_llm_state **out, ts_llm_model *m, const ts_cont
   s->wmax = d > ff ? d : ff;
   if (nq > s->wmax) s->wmax = nq;
   s->ldq = (int64_t)(c->n_head + 2 * c->n_head_kv) * hd;
-  s->memcap = 32 + 8 * s->nt;
+  s->memcap = 48 + 12 * s->nt;
   s->mem = calloc((size_t)s->memcap, sizeof *s->mem);
   s->tb = ts_calloc((size_t)s->nt, sizeof *s->tb); /* 64-byte aligned: no line shared across threads */
   bool ok = s->mem && s->tb;
@@ -107,14 +127,20 @@ ts_status ts_llm_state_create(ts_llm_state **out, ts_llm_model *m, const ts_cont
     s->waits = alloc(s, (size_t)s->nt, sizeof(double), &ok);
     s->kvf = alloc(s, (size_t)s->nt, sizeof(ts__flag), &ok);
     for (int t = 0; t < s->nt && ok; t++) ts__flag_init(&s->kvf[t]);
-    alloc_actb(s, &s->hact, (size_t)ff, &ok);
-    alloc_actb(s, &s->aact, (size_t)nq, &ok);
+    alloc_actb(s, &s->hact, (size_t)ff, false, &ok);
+    alloc_actb(s, &s->aact, (size_t)nq, false, &ok);
     s->rope = alloc(s, (size_t)n_ctx * (size_t)(c->n_rot / 2) * 2, sizeof(float), &ok);
+    const bool gemma = m->arch == TS__ARCH_GEMMA3, kform = has_kquant(m);
+    if (gemma) {
+      s->x2 = alloc(s, B * (size_t)d, sizeof(float), &ok);
+      if (c->n_swa_layers) s->rope_swa = alloc(s, (size_t)n_ctx * (size_t)(c->n_rot / 2) * 2, sizeof(float), &ok);
+    }
     for (int t = 0; t < s->nt && ok; t++) {
       ts__tbuf *b = &s->tb[t];
       const size_t nv = B * (size_t)s->wmax;
       b->xn = alloc(s, nv, sizeof(float), &ok);
-      alloc_actb(s, &b->act, nv, &ok);
+      if (gemma) b->xr = alloc(s, B * (size_t)d, sizeof(float), &ok);
+      alloc_actb(s, &b->act, nv, kform, &ok);
       b->act.pf = &b->pf;
     }
   }
@@ -140,7 +166,8 @@ ts_status ts_llm_state_create(ts_llm_state **out, ts_llm_model *m, const ts_cont
     s->counted = true;
     pthread_mutex_unlock(&m->lock);
   }
-  rope_table(s);
+  rope_table(s, s->rope, c->rope_base, c->rope_scale);
+  if (s->rope_swa) rope_table(s, s->rope_swa, c->rope_base_swa, 1.0f); /* llama.cpp: local layers unscaled */
   s->ops = ts__llm_ops_active();
   s->nrun = s->nt;
   ts__barrier_init(&s->bar, s->nt);
@@ -158,7 +185,10 @@ void ts_llm_state_set_adaptive(ts_llm_state *s, bool on) {
 }
 
 void ts_llm_state_timing(const ts_llm_state *s, ts_llm_timing *t) { *t = s->tm; }
-void ts_llm_state_timing_reset(ts_llm_state *s) { memset(&s->tm, 0, sizeof s->tm); }
+void ts_llm_state_timing_reset(ts_llm_state *s) {
+  memset(&s->tm, 0, sizeof s->tm);
+  ts__sparse_stats_reset(s);
+}
 
 /* One batch of T <= n_batch tokens on the team: the job every thread of the pool's run takes. */
 typedef struct eval_job {
@@ -200,7 +230,13 @@ static void eval_team(void *arg, int tid, int nrun) {
   ts__step_embed(s, tid, j->tokens, T);
   BAR();
   LAP(5)
+#define CAP(point)                                                   \
+  if (s->cap && T > 1) {                                             \
+    if (tid == 0) s->cap(s->cap_ctx, s, l, (point), T);              \
+    BAR();                                                           \
+  }
   for (int l = 0; l < nl; l++) {
+    CAP(TS__CAP_X_ATTN)
     if (T == 1) { /* q|k|v and attention in one phase */
       const double ta = ts__step_qkv_att(s, tid, l, pos);
       BAR();
@@ -218,11 +254,26 @@ static void eval_team(void *arg, int tid, int nrun) {
       BAR();
       LAP(1)
     }
+    CAP(TS__CAP_ATT)
     ts__step_wo(s, tid, l, T);
     BAR();
     LAP(2)
+    CAP(TS__CAP_X_FFN)
+    if (T == 1 && ts__sparse_mlp_needs(s, l)) { /* activation-sparse MLP (llm_sparse.c) */
+      ts__sparse_mlp_a(s, tid, l);
+      BAR();
+      if (ts__sparse_mlp_kind(s, l) == 2) {
+        ts__sparse_mlp_b(s, tid, l);
+        BAR();
+      }
+      ts__sparse_mlp_c(s, tid, l);
+      BAR();
+      LAP(3)
+      continue;
+    }
     ts__step_gate_up(s, tid, l, T, pos);
     BAR();
+    CAP(TS__CAP_GATE_UP)
     if (T > 1) {
       ts__step_swiglu(s, tid, T);
       BAR();
@@ -234,6 +285,7 @@ static void eval_team(void *arg, int tid, int nrun) {
   if (j->logits && from < T) ts__step_output(s, tid, T, from, j->logits);
   LAP(4)
 #undef LAP
+#undef CAP
 #undef BAR
   j->waited[tid] = waited;
 }
@@ -247,10 +299,14 @@ static void eval_batch(ts_llm_state *s, const int32_t *tokens, int T, int pos, i
   eval_job j = {s, tokens, T, pos, from, logits, {0}, waited};
   const double t_start = ts_now();
   s->nrun = team;
+  s->out_from = logits ? from : T;
   ts__barrier_init(&s->bar, team);
   if (team > 1) ts__pool_run(s->pool, eval_team, &j, team);
   else eval_team(&j, 0, 1);
-  if (T == 1) s->kvgen++; /* the next step's KV flag values (ts__step_qkv_att) */
+  if (T == 1) {
+    s->kvgen++;
+    ts__sparse_count_token(s);
+  } /* the next step's KV flag values (ts__step_qkv_att) */
   double wait_sum = 0;
   for (int t = 0; t < team; t++) wait_sum += waited[t];
   s->tm.qkv += j.acc[0];

@@ -45,7 +45,14 @@ typedef struct ts__llm_layer {
   const float *attn_norm, *ffn_norm; /* [d] fp32 (owned copies) */
   ts__wmat wq, wk, wv, wo;           /* [n_head*hd][d], [n_kv*hd][d] x2, [d][n_head*hd] */
   ts__wmat gate, up, down;           /* [n_ff][d], [n_ff][d], [d][n_ff] */
+  /* gemma3 (NULL / false for llama): QK-norm weights [hd], the post-attention and post-MLP norms
+   * [d], and whether the layer is local (sliding window, the local RoPE base) */
+  const float *q_norm, *k_norm, *post_attn_norm, *post_ffn_norm;
+  bool swa;
 } ts__llm_layer;
+
+/* Architectures (ts_llm_model.arch). */
+enum { TS__ARCH_LLAMA = 0, TS__ARCH_GEMMA3 = 1 };
 
 struct ts_llm_model {
   ts_gguf *g;
@@ -54,7 +61,11 @@ struct ts_llm_model {
   ts__wmat tok_embd, output; /* [vocab][d]; output aliases tok_embd when tied */
   const float *output_norm;  /* [d] */
   ts__llm_layer *layers;
-  float *norms;              /* owned fp32 norm weights: (2 n_layer + 1) d */
+  float *norms;              /* owned fp32 norm weights: (2 n_layer + 1) d (gemma3: (4 d + 2 hd) n_layer + d) */
+  int arch;                  /* TS__ARCH_LLAMA, TS__ARCH_GEMMA3 */
+  float embd_scale;          /* gemma3: the embedding times sqrtf(d_model) (llama: 1, not applied) */
+  float q_scale;             /* gemma3: q times this after RoPE, the scores then unscaled (llama.cpp's
+                              * f_attention_scale); 0: llama, the scores times 1/sqrt(hd) */
   uint8_t *packmem;          /* owned packed copies of the block-type matrices (NULL: none) */
   size_t packbytes;
   void *cutmem;              /* the packed matrices' cut and at arrays (ts__llm_layout) */
@@ -215,6 +226,11 @@ typedef struct ts__actb {
   float *d, *s;
   int32_t *sum, *gsum;
   ts__pfq *pf; /* the thread's side-prefetch queue (single-token batches only) */
+  /* the Q8_K form for K-quant weights (quant.h): kq[T][n], kd[T][n/256], kbs[T][n/16]; filled
+   * only where a K-quant matrix reads the activation (NULL in the decode-shared hact / aact) */
+  int8_t *kq;
+  float *kd;
+  int16_t *kbs;
 } ts__actb;
 /* Elements [e0, e1) of x (multiples of TS_QK) quantized into a's blocks: in decode a thread's part
  * of a team-shared vector that the next phase reads whole (s->aact, s->hact; the same bits as
@@ -226,6 +242,8 @@ void ts__actb_quant_part(ts__actb *a, const float *x, int64_t e0, int64_t e1);
  * preparing an activation and using it. */
 typedef struct ts__tbuf {
   _Alignas(64) float *xn; /* [n_batch][wmax] normalized input (read by float weight types) */
+  float *xr;              /* gemma3: [n_batch][d] the residual stream after a post-norm, formed by
+                           * every thread for the whole batch (ts__gemma_resid) */
   ts__actb act;
   ts__pfq pf; /* written while the thread runs: the struct's 64-byte size and alignment keep it
                * off the other threads' lines */
@@ -260,6 +278,12 @@ typedef struct ts__att_item {
   int64_t lds;
   float *out;
   int64_t ldo;
+  /* sliding window: row r at position p sees keys p - win < j <= p (0: all keys j <= p); the keys
+   * before it get probability 0 in llama.cpp's masked range, so the item starts at the 64-key
+   * boundary at or below the first key a row sees and gives the keys before that row's window
+   * probability 0 (the same bits as scoring from key 0: every sum's lanes keep their assignment
+   * by key index, and a zero term changes no sum) */
+  int win;
 } ts__att_item;
 typedef void (*ts__att_fn)(const ts__att_item *it);
 void ts__att_item_ref(const ts__att_item *it);  /* llama.cpp's AVX-512 order */
@@ -283,6 +307,12 @@ void ts__swiglu_ref(int64_t n, float *g, const float *u);
 void ts__swiglu_ref8(int64_t n, float *g, const float *u);
 void ts__swiglu_avx512(int64_t n, float *g, const float *u);
 void ts__swiglu_avx2(int64_t n, float *g, const float *u);
+/* g[i] = gelu(g[i]) * u[i], llama.cpp's GEGLU on x86 (ggml_vec_geglu_f32 with GGML_GELU_FP16, the
+ * same in its AVX2 and AVX-512 builds): g <= -10 gives 0, g >= 10 gives g u, otherwise the fp16
+ * table entry of fp16(g) times u, the table holding fp16(0.5 x (1 + tanhf(sqrt(2/pi) x (1 + 0.044715
+ * x x)))) for every fp16 x (evaluated in fp32 with the C library's tanhf; llm_ops.c). A table
+ * lookup per element: one scalar form serves every level. */
+void ts__geglu_ref(int64_t n, float *g, const float *u);
 
 /* RMSNorm with llama.cpp's arithmetic, so that the int8 activation quantization downstream sees
  * the same floats: the fp32 squares summed in double, mean = fp32(sum / n), scale = 1 / sqrtf(mean
@@ -326,6 +356,8 @@ struct ts_llm_state {
   int64_t kcap;  /* n_ctx rounded up to a multiple of 16 */
   uint16_t *vc;  /* V fp16: [layer][kv_head][n_ctx][hd] (one position's values contiguous) */
   float *x;      /* [n_batch][d] residual stream */
+  float *x2;     /* gemma3: [n_batch][d] the stream after the attention half (x + post(attn)), while
+                  * tmp holds the MLP's output (ts__gemma_resid) */
   float *tmp;    /* [n_batch][d] matmul output before the residual add */
   float *qkv;    /* [n_batch][ldq] */
   float *att;    /* [n_batch][n_head hd] */
@@ -333,6 +365,7 @@ struct ts_llm_state {
   float *scores; /* [nt][TS__ATT_ROWS][scores_ld] an attention item's scratch (llm_attn.c) */
   int64_t scores_ld;
   float *rope;   /* [n_ctx][n_rot / 2][2] cos, sin */
+  float *rope_swa; /* gemma3: the same for the local layers' base (NULL: none) */
   ts__tbuf *tb;  /* [nt] */
   void **mem;    /* every allocation, for destroy */
   int nmem, memcap;
@@ -344,12 +377,23 @@ struct ts_llm_state {
   ts__actb hact;    /* decode: h quantized for down, each thread's neurons written by it (pf unset) */
   ts__actb aact;    /* decode: attention's output quantized for wo, each thread's heads by it */
   unsigned kvgen;   /* decode steps so far: kvf's values (ts__step_qkv_att) */
+  int out_from;     /* the eval batch's first token with logits (T: none; ts__step_down) */
   const ts__llm_ops *ops;
   ts_llm_timing tm;
   bool counted;     /* counted in the model's nstates */
   bool adapt;       /* adaptive decode team (ts_llm_state_set_adaptive) */
   ts__team_ctl team;
+  /* activation sparsity (llm_sparse.c; NULL: dense decode) and its per-state scratch and counts */
+  const struct ts_llm_sparse *sp;
+  struct ts__sparse_ws *spw;
+  /* calibration's observer of batches (llm_calib.c; NULL: none): called on thread 0 at each
+   * ts__cap_point of every layer, the other threads waiting at a barrier on either side */
+  void (*cap)(void *ctx, ts_llm_state *s, int l, int point, int T);
+  void *cap_ctx;
 };
+/* Where calibration observes a batch of layer l: x before attention (s->x), attention's output
+ * (s->att), x after attention (s->x), gate and up before SwiGLU (s->ffg, s->ffu). */
+enum { TS__CAP_X_ATTN = 0, TS__CAP_ATT, TS__CAP_X_FFN, TS__CAP_GATE_UP };
 
 /* Y[t][r] = W[r] . X[t] for rows [r0, r1) and tokens [0, T): Y at y + t * ldy + r. Float weight
  * types read xf[t * ldx ..]; block types read the quantized xb (xb->n == w->cols). */
@@ -368,6 +412,27 @@ void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos);
 void ts__step_swiglu(ts_llm_state *s, int tid, int T);
 void ts__step_down(ts_llm_state *s, int tid, int l, int T);
 void ts__step_output(ts_llm_state *s, int tid, int T, int from, float *logits);
+
+/* ---- activation sparsity in decode (llm_sparse.c) ---------------------------------------------
+ * With s->sp set, single-token evals route these through the sparse paths. ts__sparse_rows computes
+ * rows [r0, r1) of projection p of layer l (q, k, v: of their own matrix; o: of wo) into y[r0..r1)
+ * from the fp32 input x when the layer thresholds p's input (TEAL) and returns true; false: the
+ * caller runs the dense rows. The MLP: ts__sparse_mlp_needs says whether layer l runs the sparse
+ * MLP, which takes three phases with a barrier after each of the first two (mlp_a: gate rows of the
+ * thread's neurons, a = silu(gate); mlp_b: the active neurons, routing, up rows of the thread's share
+ * of them; mlp_c: down over the active neurons into the thread's d rows, residual added). */
+bool ts__sparse_rows(ts_llm_state *s, int tid, int l, int p, int64_t r0, int64_t r1, const float *x, float *y);
+bool ts__sparse_mlp_needs(const ts_llm_state *s, int l);
+/* The thread's input of a decode step: rms(x) * norm into its xn (*xf, *ldx) and quantized into
+ * its act (llm_layer.c's prep for token 0). */
+void ts__sparse_prep(ts_llm_state *s, int tid, const float *norm, const float **xf, int64_t *ldx);
+void ts__sparse_mlp_a(ts_llm_state *s, int tid, int l);
+void ts__sparse_mlp_b(ts_llm_state *s, int tid, int l);
+void ts__sparse_mlp_c(ts_llm_state *s, int tid, int l);
+/* Frees the state's sparse scratch (ts_llm_state_destroy). */
+void ts__sparse_ws_free(ts_llm_state *s);
+/* Counts a finished single-token eval (eval_batch). */
+void ts__sparse_count_token(ts_llm_state *s);
 
 /* Query heads [h0, h1) of thread tid when a batch is one chunk of TS__ATT_ROWS tokens or fewer
  * (decode): contiguous, so that a thread reads the fewest KV heads. */

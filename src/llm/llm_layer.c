@@ -9,11 +9,14 @@
 
 #include "llm/llm_internal.h"
 #include "tessera/kernels.h"
+#include "tessera/llm_sparse.h"
 
-void ts__wmat_gemm(const ts__wmat *w, int64_t r0, int64_t r1, const float *xf, int64_t ldx, const ts__actb *xb,
-                   int T, float *y, int64_t ldy) {
+/* ts__wmat_gemm with Q4_K's token groups (ts__qbatch.gfrom, gn: llama.cpp's matmul holds tokens
+ * gfrom.. of the batch, gn of them; 0, 0: all) */
+static void wmat_gemm_g(const ts__wmat *w, int64_t r0, int64_t r1, const float *xf, int64_t ldx, const ts__actb *xb,
+                        int T, float *y, int64_t ldy, int gfrom, int gn) {
   if (r1 <= r0) return;
-  ts__qbatch qb = {xb->n, T, xb->q, xb->d, xb->sum, xb->s, xb->gsum, T == 1 ? xb->pf : NULL};
+  ts__qbatch qb = {xb->n, T, xb->q, xb->d, xb->sum, xb->s, xb->gsum, T == 1 ? xb->pf : NULL, xb->kq, xb->kd, xb->kbs, gfrom, gn};
   if (w->npiece) {
     int p = ts__wmat_piece(w, r0);
     /* the work splits keep r0 on a group of its piece (else: the file rows) */
@@ -30,10 +33,17 @@ void ts__wmat_gemm(const ts__wmat *w, int64_t r0, int64_t r1, const float *xf, i
                       ldx, &qb, T, y + r0, ldy);
 }
 
+void ts__wmat_gemm(const ts__wmat *w, int64_t r0, int64_t r1, const float *xf, int64_t ldx, const ts__actb *xb,
+                   int T, float *y, int64_t ldy) {
+  wmat_gemm_g(w, r0, r1, xf, ldx, xb, T, y, ldy, 0, 0);
+}
+
 /* The activations of tokens from.. of a batch (b cut for width n). */
 static ts__actb actb_from(const ts__actb *b, int64_t n, int from) {
   const size_t nb = (size_t)(n / TS_QK), f = (size_t)from;
-  ts__actb a = {n, b->q + f * (size_t)n, b->d + f * nb, b->s + f * nb, b->sum + f * nb, b->gsum + f * nb * 8, b->pf};
+  ts__actb a = {n, b->q + f * (size_t)n, b->d + f * nb, b->s + f * nb, b->sum + f * nb, b->gsum + f * nb * 8, b->pf,
+                b->kq ? b->kq + f * (size_t)n : NULL, b->kd ? b->kd + f * (size_t)(n / TS_QKK) : NULL,
+                b->kbs ? b->kbs + f * (size_t)(n / 16) : NULL};
   return a;
 }
 
@@ -184,12 +194,74 @@ static void prep(ts_llm_state *s, int tid, const float *src, int64_t lds, const 
   *ldx = ld;
 }
 
+/* The Q8_K form of xs[t] (width n) for t in [t0, t1) into the thread's act, for K-quant weights
+ * (prep gives the Q8 form; the K-quants read this one). */
+static void prep_k(ts_llm_state *s, int tid, const float *xs, int64_t ld, int64_t n, int t0, int t1) {
+  ts__actb *a = &s->tb[tid].act;
+  if (!a->kq || n % TS_QKK) return;
+  const ts__quant_table *qt = ts__quant();
+  for (int t = t0; t < t1; t++)
+    qt->act_quantize_k(n, xs + (size_t)t * (size_t)ld, a->kq + (size_t)t * (size_t)n, a->kd + (size_t)t * (size_t)(n / TS_QKK),
+                       a->kbs + (size_t)t * (size_t)(n / 16));
+}
+
+static bool kq3(const ts__wmat *a, const ts__wmat *b, const ts__wmat *c) {
+  return ts__qt_kquant(a->type) || ts__qt_kquant(b->type) || (c && ts__qt_kquant(c->type));
+}
+
+/* gemma3: the residual stream after a post-norm, xr[t] = rms(tmp[t]) * w + base[t] (llama.cpp's
+ * ggml_add of the normed output and the stream) for every token of the batch, formed by each thread
+ * itself into its own xr (so no barrier separates it from the step that reads it); thread tid also
+ * writes its share of the tokens into dst, the stream the phase after next starts from. Neither
+ * base nor tmp is written in the phase that calls this (x and x2 alternate: llm_internal.h). */
+static const float *gemma_resid(ts_llm_state *s, int tid, const float *base, const float *w, float *dst, int T) {
+  const int64_t d = s->m->cfg.d_model;
+  float *xr = s->tb[tid].xr;
+  for (int t = 0; t < T; t++) {
+    float *y = xr + (size_t)t * (size_t)d;
+    const float *b = base + (size_t)t * (size_t)d;
+    s->ops->rmsnorm(d, s->tmp + (size_t)t * (size_t)d, w, s->m->cfg.rms_eps, y);
+    for (int64_t e = 0; e < d; e++) y[e] += b[e];
+  }
+  int64_t t0, t1;
+  ts__split(T, tid, s->nrun, 1, &t0, &t1);
+  if (t1 > t0) memcpy(dst + (size_t)t0 * (size_t)d, xr + (size_t)t0 * (size_t)d, (size_t)(t1 - t0) * (size_t)d * sizeof(float));
+  return xr;
+}
+
+/* The stream a layer's attention half starts from: x (the embedding, layer 0 and llama), or for
+ * gemma3 x2 + the previous layer's normed MLP output (written back into x for the next half). */
+static const float *layer_input(ts_llm_state *s, int tid, int l, int T) {
+  if (s->m->arch != TS__ARCH_GEMMA3 || l == 0) return s->x;
+  return gemma_resid(s, tid, s->x2, s->m->layers[l - 1].post_ffn_norm, s->x, T);
+}
+
+/* gemma3's QK-norm of one head (RMSNorm over head_dim with the layer's weight, in place), before
+ * RoPE, as llama.cpp's graph has it */
+static void qk_norm(ts_llm_state *s, float *v, const float *w) {
+  if (w) s->ops->rmsnorm(s->m->cfg.head_dim, v, w, s->m->cfg.rms_eps, v);
+}
+
+/* gemma3: q times f_attention_scale after RoPE (the scores are then not scaled) */
+static void q_scale(const ts_llm_state *s, float *v) {
+  const float k = s->m->q_scale;
+  if (k == 0) return;
+  for (int i = 0; i < s->m->cfg.head_dim; i++) v[i] *= k;
+}
+
+/* the layer's RoPE table: the local layers' own base (gemma3) */
+static const float *rope_of(const ts_llm_state *s, int l) { return s->m->layers[l].swa ? s->rope_swa : s->rope; }
+
 void ts__step_embed(ts_llm_state *s, int tid, const int32_t *tokens, int T) {
   const ts__wmat *e = &s->m->tok_embd;
   int64_t t0, t1;
   ts__split(T, tid, s->nrun, 1, &t0, &t1);
-  for (int64_t t = t0; t < t1; t++)
-    ts__dequant_ref(e->type, e->data + (size_t)tokens[t] * e->row_bytes, s->x + (size_t)t * (size_t)e->cols, e->cols);
+  for (int64_t t = t0; t < t1; t++) {
+    float *x = s->x + (size_t)t * (size_t)e->cols;
+    ts__dequant_ref(e->type, e->data + (size_t)tokens[t] * e->row_bytes, x, e->cols);
+    if (s->m->arch == TS__ARCH_GEMMA3) /* llama.cpp's ggml_scale of the inputs by sqrtf(n_embd) */
+      for (int64_t i = 0; i < e->cols; i++) x[i] *= s->m->embd_scale;
+  }
 }
 
 /* Q/K/V rows [r0, r1) of the stacked q | k | v rows for T tokens, RoPE on the q and k rows among
@@ -207,14 +279,18 @@ static void qkv_rows(ts_llm_state *s, int tid, int l, int T, int pos, const floa
     ts__wmat_gemm(w[k], a - first[k], b - first[k], xf, ldx, &s->tb[tid].act, T, s->qkv + first[k], s->ldq);
   }
   const int neox = c->rope == TS_LLM_ROPE_NEOX;
+  const float *rope = rope_of(s, l);
   for (int t = 0; t < T; t++) {
     float *row = s->qkv + (size_t)t * (size_t)s->ldq;
-    const float *cs = s->rope + (size_t)(pos + t) * (size_t)(c->n_rot / 2) * 2;
+    const float *cs = rope + (size_t)(pos + t) * (size_t)(c->n_rot / 2) * 2;
     for (int64_t a = r0; a < r1;) { /* one head's piece [a, b) at a time */
       const int64_t u = a / hd, i0 = a % hd, b = (u + 1) * hd < r1 ? (u + 1) * hd : r1, i1 = i0 + (b - a);
       float *v = row + u * hd;
+      const bool whole = i0 == 0 && i1 == hd; /* always for gemma3 (NEOX: units of whole heads, ts__grid_qkv) */
+      if (u < nh + nkv && whole) qk_norm(s, v, u < nh ? L->q_norm : L->k_norm);
       if (u < nh + nkv && i0 < c->n_rot) /* dims [i0, min(i1, n_rot)): whole heads under NEOX */
         s->ops->rope(v + i0, cs + i0, (int)((i1 < c->n_rot ? i1 : c->n_rot) - i0), neox);
+      if (u < nh && whole) q_scale(s, v);
       if (u >= nh) { /* into the cache */
         const int kh = (int)(u < nh + nkv ? u - nh : u - nh - nkv);
         ts__kv_store(s, l, kh, pos + t, u < nh + nkv ? v : NULL, u < nh + nkv ? NULL : v, (int)i0, (int)i1);
@@ -232,7 +308,8 @@ void ts__step_qkv(ts_llm_state *s, int tid, int l, int T, int pos) {
   const float *xf;
   int64_t ldx, a, b;
   begin_units(s, tid, g);
-  prep(s, tid, s->x, c->d_model, L->attn_norm, c->d_model, 0, T, &xf, &ldx);
+  prep(s, tid, layer_input(s, tid, l, T), c->d_model, L->attn_norm, c->d_model, 0, T, &xf, &ldx);
+  if (kq3(&L->wq, &L->wk, &L->wv)) prep_k(s, tid, xf, ldx, c->d_model, 0, T);
   while (next_unit(s, tid, g, &a, &b)) qkv_rows(s, tid, l, T, pos, xf, ldx, a, b);
 }
 
@@ -251,23 +328,32 @@ double ts__step_qkv_att(ts_llm_state *s, int tid, int l, int pos) {
   queue_head(s, tid, &L->wo, d0, d1);
   const float *xf;
   int64_t ldx;
-  prep(s, tid, s->x, c->d_model, L->attn_norm, c->d_model, 0, 1, &xf, &ldx);
+  prep(s, tid, layer_input(s, tid, l, 1), c->d_model, L->attn_norm, c->d_model, 0, 1, &xf, &ldx);
+  if (kq3(&L->wq, &L->wk, &L->wv)) prep_k(s, tid, xf, ldx, c->d_model, 0, 1);
   const ts__actb *xb = &s->tb[tid].act;
   float *q = s->qkv, *k = q + nh * hd, *v = k + nkv * hd;
-  const float *cs = s->rope + (size_t)pos * (size_t)(c->n_rot / 2) * 2;
+  const float *cs = rope_of(s, l) + (size_t)pos * (size_t)(c->n_rot / 2) * 2;
   const int neox = c->rope == TS_LLM_ROPE_NEOX;
   const int stamp = (int)((s->kvgen * (unsigned)c->n_layer + (unsigned)l + 1u) & 0x7fffffffu);
   if (p.k1 > p.k0) {
-    ts__wmat_gemm(&L->wk, p.k0 * hd, p.k1 * hd, xf, ldx, xb, 1, k, s->ldq);
-    ts__wmat_gemm(&L->wv, p.k0 * hd, p.k1 * hd, xf, ldx, xb, 1, v, s->ldq);
+    if (!ts__sparse_rows(s, tid, l, TS_LLM_PROJ_K, p.k0 * hd, p.k1 * hd, xf, k))
+      ts__wmat_gemm(&L->wk, p.k0 * hd, p.k1 * hd, xf, ldx, xb, 1, k, s->ldq);
+    if (!ts__sparse_rows(s, tid, l, TS_LLM_PROJ_V, p.k0 * hd, p.k1 * hd, xf, v))
+      ts__wmat_gemm(&L->wv, p.k0 * hd, p.k1 * hd, xf, ldx, xb, 1, v, s->ldq);
     for (int kh = p.k0; kh < p.k1; kh++) {
+      qk_norm(s, k + kh * hd, L->k_norm);
       s->ops->rope(k + kh * hd, cs, c->n_rot, neox);
       ts__kv_store(s, l, kh, pos, k + kh * hd, v + kh * hd, 0, (int)hd);
     }
     if (s->nrun > 1) ts__flag_set(&s->kvf[tid], stamp);
   }
-  ts__wmat_gemm(&L->wq, p.h0 * hd, p.h1 * hd, xf, ldx, xb, 1, q, s->ldq);
-  for (int h = p.h0; h < p.h1; h++) s->ops->rope(q + h * hd, cs, c->n_rot, neox);
+  if (!ts__sparse_rows(s, tid, l, TS_LLM_PROJ_Q, p.h0 * hd, p.h1 * hd, xf, q))
+    ts__wmat_gemm(&L->wq, p.h0 * hd, p.h1 * hd, xf, ldx, xb, 1, q, s->ldq);
+  for (int h = p.h0; h < p.h1; h++) {
+    qk_norm(s, q + h * hd, L->q_norm);
+    s->ops->rope(q + h * hd, cs, c->n_rot, neox);
+    q_scale(s, q + h * hd);
+  }
   const double t0 = tid == 0 ? ts_now() : 0;
   if (p.n0 < p.k0) { /* KV head n0: the thread whose heads hold its first query head computed it */
     int o = tid - 1;
@@ -282,17 +368,20 @@ double ts__step_qkv_att(ts_llm_state *s, int tid, int l, int pos) {
 /* x[t][rows] += (W src[t])[rows] for the thread's units of rows: the output projection of attention
  * or the MLP's down projection (src width n, unnormalized; quantized here, or already in *pre). */
 static void proj_residual(ts_llm_state *s, int tid, const ts__wmat *w, const float *src, int64_t lds, int T,
-                          const ts__actb *pre) {
+                          const ts__actb *pre, int gfrom) {
   const int64_t d = s->m->cfg.d_model;
   const ts__grid g = ts__grid_d(w);
   const float *xf = src;
   int64_t ldx = lds, r0, r1;
   rows_it it = begin_rows(s, tid, g, T);
+  if (ts__qt_kquant(w->type)) pre = NULL; /* the shared decode activations have no Q8_K form */
   if (!pre) prep(s, tid, src, lds, NULL, w->cols, 0, T, &xf, &ldx);
+  if (!pre && ts__qt_kquant(w->type)) prep_k(s, tid, xf, ldx, w->cols, 0, T);
   const ts__actb *xb = pre ? pre : &s->tb[tid].act;
+  const bool add = s->m->arch != TS__ARCH_GEMMA3; /* gemma3 norms tmp first (gemma_resid) */
   while (next_rows(s, tid, g, &it, &r0, &r1)) {
-    ts__wmat_gemm(w, r0, r1, xf, ldx, xb, T, s->tmp, d);
-    for (int t = 0; t < T; t++) {
+    wmat_gemm_g(w, r0, r1, xf, ldx, xb, T, s->tmp, d, gfrom, T - gfrom);
+    for (int t = 0; t < T && add; t++) {
       float *x = s->x + (size_t)t * (size_t)d, *y = s->tmp + (size_t)t * (size_t)d;
       for (int64_t r = r0; r < r1; r++) x[r] += y[r];
     }
@@ -306,10 +395,18 @@ void ts__step_wo(ts_llm_state *s, int tid, int l, int T) {
     ts__ff_part(c, tid, s->nrun, &f0, &f1);
     queue_head(s, tid, &s->m->layers[l].gate, f0, f1);
   }
+  if (T == 1 && s->sp) { /* input-sparse wo (TEAL): the thread's d rows from the selected heads' values */
+    int64_t r0, r1;
+    ts__split(c->d_model, tid, s->nrun, 32, &r0, &r1);
+    if (ts__sparse_rows(s, tid, l, TS_LLM_PROJ_O, r0, r1, s->att, s->tmp)) {
+      for (int64_t r = r0; r < r1; r++) s->x[r] += s->tmp[r];
+      return;
+    }
+  }
   ts__actb a = s->aact; /* decode: attention's output quantized by head (ts__step_qkv_att) */
   a.pf = &s->tb[tid].pf;
   proj_residual(s, tid, &s->m->layers[l].wo, s->att, (int64_t)c->n_head * c->head_dim, T,
-                T == 1 && c->head_dim % TS_QK == 0 ? &a : NULL);
+                T == 1 && c->head_dim % TS_QK == 0 ? &a : NULL, 0);
 }
 
 /* Batches: norm, then the thread's units of the stacked gate | up rows into ffg / ffu (SwiGLU
@@ -336,14 +433,18 @@ void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
     home(s, tid, ts__grid_d(&L->down), &r0, &r1);
     queue_head(s, tid, &L->down, r0, r1);
   }
-  prep(s, tid, s->x, c->d_model, L->ffn_norm, c->d_model, 0, T, &xf, &ldx);
+  /* gemma3: the stream after the attention half, x + post(attention), also kept in x2 */
+  const float *src = s->m->arch == TS__ARCH_GEMMA3 ? gemma_resid(s, tid, s->x, L->post_attn_norm, s->x2, T) : s->x;
+  prep(s, tid, src, c->d_model, L->ffn_norm, c->d_model, 0, T, &xf, &ldx);
+  if (kq3(&L->gate, &L->up, NULL)) prep_k(s, tid, xf, ldx, c->d_model, 0, T);
   if (T == 1) {
     int64_t f0, f1;
     ts__ff_part(c, tid, s->nrun, &f0, &f1);
     if (f1 <= f0) return;
     ts__wmat_gemm(&L->gate, f0, f1, xf, ldx, &s->tb[tid].act, 1, s->ffg, ff);
     ts__wmat_gemm(&L->up, f0, f1, xf, ldx, &s->tb[tid].act, 1, s->ffu, ff);
-    s->ops->swiglu(f1 - f0, s->ffg + f0, s->ffu + f0);
+    if (s->m->arch == TS__ARCH_GEMMA3) ts__geglu_ref(f1 - f0, s->ffg + f0, s->ffu + f0);
+    else s->ops->swiglu(f1 - f0, s->ffg + f0, s->ffu + f0);
     if (ff % TS_QK == 0) ts__actb_quant_part(&s->hact, s->ffg, f0, f1);
     return;
   }
@@ -361,7 +462,10 @@ void ts__step_swiglu(ts_llm_state *s, int tid, int T) {
   const int64_t ff = s->m->cfg.n_ff;
   int64_t t0, t1;
   ts__split(T, tid, s->nrun, 1, &t0, &t1);
-  for (int64_t t = t0; t < t1; t++) s->ops->swiglu(ff, s->ffg + (size_t)t * (size_t)ff, s->ffu + (size_t)t * (size_t)ff);
+  for (int64_t t = t0; t < t1; t++) {
+    if (s->m->arch == TS__ARCH_GEMMA3) ts__geglu_ref(ff, s->ffg + (size_t)t * (size_t)ff, s->ffu + (size_t)t * (size_t)ff);
+    else s->ops->swiglu(ff, s->ffg + (size_t)t * (size_t)ff, s->ffu + (size_t)t * (size_t)ff);
+  }
 }
 
 void ts__step_down(ts_llm_state *s, int tid, int l, int T) {
@@ -377,10 +481,13 @@ void ts__step_down(ts_llm_state *s, int tid, int l, int T) {
   if (T == 1) { /* decode: h in ffg and, quantized, in hact (ts__step_gate_up) */
     ts__actb h = s->hact;
     h.pf = &s->tb[tid].pf;
-    proj_residual(s, tid, &s->m->layers[l].down, s->ffg, ff, T, ff % TS_QK == 0 ? &h : NULL);
+    proj_residual(s, tid, &s->m->layers[l].down, s->ffg, ff, T, ff % TS_QK == 0 ? &h : NULL, 0);
     return;
   }
-  proj_residual(s, tid, &s->m->layers[l].down, s->ffg, ff, T, NULL);
+  /* llama.cpp's last layer runs its MLP for the tokens whose logits it outputs only (from..): their
+   * Q4_K groups of 4 count from there (the others' results are never read) */
+  const bool last = l == s->m->cfg.n_layer - 1 && s->out_from < T;
+  proj_residual(s, tid, &s->m->layers[l].down, s->ffg, ff, T, NULL, last ? s->out_from : 0);
 }
 
 /* logits[t - from][vocab rows of this thread's units] for tokens [from, T). */
@@ -390,8 +497,14 @@ void ts__step_output(ts_llm_state *s, int tid, int T, int from, float *logits) {
   const float *xf;
   int64_t ldx, r0, r1;
   rows_it it = begin_rows(s, tid, g, T);
-  prep(s, tid, s->x, c->d_model, s->m->output_norm, c->d_model, from, T, &xf, &ldx);
+  prep(s, tid, layer_input(s, tid, c->n_layer, T), c->d_model, s->m->output_norm, c->d_model, from, T, &xf, &ldx);
+  if (ts__qt_kquant(s->m->output.type)) prep_k(s, tid, xf, ldx, c->d_model, from, T);
   const ts__actb sub = actb_from(&s->tb[tid].act, c->d_model, from);
   while (next_rows(s, tid, g, &it, &r0, &r1))
     ts__wmat_gemm(&s->m->output, r0, r1, xf + (size_t)from * (size_t)ldx, ldx, &sub, T - from, logits, c->n_vocab);
+}
+
+void ts__sparse_prep(ts_llm_state *s, int tid, const float *norm, const float **xf, int64_t *ldx) {
+  const int64_t d = s->m->cfg.d_model;
+  prep(s, tid, s->x, d, norm, d, 0, 1, xf, ldx);
 }

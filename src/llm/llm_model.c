@@ -1,5 +1,6 @@
 /* Model loading: the LLaMA hyperparameters from `<arch>.*` metadata, every tensor bound to its
  * place with its shape and type checked, norms converted to fp32, and the tokenizer. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,12 +30,61 @@ static ts_status get_float(const ts_gguf *g, const char *arch, const char *suffi
   return TS_OK;
 }
 
-static ts_status read_config(const ts_gguf *g, ts_llm_config *c) {
+/* gemma3's keys beyond llama's: the sliding window (llama.cpp: local layers only when the key is
+ * present and > 0), the local RoPE base, and the final logit soft-capping this runtime does not
+ * implement (absent or 0 in Gemma 3). The layer pattern is read by bind_all. */
+static ts_status read_gemma3(const ts_gguf *g, ts_llm_config *c) {
+  const char *a = c->arch;
+  TS_TRY(get_int(g, a, "attention.sliding_window", false, 0, 0, 1 << 24, &c->n_swa));
+  TS_TRY(get_float(g, a, "rope.freq_base_swa", false, 10000.0f, &c->rope_base_swa));
+  if (c->rope_base_swa <= 1.0f)
+    return ts_error(TS_ERR_FORMAT, "%s.rope.freq_base_swa = %g must exceed 1", a, (double)c->rope_base_swa);
+  float cap = 0;
+  TS_TRY(get_float(g, a, "final_logit_softcapping", false, 0.0f, &cap));
+  if (cap != 0)
+    return ts_error(TS_ERR_UNSUPPORTED, "%s.final_logit_softcapping = %g: logit soft-capping is not supported", a, (double)cap);
+  return TS_OK;
+}
+
+/* Which layers are local (sliding window), as llama.cpp's load_swa_pattern decides for gemma3:
+ * <arch>.attention.sliding_window_pattern as a per-layer array (nonzero: local), or as n (0: every
+ * layer local; else layer l is local unless l % n == n - 1), by default n = 6. */
+static ts_status read_swa_pattern(const ts_gguf *g, const ts_llm_config *c, ts__llm_layer *layers) {
+  char key[128];
+  snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", c->arch);
+  const int64_t k = ts_gguf_kv_find(g, key);
+  int64_t n = 6;
+  if (k >= 0) {
+    ts_gguf_vtype t;
+    TS_TRY(ts_gguf_kv_info(g, k, NULL, &t, NULL, NULL));
+    if (t == TS_GGUF_ARRAY) {
+      uint64_t count = 0;
+      TS_TRY(ts_gguf_get_arr(g, key, NULL, &count));
+      if (count < (uint64_t)c->n_layer)
+        return ts_error(TS_ERR_FORMAT, "%s has %llu entries for %d layers", key, (unsigned long long)count, c->n_layer);
+      for (int l = 0; l < c->n_layer; l++) {
+        int64_t v;
+        TS_TRY(ts_gguf_arr_int(g, key, (uint64_t)l, &v));
+        layers[l].swa = c->n_swa > 0 && v != 0;
+      }
+      return TS_OK;
+    }
+    TS_TRY(ts_gguf_get_i64(g, key, &n));
+    if (n < 0 || n > 4096) return ts_error(TS_ERR_FORMAT, "%s = %lld is outside 0..4096", key, (long long)n);
+  }
+  for (int l = 0; l < c->n_layer; l++) layers[l].swa = c->n_swa > 0 && (n == 0 || l % n < n - 1);
+  return TS_OK;
+}
+
+static ts_status read_config(const ts_gguf *g, ts_llm_config *c, int *arch) {
   const char *s;
   size_t len;
   TS_TRY(ts_gguf_get_str(g, "general.architecture", &s, &len));
-  if (len != 5 || memcmp(s, "llama", 5))
-    return ts_error(TS_ERR_UNSUPPORTED, "general.architecture \"%.*s\" is not supported (llama)", (int)(len > 31 ? 31 : len), s);
+  const bool gemma3 = len == 6 && !memcmp(s, "gemma3", 6);
+  if ((len != 5 || memcmp(s, "llama", 5)) && !gemma3)
+    return ts_error(TS_ERR_UNSUPPORTED, "general.architecture \"%.*s\" is not supported (llama, gemma3)",
+                    (int)(len > 31 ? 31 : len), s);
+  *arch = gemma3 ? TS__ARCH_GEMMA3 : TS__ARCH_LLAMA;
   memcpy(c->arch, s, len);
   c->arch[len] = 0;
   if (ts_gguf_get_str(g, "general.name", &s, &len) == TS_OK) {
@@ -51,12 +101,15 @@ static ts_status read_config(const ts_gguf *g, ts_llm_config *c) {
   TS_TRY(get_int(g, a, "context_length", false, 2048, 1, 1 << 24, &c->n_ctx_train));
   if (c->n_head % c->n_head_kv)
     return ts_error(TS_ERR_FORMAT, "%s.attention.head_count %d is not a multiple of head_count_kv %d", a, c->n_head, c->n_head_kv);
-  if (c->d_model % c->n_head)
+  char kl[128];
+  snprintf(kl, sizeof kl, "%s.attention.key_length", a);
+  if (c->d_model % c->n_head && ts_gguf_kv_find(g, kl) < 0) /* the head size defaults to d_model / heads */
     return ts_error(TS_ERR_FORMAT, "%s.embedding_length %d is not a multiple of attention.head_count %d", a, c->d_model, c->n_head);
   TS_TRY(get_int(g, a, "attention.key_length", false, c->d_model / c->n_head, 2, 1024, &c->head_dim));
   int vlen = 0;
   TS_TRY(get_int(g, a, "attention.value_length", false, c->head_dim, 2, 1024, &vlen));
-  if (vlen != c->head_dim || c->head_dim * c->n_head != c->d_model)
+  /* gemma3's heads need not make d_model (270M: 4 heads of 256 on 640); llama's always do here */
+  if (vlen != c->head_dim || (!gemma3 && c->head_dim * c->n_head != c->d_model))
     return ts_error(TS_ERR_UNSUPPORTED, "%s: head sizes key %d / value %d with %d heads do not make embedding_length %d", a, c->head_dim,
                     vlen, c->n_head, c->d_model);
   if (c->head_dim % 2) return ts_error(TS_ERR_FORMAT, "%s: head size %d is odd (RoPE rotates pairs)", a, c->head_dim);
@@ -66,7 +119,8 @@ static ts_status read_config(const ts_gguf *g, ts_llm_config *c) {
   if (c->rope_base <= 1.0f) return ts_error(TS_ERR_FORMAT, "%s.rope.freq_base = %g must exceed 1", a, (double)c->rope_base);
   TS_TRY(get_float(g, a, "attention.layer_norm_rms_epsilon", true, 0, &c->rms_eps));
   if (c->rms_eps < 0) return ts_error(TS_ERR_FORMAT, "%s.attention.layer_norm_rms_epsilon = %g is negative", a, (double)c->rms_eps);
-  c->rope = TS_LLM_ROPE_NORM; /* llama's GGUF layout: the converter permuted Q/K for adjacent pairs */
+  /* llama's GGUF layout: the converter permuted Q/K for adjacent pairs; gemma3 keeps the NEOX halves */
+  c->rope = gemma3 ? TS_LLM_ROPE_NEOX : TS_LLM_ROPE_NORM;
   c->rope_scale = 1.0f;
   char key[128];
   snprintf(key, sizeof key, "%s.rope.scaling.type", a);
@@ -81,6 +135,7 @@ static ts_status read_config(const ts_gguf *g, ts_llm_config *c) {
       c->rope_scale = 1.0f / f;
     }
   }
+  if (gemma3) TS_TRY(read_gemma3(g, c));
   return TS_OK;
 }
 
@@ -127,45 +182,75 @@ static bool has_tensor(const ts_gguf *g, const char *name) {
 static ts_status bind_all(ts_llm_model *m) {
   const ts_gguf *g = m->g;
   ts_llm_config *c = &m->cfg;
-  const int64_t d = c->d_model, hd = c->head_dim, ff = c->n_ff;
+  const bool gemma = m->arch == TS__ARCH_GEMMA3;
+  const int64_t d = c->d_model, hd = c->head_dim, ff = c->n_ff, nq = (int64_t)c->n_head * hd;
   TS_TRY(bind(g, "token_embd.weight", d, c->n_vocab, &m->tok_embd));
   c->tied_output = !has_tensor(g, "output.weight");
   if (c->tied_output) m->output = m->tok_embd;
   else TS_TRY(bind(g, "output.weight", d, c->n_vocab, &m->output));
-  m->norms = malloc(((size_t)2 * (size_t)c->n_layer + 1) * (size_t)d * sizeof(float));
+  /* norms: output_norm, then per layer attn_norm, ffn_norm (gemma3 also post_attention_norm,
+   * post_ffw_norm [d] and attn_q_norm, attn_k_norm [hd]) */
+  const size_t per = gemma ? (size_t)(4 * d + 2 * hd) : (size_t)(2 * d);
+  m->norms = malloc((per * (size_t)c->n_layer + (size_t)d) * sizeof(float));
   m->layers = calloc((size_t)c->n_layer, sizeof *m->layers);
   if (!m->norms || !m->layers) return ts_error(TS_ERR_OOM, "out of memory for %d layers", c->n_layer);
   TS_TRY(bind_norm(g, "output_norm.weight", d, m->norms));
   m->output_norm = m->norms;
   m->weight_bytes = (uint64_t)m->output.row_bytes * (uint64_t)m->output.rows + (uint64_t)d * 4;
+  if (gemma) /* EmbeddingGemma's dense projections: another model */
+    for (int i = 0; i < 2; i++) {
+      const char *nm = i ? "dense_3.weight" : "dense_2.weight";
+      if (has_tensor(g, nm)) return ts_error(TS_ERR_UNSUPPORTED, "tensor %s: gemma3's dense output projections are not supported", nm);
+    }
   for (int l = 0; l < c->n_layer; l++) {
     ts__llm_layer *L = &m->layers[l];
     char nm[96];
-    float *nw = m->norms + (size_t)(1 + 2 * l) * (size_t)d;
+    float *nw = m->norms + (size_t)d + (size_t)l * per;
 #define NAME(s) (snprintf(nm, sizeof nm, "blk.%d." s, l), nm)
     TS_TRY(bind_norm(g, NAME("attn_norm.weight"), d, nw));
     TS_TRY(bind_norm(g, NAME("ffn_norm.weight"), d, nw + d));
     L->attn_norm = nw;
     L->ffn_norm = nw + d;
+    if (gemma) {
+      TS_TRY(bind_norm(g, NAME("post_attention_norm.weight"), d, nw + 2 * d));
+      TS_TRY(bind_norm(g, NAME("post_ffw_norm.weight"), d, nw + 3 * d));
+      TS_TRY(bind_norm(g, NAME("attn_q_norm.weight"), hd, nw + 4 * d));
+      TS_TRY(bind_norm(g, NAME("attn_k_norm.weight"), hd, nw + 4 * d + hd));
+      L->post_attn_norm = nw + 2 * d;
+      L->post_ffn_norm = nw + 3 * d;
+      L->q_norm = nw + 4 * d;
+      L->k_norm = nw + 4 * d + hd;
+    }
     static const char *const biases[] = {"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias"};
     for (int b = 0; b < 4; b++) {
       snprintf(nm, sizeof nm, "blk.%d.%s", l, biases[b]);
       if (has_tensor(g, nm)) return ts_error(TS_ERR_UNSUPPORTED, "tensor %s: attention biases are not supported", nm);
     }
-    TS_TRY(bind(g, NAME("attn_q.weight"), d, c->n_head * hd, &L->wq));
+    TS_TRY(bind(g, NAME("attn_q.weight"), d, nq, &L->wq));
     TS_TRY(bind(g, NAME("attn_k.weight"), d, c->n_head_kv * hd, &L->wk));
     TS_TRY(bind(g, NAME("attn_v.weight"), d, c->n_head_kv * hd, &L->wv));
-    TS_TRY(bind(g, NAME("attn_output.weight"), c->n_head * hd, d, &L->wo));
+    TS_TRY(bind(g, NAME("attn_output.weight"), nq, d, &L->wo));
     TS_TRY(bind(g, NAME("ffn_gate.weight"), d, ff, &L->gate));
     TS_TRY(bind(g, NAME("ffn_up.weight"), d, ff, &L->up));
     TS_TRY(bind(g, NAME("ffn_down.weight"), ff, d, &L->down));
 #undef NAME
     const ts__wmat *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down};
     for (int i = 0; i < 7; i++) m->weight_bytes += (uint64_t)ws[i]->row_bytes * (uint64_t)ws[i]->rows;
-    m->weight_bytes += (uint64_t)2 * (uint64_t)d * 4;
+    m->weight_bytes += (uint64_t)per * 4;
   }
   m->weight_bytes += m->tok_embd.row_bytes; /* the token's embedding row */
   c->wtype = m->layers[0].gate.type;
+  m->embd_scale = 1.0f;
+  m->q_scale = 0;
+  if (gemma) {
+    TS_TRY(read_swa_pattern(g, c, m->layers));
+    for (int l = 0; l < c->n_layer; l++) c->n_swa_layers += m->layers[l].swa;
+    /* llama.cpp's gemma3 graph: inputs times sqrtf(n_embd); q times f_attention_scale after RoPE,
+     * 1/sqrt(n_embd / n_head) for the 27B model (62 layers), else 1/sqrt(head_dim) */
+    m->embd_scale = sqrtf((float)d);
+    const int64_t qd = c->n_layer == 62 && d >= c->n_head ? d / c->n_head : hd;
+    m->q_scale = 1.0f / sqrtf((float)qd);
+  }
   return TS_OK;
 }
 
@@ -339,7 +424,7 @@ ts_status ts_llm_model_from_gguf(ts_llm_model **out, ts_gguf *g, const char *nam
   pthread_mutex_init(&m->lock, NULL);
   m->name = strdup(name);
   ts_status s = m->name ? TS_OK : ts_error(TS_ERR_OOM, "out of memory");
-  if (s == TS_OK) s = read_config(g, &m->cfg);
+  if (s == TS_OK) s = read_config(g, &m->cfg, &m->arch);
   if (s == TS_OK) {
     ts_status vs = ts_llm_vocab_load(&m->vocab, g, NULL);
     if (vs != TS_OK) {

@@ -2,6 +2,7 @@
  * references; SwiGLU has one per build class, cpu_order.h) and the per-ISA table of the non-matmul
  * kernels (ts__llm_ops). */
 #include <math.h>
+#include <pthread.h>
 
 #include "llm/cpu_order.h"
 #include "llm/llm_internal.h"
@@ -42,6 +43,34 @@ void ts__rmsnorm_ref(int64_t n, const float *x, const float *w, float eps, float
 }
 
 void ts__f16_ref(int64_t n, const float *x, uint16_t *y) { ts_f32_to_f16_array(x, y, (size_t)n); }
+
+/* ggml's GELU table (llm_internal.h, ts__geglu_ref): entry h = fp16(gelu(fp32 of fp16 h)) with
+ * gelu(x) = (1 + tanhf((sqrt(2/pi) x) t)) (0.5 x), t = fma(x, 0.044715 x, 1): the expression as
+ * llama-cpp-python 0.3.36's gcc build of ggml_cpu_init computes it (its disassembly on the AVX2
+ * machine, 2026-12-07: 0.044715 x x + 1 contracted into one fma, the other products rounded),
+ * with the C library's tanhf as it calls it. Filled once per process. */
+static uint16_t g_gelu[1 << 16];
+static pthread_once_t g_gelu_once = PTHREAD_ONCE_INIT;
+
+static void gelu_init(void) {
+  for (int h = 0; h < (1 << 16); h++) {
+    const float x = ts_f16_to_f32((uint16_t)h);
+    const float t = fmaf(x, 0.044715f * x, 1.0f);
+    const float u = (0.79788456080286535587989211986876f * x) * t;
+    const float y = (1.0f + tanhf(u)) * (0.5f * x);
+    g_gelu[h] = ts_f32_to_f16(y);
+  }
+}
+
+void ts__geglu_ref(int64_t n, float *g, const float *u) {
+  pthread_once(&g_gelu_once, gelu_init);
+  for (int64_t i = 0; i < n; i++) {
+    const float x = g[i];
+    if (x <= -10.0f) g[i] = 0.0f;
+    else if (x >= 10.0f) g[i] = x * u[i];
+    else g[i] = ts_f16_to_f32(g_gelu[ts_f32_to_f16(x)]) * u[i];
+  }
+}
 
 /* Each set names the scalar forms of its order (the tests' reference). The scalar level follows
  * llama.cpp's AVX-512 order, as tessera always has: its logits equal those of llama.cpp on

@@ -327,14 +327,17 @@ void ts__sparse_mlp_b(ts_llm_state *s, int tid, int l) {
   int64_t a0, a1;
   ts__split(k, tid, s->nrun, 1, &a0, &a1);
   const ts__wmat *U = &s->m->layers[l].up;
-  const ts__dot_fn dot = ts__quant_dot_fn(ts__quant(), U->type);
   const ts__actb *xb = &s->tb[tid].act;
   const ts_quant_act xq = {.n = c->d_model, .q = xb->q, .d = xb->d, .sum = xb->sum, .s = xb->s};
-  const float *xf = s->tb[tid].xn;
-  for (int64_t j = a0; j < a1; j++) {
-    const int32_t i = idx[j];
-    w->h[i] = s->ffg[i] * dot(U->cols, U->data + (size_t)i * U->row_bytes, xf, &xq);
+  const ts__gdot_fn gdot = ts__sparse_gdot(ts__sparse_kern_active(), U->type);
+  float *u = w->coef[tid]; /* up of the share (coef is free until phase C) */
+  const uint8_t *ud = U->data;
+  if (gdot) gdot(ud, U->row_bytes, idx + a0, (int)(a1 - a0), &xq, u);
+  else {
+    const ts__dot_fn dot = ts__quant_dot_fn(ts__quant(), U->type);
+    for (int64_t j = a0; j < a1; j++) u[j - a0] = dot(U->cols, ud + (size_t)idx[j] * U->row_bytes, s->tb[tid].xn, &xq);
   }
+  for (int64_t j = a0; j < a1; j++) w->h[idx[j]] = s->ffg[idx[j]] * u[j - a0];
   double *ct = cnt(s, tid, l);
   ct[TS__SP_BYTES + TS_LLM_PROJ_UP] += (double)(a1 - a0) * (double)U->row_bytes;
   if (tid == 0) {

@@ -94,9 +94,12 @@ static ts_status stream_at(const ts_llm_model *m, int nt, const int *wpf, int nc
       width_act *a = &wa[nw++];
       a->n = n;
       a->x = ts_malloc((size_t)n * sizeof *a->x);
+      const bool kform = n % TS_QKK == 0; /* the K-quants' Q8_K form */
       a->a = (ts__actb){n, ts_malloc((size_t)n), ts_malloc((size_t)nb * sizeof(float)), ts_malloc((size_t)nb * sizeof(float)),
-                        ts_malloc((size_t)nb * sizeof(int32_t)), ts_malloc((size_t)nb * 8 * sizeof(int32_t)), NULL};
-      if (!a->x || !a->a.q || !a->a.d || !a->a.s || !a->a.sum || !a->a.gsum) {
+                        ts_malloc((size_t)nb * sizeof(int32_t)), ts_malloc((size_t)nb * 8 * sizeof(int32_t)), NULL,
+                        kform ? ts_malloc((size_t)n) : NULL, kform ? ts_malloc((size_t)(n / TS_QKK) * sizeof(float)) : NULL,
+                        kform ? ts_malloc((size_t)(n / 16) * sizeof(int16_t)) : NULL};
+      if (!a->x || !a->a.q || !a->a.d || !a->a.s || !a->a.sum || !a->a.gsum || (kform && (!a->a.kq || !a->a.kd || !a->a.kbs))) {
         st = ts_error(TS_ERR_OOM, "ts_llm_model_stream_gbs: out of memory");
         break;
       }
@@ -106,6 +109,7 @@ static ts_status stream_at(const ts_llm_model *m, int nt, const int *wpf, int nc
       if (n % TS_QK == 0) {
         qt->act_quantize(n, a->x, a->a.q, a->a.d, a->a.sum, a->a.s);
         if (qt->prep_packed) qt->prep_packed(n, 1, a->a.q, a->a.gsum);
+        if (a->a.kq) qt->act_quantize_k(n, a->x, a->a.kq, a->a.kd, a->a.kbs);
       }
     }
     wi[i] = j;
@@ -129,6 +133,7 @@ static ts_status stream_at(const ts_llm_model *m, int nt, const int *wpf, int nc
   }
   for (int j = 0; j < nw; j++) {
     ts_free(wa[j].x), ts_free(wa[j].a.q), ts_free(wa[j].a.d), ts_free(wa[j].a.s), ts_free(wa[j].a.sum), ts_free(wa[j].a.gsum);
+    ts_free(wa[j].a.kq), ts_free(wa[j].a.kd), ts_free(wa[j].a.kbs);
   }
   ts_free(y);
   free(w), free(wi), free(sp), free(fn), free(args), free(res);

@@ -7,7 +7,10 @@
 #define TS__QTABLE(sfx, level, prep, g8, g40, g41)                                              \
   {                                                                                              \
     level, ts__act_quantize_##sfx, ts__dot_f32_##sfx, ts__dot_f16_##sfx, ts__dot_bf16_##sfx,    \
-        ts__dot_q8_0_##sfx, ts__dot_q4_0_##sfx, ts__dot_q4_1_##sfx, prep, g8, g40, g41          \
+        ts__dot_q8_0_##sfx, ts__dot_q4_0_##sfx, ts__dot_q4_1_##sfx, ts__dot_q5_0_##sfx,          \
+        ts__dot_q4_k_##sfx, ts__dot_q6_k_##sfx, ts__dot_q4_k4_##sfx, ts__dot_q6_k_t_##sfx,         \
+        ts__act_quantize_k_ref, prep,                                                            \
+        g8, g40, g41                                                                             \
   }
 
 /* The scalar level batches through the loop over its dots (ts__quant_gemm_with) on the file's rows;
@@ -53,16 +56,19 @@ ts__dot_fn ts__quant_dot_fn(const ts__quant_table *t, uint32_t type) {
     case TS_QT_Q8_0: return t->dot_q8_0;
     case TS_QT_Q4_0: return t->dot_q4_0;
     case TS_QT_Q4_1: return t->dot_q4_1;
+    case TS_QT_Q5_0: return t->dot_q5_0;
+    case TS_QT_Q4_K: return t->dot_q4_k;
+    case TS_QT_Q6_K: return t->dot_q6_k;
     default: return NULL;
   }
 }
 
-static bool is_block(uint32_t type) { return type == TS_QT_Q8_0 || type == TS_QT_Q4_0 || type == TS_QT_Q4_1; }
+static bool is_block(uint32_t type) { return ts__qt_block(type); }
 
 /* Kernels exist for the type and n fits its blocks; row bytes out. */
 static ts_status check_row(const char *fn, uint32_t type, int64_t n, size_t *row_bytes) {
   if (!ts_qtype_has_kernels(type))
-    return ts_error(TS_ERR_DTYPE, "%s: no kernels for tensor type %s (id %u); supported: f32, f16, bf16, q8_0, q4_0, q4_1",
+    return ts_error(TS_ERR_DTYPE, "%s: no kernels for tensor type %s (id %u); supported: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q4_k, q6_k",
                     fn, ts_qtype_name(type), type);
   ts_status s = ts_qtype_row_bytes(type, n, row_bytes);
   if (s != TS_OK) ts_error_prefix("%s: ", fn);
@@ -88,10 +94,13 @@ ts_status ts_quant_quantize_row(uint32_t type, const float *src, void *dst, int6
 /* ---- activation -------------------------------------------------------------------------- */
 
 /* Layout in caller memory, from mem rounded up to 4 bytes (the extra 4 bytes in the size pay for
- * that): d[nb] float, sum[nb] int32, s[nb] float, q[n] int8. */
+ * that): d[nb] float, sum[nb] int32, s[nb] float, q[n] int8; when n % 256 == 0 then kd[n/256]
+ * float, kbs[n/16] int16, kq[n] int8 (q[n] and the K part keep 4-byte alignment: n % 32 == 0). */
+static size_t act_k_bytes(int64_t n) { return n % TS_QKK ? 0 : (size_t)(n / TS_QKK) * 4 + (size_t)(n / 16) * 2 + (size_t)n; }
+
 size_t ts_quant_act_bytes(int64_t n) {
   if (n <= 0 || n % TS_QK || n > INT64_MAX / 4) return 0;
-  return (size_t)(n / TS_QK) * 12 + (size_t)n + 4;
+  return (size_t)(n / TS_QK) * 12 + (size_t)n + 4 + act_k_bytes(n);
 }
 
 ts_status ts_quant_act_init(ts_quant_act *a, int64_t n, void *mem, size_t bytes) {
@@ -110,6 +119,15 @@ ts_status ts_quant_act_init(ts_quant_act *a, int64_t n, void *mem, size_t bytes)
   a->sum = (int32_t *)(p + 4 * nb);
   a->s = (float *)(p + 8 * nb);
   a->q = (int8_t *)(p + 12 * nb);
+  a->kq = NULL;
+  a->kd = NULL;
+  a->kbs = NULL;
+  if (n % TS_QKK == 0) {
+    const uintptr_t k = p + 12 * nb + (size_t)n;
+    a->kd = (float *)k;
+    a->kbs = (int16_t *)(k + 4 * (size_t)(n / TS_QKK));
+    a->kq = (int8_t *)(k + 4 * (size_t)(n / TS_QKK) + 2 * (size_t)(n / 16));
+  }
   return TS_OK;
 }
 
@@ -120,6 +138,7 @@ ts_status ts_quant_act_quantize(ts_quant_act *a, const float *x) {
     return ts_error(TS_ERR_SHAPE, "ts_quant_act_quantize: length %lld is not a positive multiple of %d",
                     (long long)a->n, TS_QK);
   ts__quant()->act_quantize(a->n, x, a->q, a->d, a->sum, a->s);
+  if (a->n % TS_QKK == 0 && a->kq && a->kd && a->kbs) ts__quant()->act_quantize_k(a->n, x, a->kq, a->kd, a->kbs);
   return TS_OK;
 }
 
@@ -129,6 +148,9 @@ static ts_status check_inputs(const char *fn, uint32_t type, int64_t n, const fl
   if (is_block(type)) {
     if (!xq || !xq->q || !xq->d || !xq->sum || !xq->s)
       return ts_error(TS_ERR_INVALID_ARG, "%s: %s needs the quantized activation (xq)", fn, ts_qtype_name(type));
+    if (ts__qt_kquant(type) && (!xq->kq || !xq->kd || !xq->kbs))
+      return ts_error(TS_ERR_INVALID_ARG, "%s: %s needs the activation's Q8_K form (xq->kq, kd, kbs)", fn,
+                      ts_qtype_name(type));
     if (xq->n != n)
       return ts_error(TS_ERR_SHAPE, "%s: activation has %lld values, the row %lld", fn, (long long)xq->n,
                       (long long)n);
@@ -198,7 +220,8 @@ ts_status ts_quant_matvec(const ts_context *ctx, uint32_t type, const void *W, i
   TS_TRY(check_row("ts_quant_matvec", type, cols, &rb));
   if (cols == 0 || rows <= 0) return ts_quant_matvec_act(ctx, type, W, rows, cols, x, NULL, y);
   if (!x) return ts_error(TS_ERR_INVALID_ARG, "ts_quant_matvec: NULL x");
-  _Alignas(64) unsigned char stack[TS__ACT_STACK / TS_QK * 12 + TS__ACT_STACK + 4];
+  _Alignas(64) unsigned char stack[TS__ACT_STACK / TS_QK * 12 + TS__ACT_STACK + 4 + TS__ACT_STACK / TS_QKK * 4 +
+                                   TS__ACT_STACK / 16 * 2 + TS__ACT_STACK];
   size_t need = ts_quant_act_bytes(cols);
   void *mem = need <= sizeof stack ? (void *)stack : ts_malloc(need);
   if (!mem) return TS_ERR_OOM;

@@ -20,13 +20,40 @@
 typedef struct TS__BLK ts__blk_q8_0 { uint16_t d; int8_t q[32]; } ts__blk_q8_0;
 typedef struct TS__BLK ts__blk_q4_0 { uint16_t d; uint8_t qs[16]; } ts__blk_q4_0;
 typedef struct TS__BLK ts__blk_q4_1 { uint16_t d, m; uint8_t qs[16]; } ts__blk_q4_1;
+typedef struct TS__BLK ts__blk_q5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } ts__blk_q5_0;
+typedef struct TS__BLK ts__blk_q4_k { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; } ts__blk_q4_k;
+typedef struct TS__BLK ts__blk_q6_k { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } ts__blk_q6_k;
 _Static_assert(sizeof(ts__blk_q8_0) == 34, "q8_0 block");
 _Static_assert(sizeof(ts__blk_q4_0) == 18, "q4_0 block");
 _Static_assert(sizeof(ts__blk_q4_1) == 20, "q4_1 block");
+_Static_assert(sizeof(ts__blk_q5_0) == 22, "q5_0 block");
+_Static_assert(sizeof(ts__blk_q4_k) == 144, "q4_k block");
+_Static_assert(sizeof(ts__blk_q6_k) == 210, "q6_k block");
+
+/* The block types whose dots read the Q8 activation (Q8_0, Q4_0, Q4_1, Q5_0), the K-quants (its
+ * Q8_K form), and either. */
+static inline bool ts__qt_block32(uint32_t t) {
+  return t == TS_QT_Q8_0 || t == TS_QT_Q4_0 || t == TS_QT_Q4_1 || t == TS_QT_Q5_0;
+}
+static inline bool ts__qt_kquant(uint32_t t) { return t == TS_QT_Q4_K || t == TS_QT_Q6_K; }
+static inline bool ts__qt_block(uint32_t t) { return ts__qt_block32(t) || ts__qt_kquant(t); }
+
+/* Q4_K's 6-bit scale and min of sub-block j (0..7) from its 12 packed bytes (quant.h). */
+static inline void ts__q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
 
 /* dot(row of n elements, activation): float types read x, block types read xq. */
 typedef float (*ts__dot_fn)(int64_t n, const void *row, const float *x, const ts_quant_act *xq);
 typedef void (*ts__actq_fn)(int64_t n, const float *x, int8_t *q, float *d, int32_t *sum, float *s);
+/* The Q8_K form of n (multiple of 256) values (quant.h): kq[n], kd[n/256], kbs[n/16]. */
+typedef void (*ts__actqk_fn)(int64_t n, const float *x, int8_t *kq, float *kd, int16_t *kbs);
 
 /* Lines prefetched on the side while other work runs (decode): ranges of `count` rows of `len`
  * bytes, `stride` apart, walked a few 64-byte lines at a time into L2 by the packed kernels' tiles,
@@ -108,6 +135,18 @@ typedef struct ts__qbatch {
   const float *s;
   const int32_t *gsum;
   ts__pfq *pf; /* side prefetches (NULL: none) */
+  /* the Q8_K form for K-quant weights, per token back to back: kq[T][n], kd[T][n/256],
+   * kbs[T][n/16] (NULL when the batch has none) */
+  const int8_t *kq;
+  const float *kd;
+  const int16_t *kbs;
+  /* The K-quants' batch orders (quant_internal.h): llama.cpp runs the tokens of a Q4_K matmul in
+   * groups of 4 through its repacked gemm and the last T % 4 through its gemv, and a Q6_K matmul
+   * of 8 or more tokens through its tiled kernel. Tokens gfrom .. gfrom + gn - 1 of this batch are
+   * that matmul's tokens (gn 0: all T from gfrom); Q4_K: the first gn - gn % 4 of them take the
+   * gemm's order (ts__dot_q4_k4); Q6_K: all of them the tiled order when gn >= 8
+   * (ts__dot_q6_k_t). */
+  int gfrom, gn;
 } ts__qbatch;
 
 /* Packed block-type rows (ts__pack_rows): the file's blocks regrouped in groups of 8 rows (the
@@ -137,6 +176,12 @@ typedef struct ts__quant_table {
   ts_isa isa;
   ts__actq_fn act_quantize;
   ts__dot_fn dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot_q4_1;
+  /* Q5_0 (Q8 activation), Q4_K and Q6_K (its Q8_K form, made by act_quantize_k); row dots only,
+   * no packed kernels: the LLM runtime runs them on the file's rows */
+  ts__dot_fn dot_q5_0, dot_q4_k, dot_q6_k;
+  ts__dot_fn dot_q4_k4; /* Q4_K in the order of llama.cpp's 4-token gemm (ts__dot_q4_k4_ref) */
+  ts__dot_fn dot_q6_k_t; /* Q6_K in the order of llama.cpp's tiled matmul (ts__dot_q6_k_t_ref) */
+  ts__actqk_fn act_quantize_k;
   /* packed kernels (NULL at the scalar level: it runs its dots on the file's rows) */
   ts__prep_fn prep_packed;
   ts__pgemm_fn pgemm_q8_0, pgemm_q4_0, pgemm_q4_1;
@@ -166,6 +211,40 @@ ts__pgemm_fn ts__quant_pgemm_fn(const ts__quant_table *t, uint32_t type);
 TS__QUANT_DECLARE(ref)
 TS__QUANT_DECLARE(avx2)
 TS__QUANT_DECLARE(avx512)
+
+/* Q5_0 and the K-quants (quant_k_ref.c: the references, llama.cpp's orders; quant_k_avx2.c; the
+ * AVX-512 level runs the AVX2 row dots, as for Q4_0, see quant_avx512.c). Q4_K follows llama.cpp's
+ * x86 kernels for Q4_K rows repacked 8 at a time (ggml's CPU_REPACK q4_K_8x8, which llama.cpp uses
+ * for every Q4_K matrix whose row count is a multiple of 8 on an AVX2 or AVX-512 CPU): per output,
+ * acc = fma((float)S_b, d_w kd_b, acc) and accm = fma((float)M_b, dmin_w kd_b, accm) super-block
+ * after super-block, then acc - accm (S_b, M_b the exact integers of quant.h): its gemv, which
+ * llama.cpp runs for a single token and for the last T % 4 tokens of a batch; the first T - T % 4
+ * it runs 4 at a time through its gemm, which takes the fma per pair of sub-blocks instead (4
+ * per super-block: S and M of sub-blocks 2p and 2p + 1, p = 0..3; ts__dot_q4_k4). Q6_K follows
+ * ggml_vec_dot_q6_K_q8_K's AVX2 code (its AVX-512 build runs the same): 8 int32 lanes per
+ * super-block, lane L = sum over the 8 vectors v of 32 elements of sc[2v + L / 4] times the sum of
+ * q kq over elements 32v + 4L .. + 3, minus 32 (kbs[2L] sc[2L] + kbs[2L + 1] sc[2L + 1]); acc_L =
+ * fma(kd d_w, (float)lane, acc_L), then hsum8 (cpu_order.h): what llama.cpp runs for a matmul of
+ * fewer than 8 tokens. With 8 or more its tiled K-quant matmul (ggml-cpu/tiled, on by default)
+ * takes over (ts__dot_q6_k_t): per super-block the exact integer S = sum_g sc_g sum (q - 32) kq,
+ * acc = fma(d_w (float)S, kd, acc) (the product d_w (float)S rounded first). Which of each pair a
+ * batch token takes: ts__qbatch's gfrom / gn. */
+#define TS__QUANT_K_DECLARE(sfx)                                                                  \
+  float ts__dot_q5_0_##sfx(int64_t n, const void *row, const float *x, const ts_quant_act *xq);   \
+  float ts__dot_q4_k_##sfx(int64_t n, const void *row, const float *x, const ts_quant_act *xq);   \
+  float ts__dot_q6_k_##sfx(int64_t n, const void *row, const float *x, const ts_quant_act *xq);   \
+  float ts__dot_q4_k4_##sfx(int64_t n, const void *row, const float *x, const ts_quant_act *xq);  \
+  float ts__dot_q6_k_t_##sfx(int64_t n, const void *row, const float *x, const ts_quant_act *xq);
+TS__QUANT_K_DECLARE(ref)
+TS__QUANT_K_DECLARE(avx2)
+TS__QUANT_K_DECLARE(avx512)
+/* GGML's quantize_row_q8_K_ref (quant.h's Q8_K form); every level uses it (a d-wide pass per token,
+ * small beside the matmuls that read it). */
+void ts__act_quantize_k_ref(int64_t n, const float *x, int8_t *kq, float *kd, int16_t *kbs);
+/* Reference dequantize / quantize of the K-quants and Q5_0 (quant_k_ref.c; ts__dequant_ref and
+ * ts__quantize_ref call them). */
+void ts__dequant_k_ref(uint32_t type, const void *src, float *dst, int64_t n);
+void ts__quantize_k_ref(uint32_t type, const float *src, void *dst, int64_t n);
 
 /* The room's variants (scalar, AVX2, AVX-512 VNNI, AVX-512 VNNI + GFNI) in the core dispatcher,
  * the active table (TESSERA_ISA / TESSERA_REF apply), and the best table of an ISA family that

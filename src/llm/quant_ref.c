@@ -64,7 +64,7 @@ void ts__dequant_ref(uint32_t type, const void *src, float *dst, int64_t n) {
       }
       return;
     }
-    default: return;
+    default: ts__dequant_k_ref(type, src, dst, n); return; /* Q5_0, Q4_K, Q6_K (quant_k_ref.c) */
   }
 }
 
@@ -134,7 +134,7 @@ void ts__quantize_ref(uint32_t type, const float *src, void *dst, int64_t n) {
     case TS_QT_Q4_1:
       for (int64_t k = 0; k < n / 32; k++) quant_q4_1(src + 32 * k, (ts__blk_q4_1 *)dst + k);
       return;
-    default: return;
+    default: ts__quantize_k_ref(type, src, dst, n); return;
   }
 }
 

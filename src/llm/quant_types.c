@@ -48,7 +48,7 @@ ts_status ts_qtype_parse(const char *name, uint32_t *type) {
       *type = t;
       return TS_OK;
     }
-  return ts_error(TS_ERR_DTYPE, "unknown tensor type '%s' (expected f32, f16, bf16, q8_0, q4_0, q4_1, ...)",
+  return ts_error(TS_ERR_DTYPE, "unknown tensor type '%s' (expected f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q4_k, q6_k, ...)",
                   name);
 }
 
@@ -78,5 +78,5 @@ ts_status ts_qtype_row_bytes(uint32_t t, int64_t n, size_t *bytes) {
 
 bool ts_qtype_has_kernels(uint32_t t) {
   return t == TS_QT_F32 || t == TS_QT_F16 || t == TS_QT_BF16 || t == TS_QT_Q8_0 || t == TS_QT_Q4_0 ||
-         t == TS_QT_Q4_1;
+         t == TS_QT_Q4_1 || t == TS_QT_Q5_0 || t == TS_QT_Q4_K || t == TS_QT_Q6_K;
 }

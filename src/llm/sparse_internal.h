@@ -21,26 +21,36 @@
 #include <stdint.h>
 
 #include "core/dispatch.h"
+#include "tessera/quant.h"
 
 /* y[0 .. 32 nblk) += sum_k c[k] * W^T row idx[k], blocks of `bsz` bytes, row idx[k] at
  * base + idx[k] * stride (a piece's segment). */
 typedef void (*ts__axpy_fn)(const uint8_t *base, size_t stride, int64_t nblk, const int32_t *idx, const float *c,
                             int n, float *y);
+/* out[k] = dot(row rows[k] of a file-layout block matrix, x) for k < n (the active neurons' up
+ * rows): x quantized to int8 blocks (ts_quant_act, x->n the row length). */
+typedef void (*ts__gdot_fn)(const uint8_t *data, size_t row_bytes, const int32_t *rows, int n,
+                            const ts_quant_act *x, float *out);
 typedef struct ts__sparse_kern {
   ts__axpy_fn axpy_q8_0, axpy_q4_1;
+  ts__gdot_fn gdot_q8_0, gdot_q4_1;
 } ts__sparse_kern;
 
 void ts__axpy_q8_0_ref(const uint8_t *base, size_t stride, int64_t nblk, const int32_t *idx, const float *c, int n, float *y);
 void ts__axpy_q4_1_ref(const uint8_t *base, size_t stride, int64_t nblk, const int32_t *idx, const float *c, int n, float *y);
 void ts__axpy_q8_0_avx2(const uint8_t *base, size_t stride, int64_t nblk, const int32_t *idx, const float *c, int n, float *y);
 void ts__axpy_q4_1_avx2(const uint8_t *base, size_t stride, int64_t nblk, const int32_t *idx, const float *c, int n, float *y);
-void ts__axpy_q8_0_avx512(const uint8_t *base, size_t stride, int64_t nblk, const int32_t *idx, const float *c, int n, float *y);
-void ts__axpy_q4_1_avx512(const uint8_t *base, size_t stride, int64_t nblk, const int32_t *idx, const float *c, int n, float *y);
+void ts__gdot_q8_0_ref(const uint8_t *data, size_t row_bytes, const int32_t *rows, int n, const ts_quant_act *x, float *out);
+void ts__gdot_q4_1_ref(const uint8_t *data, size_t row_bytes, const int32_t *rows, int n, const ts_quant_act *x, float *out);
+void ts__gdot_q8_0_avx2(const uint8_t *data, size_t row_bytes, const int32_t *rows, int n, const ts_quant_act *x, float *out);
+void ts__gdot_q4_1_avx2(const uint8_t *data, size_t row_bytes, const int32_t *rows, int n, const ts_quant_act *x, float *out);
 
 extern ts__dispatch ts__sparse_dispatch;
 const ts__sparse_kern *ts__sparse_kern_active(void);
-/* The AXPY of a transposed copy's type (TS_QT_Q8_0 or TS_QT_Q4_1) in table k. */
+/* The AXPY of a transposed copy's type (TS_QT_Q8_0 or TS_QT_Q4_1) in table k; the indexed row dot
+ * of a file type (NULL for types without one: the caller uses the quant table's dot per row). */
 ts__axpy_fn ts__sparse_axpy(const ts__sparse_kern *k, uint32_t type);
+ts__gdot_fn ts__sparse_gdot(const ts__sparse_kern *k, uint32_t type);
 
 /* A transposed, re-quantized copy of a weight matrix W[n_out][n_in], cut by output rows into
  * pieces: piece p holds rows [cut[p], cut[p+1]) (multiples of 32) of every input, input j's

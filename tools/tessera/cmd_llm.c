@@ -4,7 +4,8 @@
  *   bench       prefill and decode speed, bytes per token, GB/s and % of the machine's bandwidth
  *   tokenize    token ids (and pieces) of a text
  *   logits      logits of every position of a prompt into a .npy file (the peer check reads it)
- *   info        the model's configuration */
+ *   info        the model's configuration
+ *   calibrate, eval, and bench with --thresholds / --config: activation sparsity (cmd_llm_sparse.c) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,8 +50,9 @@ static const struct { const char *name; unsigned allowed; const char *usage; } k
 static void print_help(void) {
   printf("usage: tessera llm SUBCOMMAND --model FILE.gguf [options] [--threads N] [--json]\n\n");
   for (int i = 0; i < NSUBS; i++) printf("  tessera llm %s\n", kSubs[i].usage);
-  printf("\nA LLaMA-architecture GGUF model (F32/F16/BF16/Q8_0/Q4_0/Q4_1 weights) with its gpt2 (byte-level\n"
-         "BPE) or llama (SentencePiece) tokenizer. generate streams the text as it is produced; --temp 0\n"
+  printf("\nA LLaMA- or Gemma-3-architecture GGUF model (F32/F16/BF16/Q8_0/Q4_0/Q4_1/Q5_0/Q4_K/Q6_K weights)\n"
+         "with its gpt2 (byte-level BPE) or llama (SentencePiece) tokenizer. generate streams the text as it\n"
+         "is produced; --temp 0\n"
          "(default) is greedy, --chat wraps the prompt in the model's ChatML template; without --ctx it\n"
          "stops at the model's training context (llm info prints it), --ctx N goes past it with a note.\n"
          "JSON output replaces bytes that are not UTF-8 (a token may end mid-character) by U+FFFD.\n"
@@ -445,12 +447,20 @@ static int do_info(const opts *o, run *r) {
     cJSON_AddStringToObject(j, "weight_type", ts_qtype_name(c->wtype));
     cJSON_AddNumberToObject(j, "weight_bytes_per_token", (double)wb);
     cJSON_AddStringToObject(j, "tokenizer", ts_llm_vocab_kind_of(r->v) == TS_LLM_VOCAB_BPE ? "bpe" : "spm");
+    if (c->n_swa) { /* gemma3's local layers */
+      cJSON_AddNumberToObject(j, "sliding_window", c->n_swa);
+      cJSON_AddNumberToObject(j, "sliding_window_layers", c->n_swa_layers);
+      cJSON_AddNumberToObject(j, "rope_base_swa", c->rope_base_swa);
+    }
     cli_print_json(j);
   } else {
     printf("model       %s (%s, \"%s\")\n", o->model, c->arch, c->name);
     printf("shape       %d layers, d %d, ff %d, heads %d / kv %d x %d, rope %d dims base %g, trained on %d-token contexts\n",
            c->n_layer, c->d_model, c->n_ff, c->n_head, c->n_head_kv, c->head_dim, c->n_rot, (double)c->rope_base,
            c->n_ctx_train);
+    if (c->n_swa)
+      printf("local       %d of the %d layers see the last %d positions, rope base %g\n", c->n_swa_layers, c->n_layer, c->n_swa,
+             (double)c->rope_base_swa);
     printf("weights     %s, %.1f MB read per decoded token, output %s\n", ts_qtype_name(c->wtype), (double)wb / 1e6,
            c->tied_output ? "tied to the token embedding" : "output.weight");
     printf("tokenizer   %s, %d tokens, bos %d, eos %d\n", ts_llm_vocab_kind_of(r->v) == TS_LLM_VOCAB_BPE ? "byte-level BPE" : "SentencePiece",
@@ -702,7 +712,19 @@ static int do_bench(const opts *o, run *r) {
   return CLI_OK;
 }
 
+/* calibrate, eval and bench with sparsity configurations: cmd_llm_sparse.c */
+int cmd_llm_sparse(int argc, char **argv);
+static bool sparse_sub(int argc, char **argv) {
+  if (argc < 2) return false;
+  if (!strcmp(argv[1], "calibrate") || !strcmp(argv[1], "eval")) return true;
+  if (strcmp(argv[1], "bench") != 0) return false;
+  for (int i = 2; i < argc; i++)
+    if (!strcmp(argv[i], "--thresholds") || !strcmp(argv[i], "--config")) return true;
+  return false;
+}
+
 int cmd_llm(int argc, char **argv) {
+  if (sparse_sub(argc, argv)) return cmd_llm_sparse(argc, argv);
   int sub;
   opts o;
   int rc = parse(argc, argv, &sub, &o);

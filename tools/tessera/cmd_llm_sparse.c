@@ -20,7 +20,7 @@
 #include "tessera/measure.h"
 
 #define CMD "llm"
-#define MAXCFG 32
+#define MAXCFG 64
 #define MAXLIST 16
 
 typedef struct cfg_spec {

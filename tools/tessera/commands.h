@@ -9,7 +9,7 @@ TS_CMD(reorder, "reorder a pattern (rcm, hc, ic, metis, morton, hilbert, raster,
 TS_CMD(blocks, "cover a (reordered) pattern with dense blocks plus a residue; fill ratio, densities")
 TS_CMD(vit, "Vision Transformer end to end with dense-flash, fixed-tile and scheduled sparse attention")
 TS_CMD(gguf, "inspect a GGUF file: metadata and tensors")
-TS_CMD(llm, "GGUF LLM runtime: generate, perplexity, bench, tokenize, logits, info")
+TS_CMD(llm, "GGUF LLM runtime: generate, perplexity, bench, tokenize, logits, info; activation sparsity: calibrate, eval")
 TS_CMD(attn, "tile-aware sparse attention: plan (reorder, blocks, ILP/greedy schedule, plan cache) and bench")
 TS_CMD(conv, "convolution algorithms with per-layer selection on VGG16, ResNet-101, Inception-v4: bench, plan")
 TS_CMD(gconv, "unstructured group convolution: plan (reorder, knapsack sizes, ILP assignment), bench, export")
