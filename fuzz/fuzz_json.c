@@ -18,11 +18,13 @@
 #include "core/artifact_internal.h"
 #include "cuda/attn_cuda_internal.h"
 #include "gconv/gconv_internal.h"
+#include "tessera/llm_sparse.h"
 #include "tessera/attn.h"
 #include "tessera/attn_profile.h"
 #include "tessera/attn_sched.h"
 #include "tessera/attn_cuda.h"
 #include "tessera/cnn.h"
+#include "tessera/llm_sparse.h"
 #include "tessera/conv.h"
 #include "tessera/gconv.h"
 #include "tessera/hwinfo.h"
@@ -170,6 +172,25 @@ static void public_strings(const uint8_t *data, size_t size) {
                       ts_cnn_conv_plan_to_json(cq, &o2) != TS_OK || strcmp(o, o2) != 0))
     __builtin_trap();
   ts_cnn_conv_plan_destroy(cp), ts_cnn_conv_plan_destroy(cq), free(o), free(o2);
+  o = o2 = NULL;
+  /* activation-sparsity thresholds and routers (no model: the format alone): what they accept
+   * writes back, reads again and writes the same */
+  ts_llm_thresholds *th = NULL, *th2 = NULL;
+  st = ts_llm_thresholds_from_json(&th, text, NULL);
+  failed_cleanly(st);
+  if (st != TS_OK && th) __builtin_trap();
+  if (st == TS_OK && (ts_llm_thresholds_to_json(th, &o) != TS_OK || ts_llm_thresholds_from_json(&th2, o, NULL) != TS_OK ||
+                      ts_llm_thresholds_to_json(th2, &o2) != TS_OK || strcmp(o, o2) != 0))
+    __builtin_trap();
+  ts_llm_thresholds_destroy(th), ts_llm_thresholds_destroy(th2), free(o), free(o2);
+  o = o2 = NULL;
+  ts_llm_router *rt = NULL, *rt2 = NULL;
+  st = ts_llm_router_from_json(&rt, text, NULL);
+  failed_cleanly(st);
+  if (st == TS_OK && (ts_llm_router_to_json(rt, &o) != TS_OK || ts_llm_router_from_json(&rt2, o, NULL) != TS_OK ||
+                      ts_llm_router_to_json(rt2, &o2) != TS_OK || strcmp(o, o2) != 0))
+    __builtin_trap();
+  ts_llm_router_destroy(rt), ts_llm_router_destroy(rt2), free(o), free(o2);
   free(text);
 }
 

@@ -630,6 +630,44 @@ def commit_str(meta):
     return c + ("-dirty" if get(meta, "git", "dirty") else "")
 
 
+def sparsity_section(md_path):
+    """The newest activation-sparsity sweep (results/*-sparsity/, scripts/llm_sparsity_sweep.sh) in a
+    few rows: for each method the configuration nearest 50% of its own sparsity, its perplexity
+    against the dense model's and its decode speed against dense (interleaved). Empty when none."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(md_path)))
+    dirs = sorted(glob.glob(os.path.join(root, "results", "*-sparsity")))
+    if not dirs:
+        return []
+    d = dirs[-1]
+    ev = load_json(os.path.join(d, "eval.json"), "sparsity eval") if os.path.exists(os.path.join(d, "eval.json")) else None
+    be = load_json(os.path.join(d, "bench.json"), "sparsity bench") if os.path.exists(os.path.join(d, "bench.json")) else None
+    meta = load_json(os.path.join(d, "meta.json"), "sparsity meta") if os.path.exists(os.path.join(d, "meta.json")) else {}
+    if not ev:
+        return []
+    rel = os.path.relpath(os.path.join(d, "sparsity.md"), os.path.dirname(os.path.abspath(md_path)))
+    out = ["## LLM activation sparsity (decode; issue 33)", "",
+           "%s on %s, calibrated on King Lear + The Tempest, evaluated on Hamlet (held out); %s, %s, commit %s. "
+           "Full sweep, charts and the matched-sparsity comparison: [%s](%s)." % (
+               get(ev, "model") or "?", get(ev, "text") or "?", get(meta, "machine") or "?", get(meta, "date") or "?",
+               get(meta, "commit") or "?", rel, rel), "",
+           "| method (no router) | own sparsity | weight bytes skipped | perplexity (dense %.3f) | decode vs dense [95%% CI] | byte bound |" %
+           (num(ev, "dense", "ppl") or float("nan")),
+           "| --- | --- | --- | --- | --- | --- |"]
+    bmap = {(c.get("thresholds"), c.get("tau")): c for c in (be or {}).get("configs", [])}
+    for m in ("cats", "sats", "teal"):
+        cs = [c for c in ev.get("configs", []) if c.get("method") == m and "router" not in c]
+        if not cs:
+            continue
+        own = lambda c: c.get("in_sparsity") if m == "teal" else c.get("act_sparsity")
+        c = min(cs, key=lambda c: abs((own(c) or 0) - 0.5))
+        b = bmap.get((c.get("thresholds"), None))
+        sp = "%.3f× [%.3f, %.3f]" % (b["speedup"], b["speedup_lo"], b["speedup_hi"]) if b else "not timed"
+        bound = "%.3f×" % b["byte_bound"] if b else "—"
+        out.append("| %s | %.1f%% | %.1f%% | %.3f | %s | %s |" % (m, 100 * (own(c) or 0), 100 * c.get("weight_skip", 0), c.get("ppl", float("nan")), sp, bound))
+    out.append("")
+    return out
+
+
 def render(rdir, md_path, svg_dir):
     meta = load_json(os.path.join(rdir, "meta.json"), "results folder %s" % rdir)
     if get(meta, "format") != "tessera results":
@@ -841,6 +879,11 @@ def render(rdir, md_path, svg_dir):
                "bf16 to fp32; in fp32 FlexAttention skips only whole 128 × 128 blocks and tessera's gather plans are ahead. "
                "Against its own best fixed tile on the reordered mask tessera is ahead on window2d and vitdet and slightly behind on swin.")
     out.append("")
+
+    try:
+        out.extend(sparsity_section(md_path))
+    except BadInput as e:
+        out.extend(["## LLM activation sparsity (decode; issue 33)", "", "Not rendered: %s." % e, ""])
 
     # -- footer
     out.append("## This results set")

@@ -19,6 +19,8 @@
  *              vocabulary, creates its state (a state's creation lays the shared weights out again
  *              for its team, under the model's mutex, while no other state exists) and generates
  *              greedily; then each prompt alone.
+ *   LLM sparse llm_sparse.h: a sparse object is immutable after create: two states of one model
+ *              decode with it on two threads at once, each the same as alone.
  * Checks run on the main thread only (the CHECK counters are not atomic). `make tsan` also sets
  * OMP_NUM_THREADS=1, so the setup's OpenMP loops (pattern generation) run no workers either. */
 #include <pthread.h>
@@ -27,6 +29,7 @@
 #include "tessera/cnn.h"
 #include "tessera/conv.h"
 #include "tessera/gconv.h"
+#include "tessera/llm_sparse.h"
 #include "tessera/sparse.h"
 #include "test_llm_tiny.h"
 
@@ -315,6 +318,7 @@ typedef struct llm_job {
   float *last; /* logits of the last step [n_vocab] */
   int32_t ids[64]; /* the shared vocabulary's tokens of a fixed text */
   size_t nids;
+  const ts_llm_sparse *sp; /* activation sparsity shared by the states (NULL: dense) */
   ts_status st;
   char err[256];
 } llm_job;
@@ -334,6 +338,7 @@ static void *llm_thread(void *a) {
   j->st = ts_llm_tokenize(ts_llm_model_vocab(j->m), text, sizeof text - 1, true, true, j->ids, 64, &j->nids);
   if (j->st == TS_OK) j->st = ts_context_create(&ctx, 1);
   if (j->st == TS_OK) j->st = ts_llm_state_create(&s, j->m, ctx, 64, 8);
+  if (j->st == TS_OK && j->sp) j->st = ts_llm_state_set_sparse(s, j->sp);
   if (j->st == TS_OK) j->st = ts_llm_eval(s, j->prompt, j->nprompt, 0, TS_LLM_LOGITS_LAST, j->last);
   const int nv = ts_llm_model_config(j->m)->n_vocab;
   for (int g = 0; g < GEN && j->st == TS_OK; g++) {
@@ -386,11 +391,57 @@ static void test_llm_shared_model(void) {
   remove(path);
 }
 
+/* One sparse object (activation and input thresholds) shared read-only by two states decoding on
+ * two threads at once: the same tokens and logits as each alone. */
+static void test_llm_shared_sparse(void) {
+  char path[1100];
+  tst_tmp_path(path, sizeof path, "concurrency_sparse.gguf");
+  tiny_cfg cfg = tiny_default(TS_QT_Q4_1);
+  cfg.d = 192, cfg.ff = 256, cfg.n_head = 3, cfg.n_kv = 1, cfg.hd = 64;
+  tiny_write(&cfg, path);
+  ts_llm_model *m = NULL;
+  ts_llm_thresholds *th = NULL;
+  ts_llm_sparse *sp = NULL;
+  ts_context *ctx = NULL;
+  CHECK_OK(ts_llm_model_load(&m, path));
+  if (m) CHECK_OK(ts_llm_thresholds_create(&th, m));
+  for (int l = 0; th && l < 2; l++) {
+    ts_llm_thresholds_layer(th, l)->act = 0.02f;
+    ts_llm_thresholds_layer(th, l)->in[TS_LLM_PROJ_O] = 0.05f;
+  }
+  CHECK_OK(ts_context_create(&ctx, 1));
+  if (th) CHECK_OK(ts_llm_sparse_create(&sp, m, th, NULL, ctx));
+  if (sp) {
+    const int nv = ts_llm_model_config(m)->n_vocab;
+    static const int32_t prompt[2][5] = {{1, 72, 101, 108, 108}, {1, 87, 111, 114, 108}};
+    llm_job one[2], two[2];
+    for (int t = 0; t < 2; t++) {
+      one[t] = (llm_job){.m = m, .prompt = prompt[t], .nprompt = 5, .sp = sp, .last = malloc((size_t)nv * sizeof(float))};
+      two[t] = (llm_job){.m = m, .prompt = prompt[t], .nprompt = 5, .sp = sp, .last = malloc((size_t)nv * sizeof(float))};
+    }
+    CHECK(run_two(llm_thread, &two[0], &two[1]) == 0, "llm sparse: cannot start two threads");
+    for (int t = 0; t < 2; t++) llm_thread(&one[t]);
+    for (int t = 0; t < 2; t++) {
+      CHECK(two[t].st == TS_OK && one[t].st == TS_OK, "llm sparse, state %d: %s", t, two[t].err);
+      CHECK(!memcmp(two[t].tokens, one[t].tokens, sizeof one[t].tokens) &&
+                !memcmp(two[t].last, one[t].last, (size_t)nv * sizeof(float)),
+            "llm sparse, state %d: tokens or logits differ from one thread's", t);
+      free(one[t].last), free(two[t].last);
+    }
+  }
+  ts_llm_sparse_destroy(sp);
+  ts_llm_thresholds_destroy(th);
+  ts_context_destroy(ctx);
+  ts_llm_model_destroy(m);
+  remove(path);
+}
+
 int main(void) {
   test_attention();
   test_conv();
   test_cnn_plan();
   test_gconv_planning();
   test_llm_shared_model();
+  test_llm_shared_sparse();
   return tst_finish();
 }

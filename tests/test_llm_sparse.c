@@ -61,6 +61,64 @@ static void check_axpy(uint32_t type) {
   free(row);
 }
 
+/* The indexed row dots (up rows of the active neurons) of every variant against the double dot of
+ * the same quantized values: the integer block sums are exact, each row's fp32 sum of nb block
+ * terms (plus Q4_1's m s terms) rounds nb + 2 times: |err| <= (2 nb + 4) 2^-24 sum |terms|. */
+static void check_gdot(uint32_t type) {
+  const int rows = 100, cols = 576, nb = cols / 32;
+  size_t rb;
+  ts_qtype_row_bytes(type, cols, &rb);
+  uint8_t *W = malloc((size_t)rows * rb);
+  float row[576], x[576], wv[576];
+  ts_rng r;
+  ts_rng_seed(&r, 17 + type);
+  for (int j = 0; j < rows; j++) {
+    for (int i = 0; i < cols; i++) row[i] = (float)(ts_rng_uniform(&r) * 2 - 1) * (1 + j % 3);
+    ts__quantize_ref(type, row, W + (size_t)j * rb, cols);
+  }
+  for (int i = 0; i < cols; i++) x[i] = (float)(ts_rng_uniform(&r) * 6 - 3);
+  int8_t q[576];
+  float d[18], sx[18];
+  int32_t sum[18];
+  ts__act_quantize_ref(cols, x, q, d, sum, sx);
+  const ts_quant_act xq = {.n = cols, .q = q, .d = d, .sum = sum, .s = sx};
+  int32_t idx[100];
+  int n = 0;
+  for (int j = 0; j < rows; j++)
+    if (ts_rng_uniform(&r) < 0.45) idx[n++] = j; /* not a multiple of 8: the tail runs too */
+  double ref[100], mag[100];
+  for (int k = 0; k < n; k++) {
+    ts__dequant_ref(type, W + (size_t)idx[k] * rb, wv, cols);
+    double s = 0, m = 0;
+    for (int i = 0; i < cols; i++) {
+      const double xv = (double)q[i] * d[i / 32];
+      s += (double)wv[i] * xv, m += fabs((double)wv[i] * xv);
+    }
+    if (type == TS_QT_Q4_1) /* the m term uses s = fp16(d sum), not d sum */
+      for (int b = 0; b < nb; b++) {
+        const ts__blk_q4_1 *bl = (const ts__blk_q4_1 *)(W + (size_t)idx[k] * rb) + b;
+        const double mm = ts_f16_to_f32(bl->m);
+        s += mm * ((double)sx[b] - (double)d[b] * sum[b]);
+        m += fabs(mm * sx[b]);
+      }
+    ref[k] = s, mag[k] = m;
+  }
+  for (int v = 0; v < ts__sparse_dispatch.count; v++) {
+    const ts__sparse_kern *kt = v == 0 ? ts__sparse_dispatch.variants[0].table : tst_variant(&ts__sparse_dispatch, v);
+    if (!kt) continue;
+    float out[100];
+    ts__sparse_gdot(kt, type)(W, rb, idx, n, &xq, out);
+    double worst = 0;
+    for (int k = 0; k < n; k++) {
+      const double e = fabs(out[k] - ref[k]) / ((2 * nb + 4) * 0x1p-24 * mag[k] + 1e-30);
+      if (!(e <= worst)) worst = e != e ? INFINITY : e;
+    }
+    CHECK(worst <= 1, "%s gdot %s, %d rows: error %.3g of the bound", ts_qtype_name(type),
+          ts__level_name(ts__sparse_dispatch.variants[v].level), n, worst);
+  }
+  free(W);
+}
+
 /* ---- decode against the masked reference --------------------------------------------------------- */
 
 static const int32_t kSeq[] = {5, 77, 200, 3, 150, 260, 261, 9, 44, 100, 101, 102, 255, 7, 8, 30};
@@ -469,6 +527,8 @@ int main(void) {
   check_calibration();
   check_axpy(TS_QT_Q4_1);
   check_axpy(TS_QT_Q8_0);
+  check_gdot(TS_QT_Q4_1);
+  check_gdot(TS_QT_Q8_0);
   check_decode(TS_QT_Q4_1, MODE_CATS, "sp_cats_q41.gguf");
   check_decode(TS_QT_Q8_0, MODE_CATS, "sp_cats_q80.gguf");
   check_decode(TS_QT_Q4_1, MODE_TEAL, "sp_teal_q41.gguf");

@@ -137,7 +137,11 @@ ts_status ts_llm_thresholds_to_json(const ts_llm_thresholds *t, char **json) {
 static ts_status threshold_field(const cJSON *o, const char *key, const char *what, int l, float *out) {
   double v;
   ts_status st = ts__json_get_number(o, key, &v);
-  if (st != TS_OK) return ts_error(st, "%s: layer %d: %s", what, l, ts_last_error());
+  if (st != TS_OK) {
+    char why[256]; /* the detail is rewritten by ts_error: copied first */
+    snprintf(why, sizeof why, "%s", ts_last_error());
+    return ts_error(st, "%s: layer %d: %s", what, l, why);
+  }
   if (!isfinite(v) || v < 0 || v > 3.4e38)
     return ts_error(TS_ERR_FORMAT, "%s: layer %d: threshold '%s' = %g is not a finite value >= 0", what, l, key, v);
   *out = (float)v;

@@ -112,13 +112,6 @@ static inline float hsum8(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-/* sum of q_w q_x over a block as 8 int32 lanes -> fp32: Q4_1 quants 0..15 (unsigned) times int8 */
-static inline __m256 q4_lanes(const uint8_t *qs, __m256i xq) {
-  const __m128i v = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(0x0F);
-  const __m256i w = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
-  return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(w, xq), _mm256_set1_epi16(1)));
-}
-
 /* Rows in pairs, as the packed decode kernel reads a row pair (quant_pgemm_avx2.c): one 32-byte
  * register holds both rows' 16 nibble bytes of a block, lo = q & 15 against the activation's
  * elements 0..15 in both 128-bit lanes and hi = q >> 4 against 16..31 (maddubs, the two int16

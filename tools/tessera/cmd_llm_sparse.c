@@ -379,7 +379,7 @@ static int do_eval(const sopts *o, ts_llm_model *m, ts_context *ctx) {
       fflush(stderr);
     }
   }
-  if (!o->c.json) fputc('\n', stderr);
+  if (!o->c.json && nw > 0 && (s == TS_OK || a[0].scored > 0)) fputc('\n', stderr);
   cJSON *j = NULL;
   if (s == TS_OK) {
     j = cJSON_CreateObject();
