@@ -26,6 +26,7 @@
 #include "tessera/io.h"
 #include "tessera/reorder.h"
 #include "tessera/sparse.h"
+#include "tessera/llm_sparse.h"
 #include "test_llm_tiny.h"
 
 /* ---- the injecting allocator -------------------------------------------------------------- */
@@ -383,6 +384,76 @@ static ts_status p_llm(void *arg) {
   ts_context_destroy(ctx);
   return st;
 }
+/* activation sparsity on the wide tiny model (head dim 64): thresholds and a router, the sparse
+ * object, a state decoding one token with it; calibration statistics and the three methods; the
+ * files read back */
+static char g_wide[1300], g_thfile[1300], g_rtfile[1300];
+static ts_llm_model *g_wm;
+static ts_status p_sparse(void *arg) {
+  (void)arg;
+  ts_context *ctx = NULL;
+  ts_llm_thresholds *t = NULL;
+  ts_llm_router *r = NULL;
+  ts_llm_sparse *sp = NULL;
+  ts_llm_state *s = NULL;
+  ts_status st = ts_context_create(&ctx, 2);
+  if (st == TS_OK) st = ts_llm_thresholds_create(&t, g_wm);
+  if (st == TS_OK) st = ts_llm_router_create(&r, g_wm);
+  for (int l = 0; st == TS_OK && l < 2; l++) {
+    ts_llm_thresholds_layer(t, l)->act = 0.02f;
+    ts_llm_thresholds_layer(t, l)->in[TS_LLM_PROJ_Q] = 0.05f;
+    ts_llm_router_weights(r, l)[1] = 1;
+  }
+  if (st == TS_OK) st = ts_llm_sparse_create(&sp, g_wm, t, r, ctx);
+  if (st == TS_OK) st = ts_llm_state_create(&s, g_wm, ctx, 16, 4);
+  if (st == TS_OK) st = ts_llm_state_set_sparse(s, sp);
+  const int32_t tok = 7;
+  if (st == TS_OK) st = ts_llm_eval(s, &tok, 1, 0, TS_LLM_LOGITS_NONE, NULL);
+  ts_llm_state_destroy(s);
+  ts_llm_sparse_destroy(sp);
+  ts_llm_router_destroy(r);
+  ts_llm_thresholds_destroy(t);
+  ts_context_destroy(ctx);
+  return st;
+}
+static ts_status p_calib(void *arg) {
+  (void)arg;
+  ts_context *ctx = NULL;
+  ts_llm_state *s = NULL;
+  ts_llm_calib *c = NULL;
+  ts_llm_thresholds *t = NULL;
+  ts_llm_router *r = NULL;
+  int32_t tok[64];
+  for (int i = 0; i < 64; i++) tok[i] = (int32_t)(i * 37 % 200);
+  ts_llm_calib_opts o = ts_llm_calib_opts_default();
+  o.method = TS_LLM_SPARSE_TEAL, o.window = 32, o.proxy_tokens = 32;
+  ts_status st = ts_context_create(&ctx, 1);
+  if (st == TS_OK) st = ts_llm_state_create(&s, g_wm, ctx, 32, 32);
+  if (st == TS_OK) st = ts_llm_calib_collect(&c, s, tok, 64, &o);
+  const ts_llm_sparse_method meth[3] = {TS_LLM_SPARSE_CATS, TS_LLM_SPARSE_SATS, TS_LLM_SPARSE_TEAL};
+  for (int k = 0; k < 3 && st == TS_OK; k++) {
+    o.method = meth[k];
+    st = ts_llm_calibrate(c, &o, &t);
+    if (st == TS_OK && k < 2) st = ts_llm_router_train(c, t, &r);
+    ts_llm_router_destroy(r), r = NULL;
+    ts_llm_thresholds_destroy(t), t = NULL;
+  }
+  ts_llm_calib_destroy(c);
+  ts_llm_state_destroy(s);
+  ts_context_destroy(ctx);
+  return st;
+}
+static ts_status p_sparse_files(void *arg) {
+  (void)arg;
+  ts_llm_thresholds *t = NULL;
+  ts_llm_router *r = NULL;
+  ts_status st = ts_llm_thresholds_load(&t, g_thfile, g_wm);
+  if (st == TS_OK) st = ts_llm_router_load(&r, g_rtfile, g_wm);
+  ts_llm_router_destroy(r);
+  ts_llm_thresholds_destroy(t);
+  return st;
+}
+
 static ts_status p_npy(void *arg) {
   (void)arg;
   ts_tensor t;
@@ -477,6 +548,30 @@ int main(void) {
   walk("hwinfo profile load", p_hwinfo_load, NULL);
   walk("GGUF open (tiny model)", p_gguf, NULL);
   walk("LLM model load + state", p_llm, NULL);
+  { /* activation sparsity: the wide tiny model and its files made with no failure injected */
+    tiny_cfg wc = tiny_default(TS_QT_Q4_1);
+    wc.d = 192, wc.ff = 256, wc.n_head = 3, wc.n_kv = 1, wc.hd = 64;
+    snprintf(g_wide, sizeof g_wide, "%s/wide.gguf", dir);
+    snprintf(g_thfile, sizeof g_thfile, "%s/th.json", dir);
+    snprintf(g_rtfile, sizeof g_rtfile, "%s/rt.json", dir);
+    tiny_write(&wc, g_wide);
+    CHECK_OK(ts_llm_model_load(&g_wm, g_wide));
+    ts_llm_thresholds *wt = NULL;
+    ts_llm_router *r = NULL;
+    if (g_wm) CHECK_OK(ts_llm_thresholds_create(&wt, g_wm));
+    if (g_wm) CHECK_OK(ts_llm_router_create(&r, g_wm));
+    if (wt && r) {
+      ts_llm_thresholds_layer(wt, 1)->act = 0.5f;
+      CHECK_OK(ts_llm_thresholds_save(wt, g_thfile));
+      CHECK_OK(ts_llm_router_save(r, g_rtfile));
+      walk("LLM sparse create + decode (CATS, TEAL q, router)", p_sparse, NULL);
+      walk("LLM sparsity calibration (statistics, CATS, SATS, TEAL, routers)", p_calib, NULL);
+      walk("LLM thresholds + router load", p_sparse_files, NULL);
+    }
+    ts_llm_router_destroy(r);
+    ts_llm_thresholds_destroy(wt);
+    ts_llm_model_destroy(g_wm);
+  }
   walk("npy read", p_npy, NULL);
   walk("Matrix Market read", p_mtx, NULL);
   const ts_reorder_method methods[] = {TS_REORDER_RCM, TS_REORDER_HC, TS_REORDER_IC, TS_REORDER_METIS};

@@ -259,10 +259,10 @@ ts_llm_calib_opts ts_llm_calib_opts_default(void) {
 
 void ts_llm_calib_destroy(ts_llm_calib *c) {
   if (!c) return;
-  free(c->hist), free(c->hn), free(c->grid), free(c->sats_err), free(c->sats_base), free(c->teal_err);
-  free(c->teal_base), free(c->rs), free(c->wt), free(c->xn), free(c->ev), free(c->ev2), free(c->hbuf), free(c->abuf);
-  free(c->xsq);
-  free(c);
+  ts_free(c->hist), ts_free(c->hn), ts_free(c->grid), ts_free(c->sats_err), ts_free(c->sats_base), ts_free(c->teal_err);
+  ts_free(c->teal_base), ts_free(c->rs), ts_free(c->wt), ts_free(c->xn), ts_free(c->ev), ts_free(c->ev2), ts_free(c->hbuf), ts_free(c->abuf);
+  ts_free(c->xsq);
+  ts_free(c);
 }
 
 /* Runs the windows of tokens[0..n) (each from an empty cache, the first token BOS when the
@@ -272,7 +272,7 @@ static ts_status run_windows(ts_llm_state *s, ts_llm_calib *c, const int32_t *to
   ts_llm_model *m = s->m;
   const int32_t bos = ts_llm_vocab_add_bos(m->vocab) ? ts_llm_vocab_bos(m->vocab) : -1;
   const size_t nw = n / (size_t)win;
-  int32_t *buf = malloc((size_t)win * sizeof *buf);
+  int32_t *buf = ts_malloc((size_t)win * sizeof *buf);
   if (!buf) return ts_error(TS_ERR_OOM, "calibration: out of memory");
   ts_status st = TS_OK;
   c->pos = 0;
@@ -289,7 +289,7 @@ static ts_status run_windows(ts_llm_state *s, ts_llm_calib *c, const int32_t *to
     }
   }
   if (progress) fputc('\n', stderr);
-  free(buf);
+  ts_free(buf);
   return st;
 }
 
@@ -304,7 +304,7 @@ ts_status ts_llm_calib_collect(ts_llm_calib **out, ts_llm_state *s, const int32_
     return ts_error(TS_ERR_INVALID_ARG, "ts_llm_calib_collect: the text has %zu tokens, shorter than one window of %d", n, win);
   ts_llm_model *m = s->m;
   const ts_llm_config *cf = &m->cfg;
-  ts_llm_calib *c = calloc(1, sizeof *c);
+  ts_llm_calib *c = ts_calloc(1, sizeof *c);
   if (!c) return ts_error(TS_ERR_OOM, "ts_llm_calib_collect: out of memory");
   c->m = m;
   c->n_layer = cf->n_layer, c->d = cf->d_model, c->ff = cf->n_ff, c->nq = cf->n_head * cf->head_dim;
@@ -314,22 +314,22 @@ ts_status ts_llm_calib_collect(ts_llm_calib **out, ts_llm_state *s, const int32_
   if ((size_t)proxy > n / (size_t)win * (size_t)win) proxy = (int64_t)(n / (size_t)win * (size_t)win);
   c->proxy = proxy;
   const size_t L = (size_t)c->n_layer, T = (size_t)win, wmax = (size_t)(c->ff > c->d ? c->ff : c->d) > (size_t)c->nq ? (size_t)(c->ff > c->d ? c->ff : c->d) : (size_t)c->nq;
-  c->hist = calloc(L * NST * NBIN, sizeof *c->hist);
-  c->hn = calloc(L * NST, sizeof *c->hn);
-  c->grid = calloc(L * NST * TS__LV, sizeof *c->grid);
-  c->sats_err = calloc(L * TS__LV, sizeof(double));
-  c->sats_base = calloc(L, sizeof(double));
-  c->teal_err = calloc(L * TS_LLM_NPROJ * TS__LV, sizeof(double));
-  c->teal_base = calloc(L * TS_LLM_NPROJ, sizeof(double));
-  c->rs = calloc((size_t)proxy * L * TS__LV * 4, sizeof(float));
-  c->wt = malloc(wmax * wmax * sizeof(float));
-  c->xn = malloc(T * wmax * sizeof(float));
-  c->ev = malloc(wmax * sizeof(float));
-  c->ev2 = malloc(wmax * sizeof(float));
-  c->hbuf = malloc(T * (size_t)c->ff * sizeof(float));
-  c->abuf = malloc(T * (size_t)c->ff * sizeof(float));
-  c->xsq = malloc(T * sizeof(double));
-  cap_ctx x = {c, malloc(wmax * sizeof(int32_t)), malloc(wmax), malloc(wmax * sizeof(float))};
+  c->hist = ts_calloc(L * NST * NBIN, sizeof *c->hist);
+  c->hn = ts_calloc(L * NST, sizeof *c->hn);
+  c->grid = ts_calloc(L * NST * TS__LV, sizeof *c->grid);
+  c->sats_err = ts_calloc(L * TS__LV, sizeof(double));
+  c->sats_base = ts_calloc(L, sizeof(double));
+  c->teal_err = ts_calloc(L * TS_LLM_NPROJ * TS__LV, sizeof(double));
+  c->teal_base = ts_calloc(L * TS_LLM_NPROJ, sizeof(double));
+  c->rs = ts_calloc((size_t)proxy * L * TS__LV * 4, sizeof(float));
+  c->wt = ts_malloc(wmax * wmax * sizeof(float));
+  c->xn = ts_malloc(T * wmax * sizeof(float));
+  c->ev = ts_malloc(wmax * sizeof(float));
+  c->ev2 = ts_malloc(wmax * sizeof(float));
+  c->hbuf = ts_malloc(T * (size_t)c->ff * sizeof(float));
+  c->abuf = ts_malloc(T * (size_t)c->ff * sizeof(float));
+  c->xsq = ts_malloc(T * sizeof(double));
+  cap_ctx x = {c, ts_malloc(wmax * sizeof(int32_t)), ts_malloc(wmax), ts_malloc(wmax * sizeof(float))};
   ts_status st = TS_OK;
   if (!c->hist || !c->hn || !c->grid || !c->sats_err || !c->sats_base || !c->teal_err || !c->teal_base || !c->rs || !c->wt ||
       !c->xn || !c->xsq || !c->ev || !c->ev2 || !c->hbuf || !c->abuf || !x.order || !x.lvl || !x.row)
@@ -354,7 +354,7 @@ ts_status ts_llm_calib_collect(ts_llm_calib **out, ts_llm_state *s, const int32_
   s->cap = NULL;
   s->cap_ctx = NULL;
   s->sp = sp;
-  free(x.order), free(x.lvl), free(x.row);
+  ts_free(x.order), ts_free(x.lvl), ts_free(x.row);
   if (st != TS_OK) {
     ts_llm_calib_destroy(c);
     return st;
@@ -387,10 +387,10 @@ static int stat_of(int p) {
 static ts_status sats_levels(const ts_llm_calib *c, double target, int *lev) {
   const int L = c->n_layer, K = (int)lround(target * 40.0 * L), KM = (TS__LV - 1) * L;
   if (K > KM) return ts_error(TS_ERR_INVALID_ARG, "SATS: target %.3f above the grid's 95%%", target);
-  double *f = malloc((size_t)(L + 1) * (size_t)(KM + 1) * sizeof *f);
-  int *arg = malloc((size_t)L * (size_t)(KM + 1) * sizeof *arg);
+  double *f = ts_malloc((size_t)(L + 1) * (size_t)(KM + 1) * sizeof *f);
+  int *arg = ts_malloc((size_t)L * (size_t)(KM + 1) * sizeof *arg);
   if (!f || !arg) {
-    free(f), free(arg);
+    ts_free(f), ts_free(arg);
     return ts_error(TS_ERR_OOM, "SATS: out of memory");
   }
   for (int s = 0; s <= KM; s++) f[s] = s == 0 ? 0 : INFINITY;
@@ -409,7 +409,7 @@ static ts_status sats_levels(const ts_llm_calib *c, double target, int *lev) {
     lev[l] = arg[(size_t)l * (KM + 1) + s];
     s -= lev[l];
   }
-  free(f), free(arg);
+  ts_free(f), ts_free(arg);
   return TS_OK;
 }
 
@@ -437,7 +437,7 @@ ts_status ts_llm_calibrate(const ts_llm_calib *c, const ts_llm_calib_opts *o, ts
       mean += o->target;
     }
   } else if (o->method == TS_LLM_SPARSE_SATS) {
-    int *lev = malloc((size_t)L * sizeof *lev);
+    int *lev = ts_malloc((size_t)L * sizeof *lev);
     st = lev ? sats_levels(c, o->target, lev) : ts_error(TS_ERR_OOM, "SATS: out of memory");
     for (int l = 0; st == TS_OK && l < L; l++) {
       t->layer[l].act = c->grid[((size_t)l * NST + ST_ACT) * TS__LV + lev[l]];
@@ -445,7 +445,7 @@ ts_status ts_llm_calibrate(const ts_llm_calib *c, const ts_llm_calib_opts *o, ts
       t->proxy[l] = sats_curve(c, l, lev[l]);
       mean += t->sparsity[l];
     }
-    free(lev);
+    ts_free(lev);
   } else { /* TEAL: per block, the step with the least added error per parameter-weighted sparsity */
     double wsum = 0;
     for (int p = 0; p < TS_LLM_NPROJ; p++) wsum += c->wparam[p];

@@ -83,12 +83,12 @@ void ts_llm_sparse_destroy(ts_llm_sparse *sp) {
   if (sp->tm) {
     for (int i = 0; i < sp->n_layer * TS_LLM_NPROJ; i++)
       if (sp->tm[i].npiece) ts_free(sp->tm[i].at[0]);
-    free(sp->tm);
+    ts_free(sp->tm);
   }
-  free(sp->th);
-  free(sp->dnorm);
-  free(sp->rw);
-  free(sp);
+  ts_free(sp->th);
+  ts_free(sp->dnorm);
+  ts_free(sp->rw);
+  ts_free(sp);
 }
 
 uint64_t ts_llm_sparse_bytes(const ts_llm_sparse *sp) {
@@ -120,20 +120,20 @@ ts_status ts_llm_sparse_create(ts_llm_sparse **out, const ts_llm_model *m, const
   int nt = ctx ? ts_context_threads(ctx) : ts_default_threads();
   if (nt < 1) nt = 1;
   if (nt > TS__TMAT_MAXP) nt = TS__TMAT_MAXP;
-  ts_llm_sparse *sp = calloc(1, sizeof *sp);
+  ts_llm_sparse *sp = ts_calloc(1, sizeof *sp);
   if (!sp) return ts_error(TS_ERR_OOM, "ts_llm_sparse_create: out of memory");
   sp->m = m;
   sp->n_layer = c->n_layer;
   sp->nt = nt;
-  sp->tm = calloc((size_t)c->n_layer * TS_LLM_NPROJ, sizeof *sp->tm);
-  sp->th = calloc((size_t)c->n_layer, sizeof *sp->th);
-  sp->dnorm = calloc((size_t)c->n_layer * (size_t)c->n_ff, sizeof *sp->dnorm);
+  sp->tm = ts_calloc((size_t)c->n_layer * TS_LLM_NPROJ, sizeof *sp->tm);
+  sp->th = ts_calloc((size_t)c->n_layer, sizeof *sp->th);
+  sp->dnorm = ts_calloc((size_t)c->n_layer * (size_t)c->n_ff, sizeof *sp->dnorm);
   const int64_t wmax = c->n_ff > c->d_model ? c->n_ff : c->d_model;
   const int64_t nbig = (int64_t)c->n_head * c->head_dim > wmax ? (int64_t)c->n_head * c->head_dim : wmax;
-  float *tbuf = malloc((size_t)nbig * (size_t)nbig * sizeof(float)), *row = malloc((size_t)nbig * sizeof(float));
+  float *tbuf = ts_malloc((size_t)nbig * (size_t)nbig * sizeof(float)), *row = ts_malloc((size_t)nbig * sizeof(float));
   ts_status st = sp->tm && sp->th && sp->dnorm && tbuf && row ? TS_OK : ts_error(TS_ERR_OOM, "ts_llm_sparse_create: out of memory");
   if (st == TS_OK && r) {
-    sp->rw = malloc((size_t)c->n_layer * TS_LLM_ROUTER_NF * sizeof(double));
+    sp->rw = ts_malloc((size_t)c->n_layer * TS_LLM_ROUTER_NF * sizeof(double));
     if (!sp->rw) st = ts_error(TS_ERR_OOM, "ts_llm_sparse_create: out of memory");
     for (int l = 0; st == TS_OK && l < c->n_layer; l++)
       memcpy(sp->rw + (size_t)l * TS_LLM_ROUTER_NF, ts__router_weights_const(r, l), TS_LLM_ROUTER_NF * sizeof(double));
@@ -163,8 +163,8 @@ ts_status ts_llm_sparse_create(ts_llm_sparse **out, const ts_llm_model *m, const
       }
     }
   }
-  free(tbuf);
-  free(row);
+  ts_free(tbuf);
+  ts_free(row);
   if (st != TS_OK) {
     ts_llm_sparse_destroy(sp);
     return st;
@@ -179,7 +179,7 @@ void ts__sparse_ws_free(ts_llm_state *s) {
   ts__sparse_ws *w = s->spw;
   if (!w) return;
   ts_free(w->mem);
-  free(w);
+  ts_free(w);
   s->spw = NULL;
 }
 
@@ -188,7 +188,7 @@ ts_status ts_llm_state_set_sparse(ts_llm_state *s, const ts_llm_sparse *sp) {
   if (sp && sp->m != s->m) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_state_set_sparse: made for another model");
   if (sp && !s->spw) {
     const ts_llm_config *c = &s->m->cfg;
-    ts__sparse_ws *w = calloc(1, sizeof *w);
+    ts__sparse_ws *w = ts_calloc(1, sizeof *w);
     if (!w) return ts_error(TS_ERR_OOM, "ts_llm_state_set_sparse: out of memory");
     const size_t per = (size_t)s->wmax, nl = (size_t)c->n_layer;
     w->per = per;
@@ -198,7 +198,7 @@ ts_status ts_llm_state_set_sparse(ts_llm_state *s, const ts_llm_sparse *sp) {
                          (size_t)c->n_ff * sizeof(float) + 64 * (size_t)(4 * s->nt + 2);
     w->mem = ts_calloc(bytes, 1);
     if (!w->mem) {
-      free(w);
+      ts_free(w);
       return ts_error(TS_ERR_OOM, "ts_llm_state_set_sparse: out of memory");
     }
     uint8_t *p = w->mem;

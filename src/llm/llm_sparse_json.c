@@ -59,11 +59,11 @@ ts_status ts_llm_thresholds_create(ts_llm_thresholds **out, const ts_llm_model *
   if (!out || !m) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_thresholds_create: NULL argument");
   *out = NULL;
   const int n = m->cfg.n_layer;
-  ts_llm_thresholds *t = calloc(1, sizeof *t);
+  ts_llm_thresholds *t = ts_calloc(1, sizeof *t);
   if (t) {
-    t->layer = calloc((size_t)n, sizeof *t->layer);
-    t->sparsity = calloc((size_t)n, sizeof(double));
-    t->proxy = calloc((size_t)n, sizeof(double));
+    t->layer = ts_calloc((size_t)n, sizeof *t->layer);
+    t->sparsity = ts_calloc((size_t)n, sizeof(double));
+    t->proxy = ts_calloc((size_t)n, sizeof(double));
   }
   if (!t || !t->layer || !t->sparsity || !t->proxy) {
     ts_llm_thresholds_destroy(t);
@@ -78,10 +78,10 @@ ts_status ts_llm_thresholds_create(ts_llm_thresholds **out, const ts_llm_model *
 
 void ts_llm_thresholds_destroy(ts_llm_thresholds *t) {
   if (!t) return;
-  free(t->layer);
-  free(t->sparsity);
-  free(t->proxy);
-  free(t);
+  ts_free(t->layer);
+  ts_free(t->sparsity);
+  ts_free(t->proxy);
+  ts_free(t);
 }
 
 int ts_llm_thresholds_n_layer(const ts_llm_thresholds *t) { return t->n_layer; }
@@ -179,14 +179,14 @@ static ts_status thresholds_parse(const cJSON *j, const char *what, const ts_llm
     return ts_error(TS_ERR_FORMAT, "%s: field 'method' missing or not one of none, cats, teal, sats", what);
   const cJSON *layers = cJSON_GetObjectItemCaseSensitive(j, "layers");
   if (!cJSON_IsArray(layers)) return ts_error(TS_ERR_FORMAT, "%s: field 'layers' missing or not an array", what);
-  ts_llm_thresholds *t = calloc(1, sizeof *t);
+  ts_llm_thresholds *t = ts_calloc(1, sizeof *t);
   if (t) {
     t->n_layer = (int)nl;
-    t->layer = calloc((size_t)nl, sizeof *t->layer);
-    t->sparsity = calloc((size_t)nl, sizeof(double));
-    t->proxy = calloc((size_t)nl, sizeof(double));
+    t->layer = ts_calloc((size_t)nl, sizeof *t->layer);
+    t->sparsity = ts_calloc((size_t)nl, sizeof(double));
+    t->proxy = ts_calloc((size_t)nl, sizeof(double));
   }
-  char *seen = calloc((size_t)nl, 1);
+  char *seen = ts_calloc((size_t)nl, 1);
   ts_status st = t && t->layer && t->sparsity && t->proxy && seen ? TS_OK : ts_error(TS_ERR_OOM, "%s: out of memory", what);
   const cJSON *o;
   cJSON_ArrayForEach(o, layers) {
@@ -209,7 +209,7 @@ static ts_status thresholds_parse(const cJSON *j, const char *what, const ts_llm
   }
   for (int64_t l = 0; st == TS_OK && l < nl; l++)
     if (!seen[l]) st = ts_error(TS_ERR_FORMAT, "%s: layer %lld is missing", what, (long long)l);
-  free(seen);
+  ts_free(seen);
   if (st == TS_OK) {
     ts_llm_thresholds_info *i = &t->info;
     i->method = (ts_llm_sparse_method)method_of(meth);
@@ -265,8 +265,8 @@ ts_status ts_llm_thresholds_load(ts_llm_thresholds **out, const char *path, cons
 ts_status ts_llm_router_create(ts_llm_router **out, const ts_llm_model *m) {
   if (!out || !m) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_router_create: NULL argument");
   *out = NULL;
-  ts_llm_router *r = calloc(1, sizeof *r);
-  if (r) r->w = calloc((size_t)m->cfg.n_layer * TS_LLM_ROUTER_NF, sizeof(double));
+  ts_llm_router *r = ts_calloc(1, sizeof *r);
+  if (r) r->w = ts_calloc((size_t)m->cfg.n_layer * TS_LLM_ROUTER_NF, sizeof(double));
   if (!r || !r->w) {
     ts_llm_router_destroy(r);
     return ts_error(TS_ERR_OOM, "ts_llm_router_create: out of memory");
@@ -280,8 +280,8 @@ ts_status ts_llm_router_create(ts_llm_router **out, const ts_llm_model *m) {
 
 void ts_llm_router_destroy(ts_llm_router *r) {
   if (!r) return;
-  free(r->w);
-  free(r);
+  ts_free(r->w);
+  ts_free(r);
 }
 
 int ts__router_n_layer(const ts_llm_router *r) { return r->n_layer; }
@@ -330,8 +330,8 @@ static ts_status router_parse(const cJSON *j, const char *what, const ts_llm_mod
   const cJSON *ws = cJSON_GetObjectItemCaseSensitive(j, "weights");
   if (!cJSON_IsArray(ws) || cJSON_GetArraySize(ws) != nl)
     return ts_error(TS_ERR_FORMAT, "%s: field 'weights' is not an array of %lld layers", what, (long long)nl);
-  ts_llm_router *r = calloc(1, sizeof *r);
-  if (r) r->w = calloc((size_t)nl * TS_LLM_ROUTER_NF, sizeof(double));
+  ts_llm_router *r = ts_calloc(1, sizeof *r);
+  if (r) r->w = ts_calloc((size_t)nl * TS_LLM_ROUTER_NF, sizeof(double));
   if (!r || !r->w) {
     ts_llm_router_destroy(r);
     return ts_error(TS_ERR_OOM, "%s: out of memory", what);
