@@ -304,6 +304,8 @@ ts_status ts_llm_calib_collect(ts_llm_calib **out, ts_llm_state *s, const int32_
     return ts_error(TS_ERR_INVALID_ARG, "ts_llm_calib_collect: the text has %zu tokens, shorter than one window of %d", n, win);
   ts_llm_model *m = s->m;
   const ts_llm_config *cf = &m->cfg;
+  if (m->arch != TS__ARCH_LLAMA)
+    return ts_error(TS_ERR_UNSUPPORTED, "ts_llm_calib_collect: activation sparsity runs the llama architecture only, not %s", cf->arch);
   ts_llm_calib *c = ts_calloc(1, sizeof *c);
   if (!c) return ts_error(TS_ERR_OOM, "ts_llm_calib_collect: out of memory");
   c->m = m;

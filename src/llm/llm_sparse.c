@@ -114,6 +114,9 @@ ts_status ts_llm_sparse_create(ts_llm_sparse **out, const ts_llm_model *m, const
                     ti->model_key, ts_llm_thresholds_n_layer(t), key, c->n_layer);
   if (r && ts__router_n_layer(r) != c->n_layer)
     return ts_error(TS_ERR_INVALID_ARG, "ts_llm_sparse_create: router made for %d layers, the model has %d", ts__router_n_layer(r), c->n_layer);
+  if (m->arch != TS__ARCH_LLAMA) /* gemma3: GELU gate, post-FFN norm, QK-norm (not in these steps yet) */
+    return ts_error(TS_ERR_UNSUPPORTED, "ts_llm_sparse_create: activation sparsity runs the llama architecture only, not %s",
+                    c->arch);
   if (c->d_model % 32 || c->n_ff % 32 || c->head_dim % 32)
     return ts_error(TS_ERR_SHAPE, "ts_llm_sparse_create: sparse decode needs d_model, n_ff and head_dim in multiples of 32 (%d, %d, %d)",
                     c->d_model, c->n_ff, c->head_dim);
