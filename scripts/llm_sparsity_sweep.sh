@@ -37,6 +37,8 @@ mkdir -p "$OUT/thresholds"
 echo "llm_sparsity_sweep: calibrating on $(basename "$CALIB") ($TOK tokens)" >&2
 "$TESSERA" llm calibrate --model "$MODEL" --text "$CALIB" --tokens $TOK --method cats,sats,teal \
   --sparsity 0.3,0.4,0.5,0.6,0.7 --router --svg "$OUT/sats-curves.svg" --out "$OUT/thresholds" --json > "$OUT/calibrate.json"
+# one picture of the SATS proxy curves is enough: they are the same for every target but the marks
+for s in 30 40 60 70; do rm -f "$OUT/sats-curves-sats-$s.svg"; done
 CFG=()
 for m in cats sats teal; do
   for s in 30 40 50 60 70; do CFG+=(--config "$OUT/thresholds/$m-$s.json"); done

@@ -566,7 +566,7 @@ ts_status ts_llm_router_train(const ts_llm_calib *c, const ts_llm_thresholds *t,
 /* One chart: per layer its proxy E_l (log scale) against the calibration sparsity of the grid
  * levels, coloured by depth, and the level SATS chose for it marked. */
 ts_status ts__calib_curves_svg(const ts_llm_calib *c, const ts_llm_thresholds *t, const char *path) {
-  const double W = 760, H = 480, x0 = 70, y0 = 40, pw = 560, ph = 380;
+  const double W = 860, H = 520, x0 = 70, y0 = 64, pw = 600, ph = 400;
   double lo = INFINITY, hi = 0;
   for (int l = 0; l < c->n_layer; l++)
     for (int k = 1; k < TS__LV; k++) {
@@ -579,9 +579,9 @@ ts_status ts__calib_curves_svg(const ts_llm_calib *c, const ts_llm_thresholds *t
   TS_TRY(ts_svg_create(&g, W, H));
   ts_svg_rect(g, 0, 0, W, H, 0xFFFFFF);
   char buf[160];
-  snprintf(buf, sizeof buf, "SATS proxy per layer (%s, %lld calibration tokens, target %.0f%%)", c->model_name,
+  snprintf(buf, sizeof buf, "SATS proxy per layer: %s, %lld calibration tokens, target %.0f%%", c->model_name,
            (long long)c->tokens, t->info.target * 100);
-  ts_svg_text(g, x0, 22, 14, 's', 0x000000, buf);
+  ts_svg_text(g, 14, 22, 13, 's', 0x000000, buf);
   ts_svg_frame(g, x0, y0, pw, ph, 0x000000, 1);
 #define PX(s) (x0 + pw * (s) / 0.95)
 #define PY(e) (y0 + ph * (1 - (log10(e) - log10(lo)) / (log10(hi) - log10(lo))))
@@ -596,7 +596,7 @@ ts_status ts__calib_curves_svg(const ts_llm_calib *c, const ts_llm_thresholds *t
     ts_svg_text(g, PX(s / 100.0), y0 + ph + 16, 11, 'm', 0x000000, buf);
   }
   ts_svg_text(g, x0 + pw / 2, H - 8, 12, 'm', 0x000000, "neurons skipped on the calibration text (|silu(gate)| <= t)");
-  ts_svg_text(g, 14, y0 - 8, 12, 's', 0x000000, "E_l = mean over tokens of |D(m.h) - Dh|^2 / |x|^2");
+  ts_svg_text(g, 14, y0 - 14, 12, 's', 0x000000, "E_l = mean over tokens of |D(m.h) - Dh|^2 / |x|^2 (log scale)");
   for (int l = 0; l < c->n_layer; l++) {
     const uint32_t col = ts_plot_colormap(0.15 + 0.8 * l / (c->n_layer > 1 ? c->n_layer - 1 : 1));
     for (int k = 2; k < TS__LV; k++) {
@@ -615,7 +615,7 @@ ts_status ts__calib_curves_svg(const ts_llm_calib *c, const ts_llm_thresholds *t
     snprintf(buf, sizeof buf, "layer %d", l);
     ts_svg_text(g, x0 + pw + 36, y + 4, 11, 's', 0x000000, buf);
   }
-  ts_svg_text(g, x0 + pw + 12, y0 + ph - 4, 11, 's', 0x000000, "squares: SATS's choice");
+  ts_svg_text(g, x0 + pw + 12, y0 + ph - 4, 11, 's', 0x000000, "squares: SATS's levels");
 #undef PX
 #undef PY
   ts_status st = ts_svg_write(g, path);
