@@ -732,6 +732,10 @@ int main(int argc, char **argv) {
     setenv("OMP_WAIT_POLICY", "passive", 1);
     execv(self, argv);
   }
+  /* run by hand (outside ctest, which points TESSERA_CACHE at the build tree's test cache), the
+   * profile tests would read, move aside and replace the user's own conv profile: a private cache */
+  char priv[] = "/tmp/tessera-test-cnn-XXXXXX";
+  if (!getenv("TESSERA_CACHE") && mkdtemp(priv)) setenv("TESSERA_CACHE", priv, 1);
   ts_context *ctx = NULL;
   CHECK_OK(ts_context_create(&ctx, 2));
   test_nodes(ctx);

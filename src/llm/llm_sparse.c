@@ -189,6 +189,8 @@ void ts__sparse_ws_free(ts_llm_state *s) {
 ts_status ts_llm_state_set_sparse(ts_llm_state *s, const ts_llm_sparse *sp) {
   if (!s) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_state_set_sparse: NULL state");
   if (sp && sp->m != s->m) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_state_set_sparse: made for another model");
+  if (sp && s->nt > TS__TMAT_MAXP)
+    return ts_error(TS_ERR_UNSUPPORTED, "ts_llm_state_set_sparse: a team of %d threads (sparse decode runs up to %d)", s->nt, TS__TMAT_MAXP);
   if (sp && !s->spw) {
     const ts_llm_config *c = &s->m->cfg;
     ts__sparse_ws *w = ts_calloc(1, sizeof *w);
