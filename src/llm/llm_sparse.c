@@ -157,7 +157,7 @@ ts_status ts_llm_sparse_create(ts_llm_sparse **out, const ts_llm_model *m, const
       if (st == TS_OK) sp->any = true;
     }
     /* |D[:, i]|^2 of down's columns (the router's feature weights) */
-    if (st == TS_OK && (r || lt->act > 0)) {
+    if (st == TS_OK && r) {
       const ts__wmat *D = proj_mat(m, l, TS_LLM_PROJ_DOWN);
       float *dn = sp->dnorm + (size_t)l * (size_t)c->n_ff;
       for (int64_t o = 0; o < D->rows; o++) {

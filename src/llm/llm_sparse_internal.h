@@ -27,7 +27,7 @@ struct ts_llm_sparse {
   int n_layer, nt;
   ts_llm_layer_thresholds *th; /* [n_layer] */
   ts__tmat *tm;                /* [n_layer][TS_LLM_NPROJ]; npiece 0: none */
-  float *dnorm;                /* [n_layer][n_ff] |D[:, i]|^2 */
+  float *dnorm;                /* [n_layer][n_ff] |D[:, i]|^2 (the router's feature weights; zeros without one) */
   double *rw;                  /* router weights [n_layer][NF], NULL: no router */
   double tau;
   bool any;
