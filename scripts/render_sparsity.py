@@ -32,6 +32,9 @@ import os
 import textwrap
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from render_results import BadInput, fmt, get, load_json as _load_json, md_escape, num, text  # noqa: E402
+
 METHOD_ORDER = ["cats", "teal", "sats"]
 COLOR = {"cats": "#1565c0", "teal": "#00897b", "sats": "#c62828"}
 OTHER_COLORS = ["#6a1b9a", "#ef6c00", "#5d4037", "#ad1457"]
@@ -41,51 +44,13 @@ SKIP_LEVELS = [0.10, 0.15, 0.20, 0.25, 0.30]
 OWN_LEVELS = [0.3, 0.4, 0.5, 0.6, 0.7]
 
 
-class BadInput(Exception):
-    pass
-
-
-# ---- reading JSON defensively --------------------------------------------------------------------
+# ---- reading JSON defensively (render_results.py's readers) -------------------------------------
 
 def load_json(path, what, required=True):
-    try:
-        with open(path, encoding="utf-8") as f:
-            d = json.load(f)
-    except FileNotFoundError:
-        if required:
-            raise BadInput("%s: %s not found" % (what, path))
+    """render_results.load_json, or None for a file that is absent and not required."""
+    if not required and not os.path.exists(path):
         return None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInput("%s: cannot read %s: %s" % (what, path, e))
-    except ValueError as e:
-        raise BadInput("%s: %s is not valid JSON (%s)" % (what, path, e))
-    if not isinstance(d, dict):
-        raise BadInput("%s: %s holds a JSON %s, not an object" % (what, path, type(d).__name__))
-    return d
-
-
-def get(d, *path):
-    """d[path[0]][path[1]]... or None where a level is missing or of the wrong type."""
-    for k in path:
-        if isinstance(d, dict) and k in d:
-            d = d[k]
-        elif isinstance(d, list) and isinstance(k, int) and -len(d) <= k < len(d):
-            d = d[k]
-        else:
-            return None
-    return d
-
-
-def num(d, *path):
-    v = get(d, *path)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return float(v) if math.isfinite(v) else None
-
-
-def text(d, *path):
-    v = get(d, *path)
-    return v if isinstance(v, str) else None
+    return _load_json(path, what)
 
 
 # ---- configurations ------------------------------------------------------------------------------
@@ -187,21 +152,9 @@ def color_of(m):
 
 # ---- formatting ------------------------------------------------------------------------------------
 
-def fmt(v, unit="", digits=None):
-    if v is None:
-        return "—"
-    if digits is None:
-        a = abs(v)
-        digits = 0 if a >= 1000 else 1 if a >= 100 else 2 if a >= 1 else 3
-    return ("%.*f" % (digits, v)) + unit
-
 
 def pct(v, digits=1):
     return "—" if v is None else "%.*f%%" % (digits, 100 * v)
-
-
-def md_escape(s):
-    return str(s).replace("|", "\\|").replace("\n", " ")
 
 
 def machine_str(m):
