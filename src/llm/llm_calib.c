@@ -156,10 +156,7 @@ typedef struct cap_ctx {
 } cap_ctx;
 
 static void teal_proj(ts_llm_calib *c, cap_ctx *x, int l, int p, const float *in, int T, int st, int64_t ld) {
-  const ts__wmat *w;
-  const ts__llm_layer *L = &c->m->layers[l];
-  const ts__wmat *ws[TS_LLM_NPROJ] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down};
-  w = ws[p];
+  const ts__wmat *w = ts__proj_mat(c->m, l, p);
   transpose_of(w, c->wt, x->row);
   const float *g = c->grid + ((size_t)l * NST + st) * TS__LV;
   double *err = c->teal_err + ((size_t)l * TS_LLM_NPROJ + p) * TS__LV;
@@ -361,9 +358,7 @@ ts_status ts_llm_calib_collect(ts_llm_calib **out, ts_llm_state *s, const int32_
     ts_llm_calib_destroy(c);
     return st;
   }
-  const ts__llm_layer *L0 = &m->layers[0];
-  const ts__wmat *w0[TS_LLM_NPROJ] = {&L0->wq, &L0->wk, &L0->wv, &L0->wo, &L0->gate, &L0->up, &L0->down};
-  for (int p = 0; p < TS_LLM_NPROJ; p++) c->wparam[p] = (double)w0[p]->rows * (double)w0[p]->cols;
+  for (int p = 0; p < TS_LLM_NPROJ; p++) c->wparam[p] = (double)ts__proj_mat(m, 0, p)->rows * (double)ts__proj_mat(m, 0, p)->cols;
   snprintf(c->text, sizeof c->text, "%s", o->text_name ? o->text_name : "");
   ts_llm_model_key(m, c->model_key);
   snprintf(c->model_name, sizeof c->model_name, "%s", cf->name);

@@ -14,19 +14,13 @@
 
 /* ---- the transposed copies ------------------------------------------------------------------ */
 
-static const ts__wmat *proj_mat(const ts_llm_model *m, int l, int p) {
-  const ts__llm_layer *L = &m->layers[l];
-  const ts__wmat *w[TS_LLM_NPROJ] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down};
-  return w[p];
-}
-
 /* The output-row cuts of projection p for a team of nt (the dense decode's splits). */
 static void proj_cuts(const ts_llm_model *m, int p, int nt, int64_t *cut) {
   const ts_llm_config *c = &m->cfg;
   for (int t = 0; t <= nt; t++) {
     int64_t lo = 0, hi = 0;
     if (t == nt) {
-      cut[t] = proj_mat(m, 0, p)->rows;
+      cut[t] = ts__proj_mat(m, 0, p)->rows;
       continue;
     }
     switch (p) {
@@ -153,12 +147,12 @@ ts_status ts_llm_sparse_create(ts_llm_sparse **out, const ts_llm_model *m, const
       if (!need[p]) continue;
       int64_t cut[TS__TMAT_MAXP + 1];
       proj_cuts(m, p, nt, cut);
-      st = tmat_build(&sp->tm[(size_t)l * TS_LLM_NPROJ + p], proj_mat(m, l, p), cut, nt, tbuf, row);
+      st = tmat_build(&sp->tm[(size_t)l * TS_LLM_NPROJ + p], ts__proj_mat(m, l, p), cut, nt, tbuf, row);
       if (st == TS_OK) sp->any = true;
     }
     /* |D[:, i]|^2 of down's columns (the router's feature weights) */
     if (st == TS_OK && r) {
-      const ts__wmat *D = proj_mat(m, l, TS_LLM_PROJ_DOWN);
+      const ts__wmat *D = ts__proj_mat(m, l, TS_LLM_PROJ_DOWN);
       float *dn = sp->dnorm + (size_t)l * (size_t)c->n_ff;
       for (int64_t o = 0; o < D->rows; o++) {
         ts__dequant_ref(D->type, D->data + (size_t)o * D->row_bytes, row, D->cols);
@@ -268,7 +262,7 @@ bool ts__sparse_mlp_needs(const ts_llm_state *s, int l) { return ts__sparse_mlp_
 /* gate (or up) rows [f0, f1) of layer l from the thread's normalized input */
 static void ff_rows(ts_llm_state *s, int tid, int l, int p, int64_t f0, int64_t f1, const float *xf, int64_t ldx,
                     float *y) {
-  const ts__wmat *w = proj_mat(s->m, l, p);
+  const ts__wmat *w = ts__proj_mat(s->m, l, p);
   if (ts__sparse_rows(s, tid, l, p, f0, f1, xf, y)) return;
   ts__wmat_gemm(w, f0, f1, xf, ldx, &s->tb[tid].act, 1, y, s->m->cfg.n_ff);
   double *ct = cnt(s, tid, l);
@@ -408,7 +402,7 @@ void ts_llm_state_sparse_stats(const ts_llm_state *s, ts_llm_sparse_stats *o) {
       for (int k = 0; k < TS__SP_NCNT; k++) sum[k] += w->cnt[t][(size_t)l * TS__SP_NCNT + k];
     const int kind = ts__sparse_mlp_kind(s, l);
     for (int p = 0; p < TS_LLM_NPROJ; p++) {
-      const ts__wmat *W = proj_mat(m, l, p);
+      const ts__wmat *W = ts__proj_mat(m, l, p);
       const double dense = (double)W->rows * (double)W->row_bytes;
       const bool mlp = p >= TS_LLM_PROJ_GATE;
       const bool handled = mlp ? kind != 0 : (sp->th[l].in[p] > 0 && sp->tm[(size_t)l * TS_LLM_NPROJ + p].npiece);

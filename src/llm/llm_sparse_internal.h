@@ -3,8 +3,16 @@
 #ifndef TS_LLM_SPARSE_INTERNAL_OBJ_H
 #define TS_LLM_SPARSE_INTERNAL_OBJ_H
 
+#include "llm/llm_internal.h"
 #include "llm/sparse_internal.h"
 #include "tessera/llm_sparse.h"
+
+/* Projection p (ts_llm_proj order: q, k, v, o, gate, up, down) of layer l. */
+static inline const ts__wmat *ts__proj_mat(const ts_llm_model *m, int l, int p) {
+  const ts__llm_layer *L = &m->layers[l];
+  const ts__wmat *w[TS_LLM_NPROJ] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down};
+  return w[p];
+}
 
 struct ts_llm_thresholds {
   int n_layer;

@@ -40,15 +40,13 @@ void ts_llm_model_key(const ts_llm_model *m, char out[17]) {
   ts_hash_i64(&h, c->n_layer), ts_hash_i64(&h, c->d_model), ts_hash_i64(&h, c->n_ff);
   ts_hash_i64(&h, c->n_head), ts_hash_i64(&h, c->n_head_kv), ts_hash_i64(&h, c->head_dim);
   ts_hash_i64(&h, c->n_vocab);
-  for (int l = 0; l < c->n_layer; l++) {
-    const ts__llm_layer *L = &m->layers[l];
-    const ts__wmat *w[TS_LLM_NPROJ] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down};
+  for (int l = 0; l < c->n_layer; l++)
     for (int p = 0; p < TS_LLM_NPROJ; p++) {
-      ts_hash_i64(&h, w[p]->type), ts_hash_i64(&h, w[p]->rows), ts_hash_i64(&h, w[p]->cols);
+      const ts__wmat *w = ts__proj_mat(m, l, p);
+      ts_hash_i64(&h, w->type), ts_hash_i64(&h, w->rows), ts_hash_i64(&h, w->cols);
       /* a few weight bytes: two quantizations of one architecture differ */
-      ts_hash_bytes(&h, w[p]->data, w[p]->row_bytes < 64 ? w[p]->row_bytes : 64);
+      ts_hash_bytes(&h, w->data, w->row_bytes < 64 ? w->row_bytes : 64);
     }
-  }
   ts_hash_i64(&h, (int64_t)m->weight_bytes);
   ts_hash_hex(&h, out);
 }

@@ -85,36 +85,42 @@ float ts__dot_q4_k_avx2(int64_t n, const void *row, const float *x, const ts_qua
 
 /* ---- Q6_K: ggml's 8 lanes ------------------------------------------------------------------- */
 
+/* A Q6_K super-block's integer dot with the Q8_K activation a (kbs: its 16-element sums), as
+ * ggml's 8 int32 lanes: lane L holds sub-blocks 2v + L / 4's products (scaled) of elements
+ * 32v + 4L.. over v, less 32 (kbs sc) of its two scale groups. Exact; both Q6_K orders below take
+ * their floats from it. */
+static inline __m256i q6_k_lanes(const ts__blk_q6_k *blk, const int8_t *a, const int16_t *kbs) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
+  const int8_t *sc = blk->scales;
+  const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+  const __m256i sub = _mm256_slli_epi32(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)kbs), sc16), 5);
+  __m256i lanes = _mm256_setzero_si256();
+  for (int h = 0; h < 2; h++) {
+    const __m256i l0 = _mm256_loadu_si256((const __m256i *)(blk->ql + 64 * h));
+    const __m256i l1 = _mm256_loadu_si256((const __m256i *)(blk->ql + 64 * h + 32));
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)(blk->qh + 32 * h));
+    __m256i q[4];
+    q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
+    q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+    for (int c = 0; c < 4; c++) {
+      const int v = 4 * h + c; /* elements 32v.., scales sc[2v] (lanes 0-3), sc[2v + 1] (4-7) */
+      const __m256i p16 = _mm256_maddubs_epi16(q[c], _mm256_loadu_si256((const __m256i *)(a + 32 * v)));
+      const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[2 * v + 1]), _mm_set1_epi16(sc[2 * v]));
+      lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, s));
+    }
+  }
+  return _mm256_sub_epi32(lanes, sub);
+}
+
 float ts__dot_q6_k_avx2(int64_t n, const void *row, const float *x, const ts_quant_act *xq) {
   const ts__blk_q6_k *b = row;
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t k = 0; k < n / 256; k++) {
-    const int8_t *a = xq->kq + 256 * k;
-    const int8_t *sc = b[k].scales;
-    /* 32 (kbs[2L] sc[2L] + kbs[2L + 1] sc[2L + 1]) per lane L */
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
-    const __m256i sub = _mm256_slli_epi32(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xq->kbs + 16 * k)), sc16), 5);
-    __m256i lanes = _mm256_setzero_si256();
-    for (int h = 0; h < 2; h++) {
-      const __m256i l0 = _mm256_loadu_si256((const __m256i *)(b[k].ql + 64 * h));
-      const __m256i l1 = _mm256_loadu_si256((const __m256i *)(b[k].ql + 64 * h + 32));
-      const __m256i qh = _mm256_loadu_si256((const __m256i *)(b[k].qh + 32 * h));
-      __m256i q[4];
-      q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
-      q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
-      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
-      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
-      for (int c = 0; c < 4; c++) {
-        const int v = 4 * h + c; /* elements 32v.., scales sc[2v] (lanes 0-3), sc[2v + 1] (4-7) */
-        const __m256i p16 = _mm256_maddubs_epi16(q[c], _mm256_loadu_si256((const __m256i *)(a + 32 * v)));
-        const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[2 * v + 1]), _mm_set1_epi16(sc[2 * v]));
-        lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, s));
-      }
-    }
-    lanes = _mm256_sub_epi32(lanes, sub);
+    const __m256i lanes = q6_k_lanes(&b[k], xq->kq + 256 * k, xq->kbs + 16 * k);
     acc = _mm256_fmadd_ps(_mm256_set1_ps(xq->kd[k] * h2f(b[k].d)), _mm256_cvtepi32_ps(lanes), acc);
   }
   return hsum8(acc);
@@ -151,33 +157,9 @@ float ts__dot_q4_k4_avx2(int64_t n, const void *row, const float *x, const ts_qu
  * ts__dot_q6_k_avx2 summed: exact), d_w times it, fma with kd */
 float ts__dot_q6_k_t_avx2(int64_t n, const void *row, const float *x, const ts_quant_act *xq) {
   const ts__blk_q6_k *b = row;
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
   __m128 acc = _mm_setzero_ps();
   for (int64_t k = 0; k < n / 256; k++) {
-    const int8_t *a = xq->kq + 256 * k;
-    const int8_t *sc = b[k].scales;
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
-    const __m256i sub = _mm256_slli_epi32(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xq->kbs + 16 * k)), sc16), 5);
-    __m256i lanes = _mm256_setzero_si256();
-    for (int h = 0; h < 2; h++) {
-      const __m256i l0 = _mm256_loadu_si256((const __m256i *)(b[k].ql + 64 * h));
-      const __m256i l1 = _mm256_loadu_si256((const __m256i *)(b[k].ql + 64 * h + 32));
-      const __m256i qh = _mm256_loadu_si256((const __m256i *)(b[k].qh + 32 * h));
-      __m256i q[4];
-      q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
-      q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
-      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
-      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
-      for (int c = 0; c < 4; c++) {
-        const int v = 4 * h + c;
-        const __m256i p16 = _mm256_maddubs_epi16(q[c], _mm256_loadu_si256((const __m256i *)(a + 32 * v)));
-        const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[2 * v + 1]), _mm_set1_epi16(sc[2 * v]));
-        lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, s));
-      }
-    }
-    const float S = (float)hsum_i32(_mm256_sub_epi32(lanes, sub));
+    const float S = (float)hsum_i32(q6_k_lanes(&b[k], xq->kq + 256 * k, xq->kbs + 16 * k));
     acc = _mm_fmadd_ss(_mm_set_ss(h2f(b[k].d) * S), _mm_set_ss(xq->kd[k]), acc);
   }
   return _mm_cvtss_f32(acc);
