@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DTS_WERROR=ON
 endif
 
-.PHONY: all deps build test test-levels demo sanitize tsan fuzz bench results clean
+.PHONY: all deps build test test-levels demo sanitize tsan fuzz bench results peer-vit-train peer-attn-bwd clean
 
 all: build
 
@@ -70,6 +70,23 @@ bench: build
 RESULTS_MODE ?= --short
 results: build
 	@bash scripts/results.sh $(RESULTS_MODE) --tessera $(BUILD)/tessera
+
+# One ViT training step against PyTorch autograd (not in CI: torch is heavy). tessera writes the
+# step with the scheduled backend (weights before and after SGD, gradients, images, labels, mask,
+# token order: `vit train-bench --dump`); bench/peers/vit_train_torch.py builds the same model from
+# the weights (torch from the current interpreter, else bench/peers/.venv-torch), repeats the step
+# with autograd and compares every updated parameter within its stated tolerance (exit 1 otherwise).
+VIT_DUMP ?= $(BUILD)/vit-train-dump
+peer-vit-train: build
+	@$(BUILD)/tessera vit train-bench --model deit-s --res 224 --pattern window2d:k=7 --batch 2 --cost analytic \
+	  --repeats 1 --warmup 0 --lr 0.5 --dump $(VIT_DUMP) >/dev/null
+	@python3 bench/peers/vit_train_torch.py $(VIT_DUMP)
+
+# The attention backward against PyTorch's SDPA backward (boolean mask) and FlexAttention's (where
+# the installed torch runs it on CPU; torch 2.15 does not, and the reason is recorded), on the
+# issue 34 masks at 64^2 tokens, 8 heads, d = 64; tessera's side is `attn bench --pass backward`.
+peer-attn-bwd: build
+	@python3 bench/peers/attn_bwd_torch.py $(BUILD)/tessera
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)

@@ -148,6 +148,15 @@ if "$T" attn bench --cost analytic --pattern "$SPEC" --heads 1 --head-dim 16 --r
     --json >"$tmp/w.json" 2>"$tmp/err" &&
   python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["warm"] is False and j["ilp"] > 0 and j["max_abs_err"] < 1e-4, j' \
     "$tmp/w.json"; then ok; else bad "bench --warm off: $(cat "$tmp/err")"; fi
+# --pass backward: the backward timed for every method, the forward-solved schedule beside the
+# re-solved one, the gradients checked against the double-precision reference
+if "$T" attn bench --cost analytic --pattern "$SPEC" --heads 2 --head-dim 16 --repeats 1 --rounds 1 --pass backward \
+    --json >"$tmp/b.json" 2>"$tmp/err" &&
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["pass"] == "backward" and j["ilp"] > 0 and j["ilp_forward_schedule"] > 0 and j["forward_ms_ilp"] > 0 and j["max_rel_err"] < 1e-4, j' \
+    "$tmp/b.json"; then ok; else bad "bench --pass backward: $(cat "$tmp/err")"; fi
+if "$T" attn bench --cost analytic --pattern "$SPEC" --heads 1 --head-dim 16 --repeats 1 --rounds 1 --pass train \
+    >"$tmp/tr.txt" 2>"$tmp/err" && grep -q "^ilp_forward_schedule" "$tmp/tr.txt" && grep -q "^train " "$tmp/tr.txt"; then ok; else
+  bad "bench --pass train table: $(cat "$tmp/tr.txt" "$tmp/err")"; fi
 # bf16, human table
 if "$T" attn bench --cost analytic --pattern "$SPEC" --heads 1 --head-dim 16 --repeats 1 --dtype bf16 --solver greedy >"$tmp/t.txt" 2>"$tmp/err" &&
   grep -q "^ilp " "$tmp/t.txt" && grep -q "^fixed_best_reordered" "$tmp/t.txt"; then ok; else
@@ -169,6 +178,7 @@ expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --compact 8,16,
 expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --calibrate maybe
 expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --guard sometimes
 expect_usage attn bench --pattern "$SPEC" --heads 2 --head-dim 32 --warm maybe
+expect_usage attn bench --pattern "$SPEC" --heads 2 --head-dim 32 --pass sideways
 expect_usage attn plan --pattern "$SPEC" --heads 2 --head-dim 32 --warm off
 expect_usage attn bench --pattern "$SPEC" --heads 2 --head-dim 32 --rounds 0
 expect_usage attn bench --pattern "$SPEC" --heads 2 --head-dim 32 --cost profile --profile-level huge

@@ -77,7 +77,7 @@ static bool prov_equal(const ts_provenance *a, const ts_provenance *b) {
 }
 
 static bool profiles_equal(const ts_attn_profile *a, const ts_attn_profile *b) {
-  if (a->version != b->version || !prov_equal(&a->prov, &b->prov) || strcmp(a->level, b->level) || a->d != b->d || a->dtype != b->dtype || a->warmup != b->warmup ||
+  if (a->version != b->version || !prov_equal(&a->prov, &b->prov) || strcmp(a->level, b->level) || a->pass != b->pass || a->d != b->d || a->dtype != b->dtype || a->warmup != b->warmup ||
       a->passes != b->passes || a->repeats != b->repeats || a->min_time_s != b->min_time_s ||
       a->measure_s != b->measure_s ||
       a->nsizes != b->nsizes || a->ndens != b->ndens || a->nmenu != b->nmenu)
@@ -489,6 +489,68 @@ static void test_provenance(void) {
   ts_attn_profile_free(&p);
 }
 
+/* Profiles of the backward and of a training step's attention: measured (entries positive and
+ * finite), their "pass" kept through JSON, told apart from a forward request, stored under their
+ * own key; a document without "pass" reads as a forward profile; a bad pass is a format error. */
+static void test_pass(void) {
+  ts_attn_pass ps;
+  CHECK_OK(ts_attn_pass_parse("backward", &ps));
+  CHECK(ps == TS_ATTN_PASS_BACKWARD && !strcmp(ts_attn_pass_name(TS_ATTN_PASS_TRAIN), "train"), "pass names");
+  CHECK_ERR_CONTAINS(ts_attn_pass_parse("sideways", &ps), "forward, backward or train");
+  ts_attn_profile_opts o = tiny_opts();
+  o.sizes = tiny_sizes, o.nsizes = 1;
+  char why[256], path[512];
+  for (int k = TS_ATTN_PASS_BACKWARD; k <= TS_ATTN_PASS_TRAIN; k++) {
+    o.pass = (ts_attn_pass)k;
+    ts_attn_profile p, q;
+    CHECK_OK(ts_attn_profile_measure(&o, &p));
+    int bad = 0;
+    for (size_t i = 0; p.seconds && i < (size_t)p.nmenu * p.ndens; i++) bad += !(p.seconds[i] > 0 && isfinite(p.seconds[i]));
+    CHECK(p.seconds && bad == 0 && p.pass == o.pass, "%s: %d entries not positive and finite", ts_attn_pass_name(o.pass), bad);
+    CHECK(ts_attn_profile_matches(&p, &o, NULL, 0), "%s profile does not match its request", ts_attn_pass_name(o.pass));
+    ts_attn_profile_opts f = o;
+    f.pass = TS_ATTN_PASS_FORWARD;
+    CHECK(!ts_attn_profile_matches(&p, &f, why, sizeof why) && strstr(why, "pass"), "why: %s", why);
+    char *text = NULL;
+    CHECK_OK(ts_attn_profile_to_json(&p, &text));
+    CHECK(text && strstr(text, ts_attn_pass_name(o.pass)), "the JSON names no pass");
+    CHECK_OK(ts_attn_profile_from_json(text, &q));
+    CHECK(profiles_equal(&p, &q), "%s JSON round trip differs", ts_attn_pass_name(o.pass));
+    ts_attn_profile_free(&q);
+    if (text) { /* a bad pass */
+      char *at = strstr(text, "\"pass\"");
+      if (at) {
+        char *bad_text = malloc(strlen(text) + 16);
+        size_t pre = (size_t)(at - text);
+        memcpy(bad_text, text, pre);
+        const char *rest = strchr(strchr(at + 7, '"') + 1, '"') + 1; /* after the value's closing quote */
+        sprintf(bad_text + pre, "\"pass\": \"up\"%s", rest);
+        CHECK_STATUS(ts_attn_profile_from_json(bad_text, &q), TS_ERR_FORMAT);
+        CHECK(strstr(ts_last_error(), "'pass'") != NULL, "error: %s", ts_last_error());
+        free(bad_text);
+      }
+    }
+    free(text);
+    CHECK_OK(ts_attn_profile_default_path(&o, path, sizeof path));
+    CHECK(strstr(path, ts_attn_pass_name(o.pass)) != NULL, "default path %s names no pass", path);
+    ts_attn_profile_free(&p);
+  }
+  /* a forward profile's JSON has no "pass" and reads back as forward */
+  o.pass = TS_ATTN_PASS_FORWARD;
+  ts_attn_profile p, q;
+  CHECK_OK(ts_attn_profile_measure(&o, &p));
+  char *text = NULL;
+  CHECK_OK(ts_attn_profile_to_json(&p, &text));
+  CHECK(text && !strstr(text, "\"pass\""), "a forward profile wrote a pass");
+  CHECK_OK(ts_attn_profile_from_json(text, &q));
+  CHECK(q.pass == TS_ATTN_PASS_FORWARD, "read as %s", ts_attn_pass_name(q.pass));
+  CHECK_OK(ts_attn_profile_default_path(&o, path, sizeof path));
+  CHECK(!strstr(path, "forward"), "a forward path names its pass: %s", path);
+  free(text);
+  ts_attn_profile_free(&p);
+  ts_attn_profile_free(&q);
+}
+
 static void test_error_stats(void) {
   double meas[10], pr[10];
   for (int i = 0; i < 10; i++) meas[i] = 1e-5 * (i + 1), pr[i] = 2 * meas[i];
@@ -551,6 +613,7 @@ int main(void) {
   test_choose_and_residue();
   test_malformed();
   test_provenance();
+  test_pass();
   test_error_stats();
   test_blocks_measure();
   char cmd[300];

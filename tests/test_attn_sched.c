@@ -581,6 +581,42 @@ static void test_guard_diag(void) {
  * panels at the edges of blocks of >= 16 columns and runs each block in 64-row tiles whose column
  * tile spans the block;
  * either way the result matches the reference. */
+/* A schedule re-solved for the backward (calibration and guard time ts_attn_backward, or a training
+ * step's forward + backward) is a valid schedule of the mask, calibrated and guarded, and runs
+ * correctly (forward against the reference; its backward is tests/test_attn_bwd.c's). */
+static void test_backward_pass(void) {
+  ts_context *ctx;
+  CHECK_OK(ts_context_create(&ctx, 2));
+  ordered M = ordered_make("window2d:h=16,w=16,k=5", TS_REORDER_HILBERT);
+  for (int k = TS_ATTN_PASS_BACKWARD; k <= TS_ATTN_PASS_TRAIN; k++) {
+    int d = 32;
+    ts_attn_sched_opts o;
+    ts_attn_sched_opts_default(&o);
+    o.calibrate_d = 32, o.threads = 2, o.time_limit = 0.5, o.cost_user = &d;
+    o.calibrate_pass = (ts_attn_pass)k;
+    ts_attn_schedule s;
+    ts_attn_sched_info si;
+    qkv x = qkv_make(1, 2, M.n, 32, 90 + (uint64_t)k);
+    CHECK_OK(ts_attn_reference(&M.bo, x.Q, x.K, x.V, x.R, x.b, x.h, M.n, x.d));
+    CHECK_OK(ts_attn_schedule_solve(&M.blk, &M.bp, &o, &s, &si));
+    CHECK(si.calibrated && si.guarded && si.calib_ms > 0, "%s pass: calibrated %d guarded %d",
+          ts_attn_pass_name(o.calibrate_pass), si.calibrated, si.guarded);
+    CHECK_OK(ts_attn_schedule_validate(&s));
+    execute_checked(ctx, &s, &M, &x, ts_attn_pass_name(o.calibrate_pass));
+    ts_attn_schedule_free(&s);
+    qkv_free(&x);
+  }
+  /* a pass outside the enum is refused, naming it */
+  ts_attn_sched_opts o;
+  ts_attn_sched_opts_default(&o);
+  o.calibrate_d = 32, o.calibrate_pass = (ts_attn_pass)7;
+  ts_attn_schedule s;
+  ts_attn_sched_info si;
+  CHECK_ERR_CONTAINS(ts_attn_schedule_solve(&M.blk, &M.bp, &o, &s, &si), "pass");
+  ordered_free(&M);
+  ts_context_destroy(ctx);
+}
+
 static void test_guard_blocks(void) {
   ts_context *ctx;
   CHECK_OK(ts_context_create(&ctx, 2));
@@ -906,6 +942,7 @@ static void test_cache(void) {
 int main(void) {
   test_guard_diag();
   test_guard_blocks();
+  test_backward_pass();
   test_attn_order();
   test_brute_force();
   test_compact_brute();

@@ -9,6 +9,7 @@
 
 #include "llm/llm_internal.h"
 #include "llm/llm_sparse_internal.h"
+#include "test_llm_sparse_ref.h"
 #include "test_llm_tiny.h"
 #include "tst_dispatch.h"
 
@@ -63,7 +64,8 @@ static void check_axpy(uint32_t type) {
 
 /* The indexed row dots (up rows of the active neurons) of every variant against the double dot of
  * the same quantized values: the integer block sums are exact, each row's fp32 sum of nb block
- * terms (plus Q4_1's m s terms) rounds nb + 2 times: |err| <= (2 nb + 4) 2^-24 sum |terms|. */
+ * terms (plus Q4_1's m s terms) rounds nb + 2 times: |err| <= (2 nb + 4) 2^-24 sum |terms|. Q5_0
+ * (Gemma 3's up) also equals the quant table's row dot, which the dense decode runs, bit for bit. */
 static void check_gdot(uint32_t type) {
   const int rows = 100, cols = 576, nb = cols / 32;
   size_t rb;
@@ -115,6 +117,12 @@ static void check_gdot(uint32_t type) {
     }
     CHECK(worst <= 1, "%s gdot %s, %d rows: error %.3g of the bound", ts_qtype_name(type),
           ts__level_name(ts__sparse_dispatch.variants[v].level), n, worst);
+    if (type == TS_QT_Q5_0) /* the dense decode's up values: the quant table's Q5_0 row dot, bit for bit */
+      for (int k = 0; k < n; k++) {
+        const float want = ts__dot_q5_0_ref(cols, W + (size_t)idx[k] * rb, NULL, &xq);
+        CHECK(!memcmp(&out[k], &want, sizeof want), "q5_0 gdot %s row %d: %.9g, the row dot %.9g",
+              ts__level_name(ts__sparse_dispatch.variants[v].level), idx[k], (double)out[k], (double)want);
+      }
   }
   free(W);
 }
@@ -123,45 +131,6 @@ static void check_gdot(uint32_t type) {
 
 static const int32_t kSeq[] = {5, 77, 200, 3, 150, 260, 261, 9, 44, 100, 101, 102, 255, 7, 8, 30};
 #define NSEQ (int)(sizeof kSeq / sizeof kSeq[0])
-
-/* W[r][j] of a transposed copy, dequantized */
-static double tm_at(const ts__tmat *t, int64_t r, int64_t j) {
-  int p = 0;
-  while (r >= t->cut[p + 1]) p++;
-  const uint8_t *b = t->at[p] + (size_t)j * t->seg[p] + (size_t)((r - t->cut[p]) / 32) * t->bsz;
-  float v[32];
-  ts__dequant_ref(t->type, b, v, 32);
-  return v[(r - t->cut[p]) % 32];
-}
-
-/* A threshold at about quantile q of |v[0..n)| in the widest gap between neighbouring magnitudes
- * near it (the runtime's fp32 values then fall on the same side as the reference's). */
-static int cmpd(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static float gap_threshold(const double *v, int n, double q) {
-  double *a = malloc((size_t)n * sizeof *a);
-  for (int i = 0; i < n; i++) a[i] = fabs(v[i]);
-  qsort(a, (size_t)n, sizeof *a, cmpd);
-  const int lo = (int)(n * (q - 0.1)) < 1 ? 1 : (int)(n * (q - 0.1)), hi = (int)(n * (q + 0.1)) >= n ? n - 1 : (int)(n * (q + 0.1));
-  int best = lo;
-  for (int i = lo; i <= hi; i++)
-    if (a[i] / (a[i - 1] + 1e-30) > a[best] / (a[best - 1] + 1e-30)) best = i;
-  const float t = (float)sqrt(a[best] * a[best - 1]);
-  free(a);
-  return t;
-}
-
-/* y[r] = sum over |x_j| > t of x_j W[r][j] from the transposed copy (rows n_out) */
-static void sp_mv(const ts__tmat *t, const double *x, double th, double *y) {
-  for (int64_t r = 0; r < t->n_out; r++) {
-    double s = 0;
-    for (int64_t j = 0; j < t->n_in; j++)
-      if (fabs(x[j]) > th) s += x[j] * tm_at(t, r, j);
-    y[r] = s;
-  }
-}
 
 enum { MODE_CATS, MODE_TEAL, MODE_ROUTED };
 
@@ -529,6 +498,7 @@ int main(void) {
   check_axpy(TS_QT_Q8_0);
   check_gdot(TS_QT_Q4_1);
   check_gdot(TS_QT_Q8_0);
+  check_gdot(TS_QT_Q5_0);
   check_decode(TS_QT_Q4_1, MODE_CATS, "sp_cats_q41.gguf");
   check_decode(TS_QT_Q8_0, MODE_CATS, "sp_cats_q80.gguf");
   check_decode(TS_QT_Q4_1, MODE_TEAL, "sp_teal_q41.gguf");

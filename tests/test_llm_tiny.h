@@ -28,11 +28,14 @@ typedef struct tiny_cfg {
    * attention.sliding_window_pattern 2) and their RoPE base */
   int swa;
   float rope_base_swa;
+  /* the type of layer l's matrix `tensor` ("attn_q", .., "ffn_down"; NULL: wtype for all), for
+   * models of mixed types as the K-quant files are */
+  uint32_t (*wtype_of)(int l, const char *tensor, uint32_t wtype);
 } tiny_cfg;
 
 static inline tiny_cfg tiny_default(uint32_t wtype) {
   return (tiny_cfg){2, 64, 96, 4, 2, 16, 10000.0f, 1e-5f, wtype, wtype == TS_QT_F32 ? TS_QT_F32 : TS_QT_Q8_0, true, 11,
-                    NULL, NULL, "llama", 0, 0};
+                    NULL, NULL, "llama", 0, 0, NULL};
 }
 
 /* A tiny gemma3: 3 heads of 32 on a 64-wide stream (heads need not make d_model), one KV head,
@@ -167,13 +170,15 @@ static inline void tiny_write(const tiny_cfg *c, const char *path) {
 #define T(s, type, cols, rows, sc, off) (snprintf(nm, sizeof nm, "blk.%d." s, l), tiny_tensor(w, c, &r, nm, type, cols, rows, sc, off))
     T("attn_norm.weight", TS_QT_F32, d, 1, 0.1f, 1.0f);
     T("ffn_norm.weight", TS_QT_F32, d, 1, 0.1f, 1.0f);
-    T("attn_q.weight", c->wtype, d, c->n_head * hd, 0.12f, 0); /* scores of order 1: a smooth softmax */
-    T("attn_k.weight", c->wtype, d, c->n_kv * hd, 0.12f, 0);
-    T("attn_v.weight", c->wtype, d, c->n_kv * hd, 0.3f, 0);
-    T("attn_output.weight", c->wtype, c->n_head * hd, d, 0.1f, 0);
-    T("ffn_gate.weight", c->wtype, d, c->ff, 0.2f, 0);
-    T("ffn_up.weight", c->wtype, d, c->ff, 0.2f, 0);
-    T("ffn_down.weight", c->wtype, c->ff, d, 0.1f, 0);
+#define WT(s) (c->wtype_of ? c->wtype_of(l, s, c->wtype) : c->wtype)
+    T("attn_q.weight", WT("attn_q"), d, c->n_head * hd, 0.12f, 0); /* scores of order 1: a smooth softmax */
+    T("attn_k.weight", WT("attn_k"), d, c->n_kv * hd, 0.12f, 0);
+    T("attn_v.weight", WT("attn_v"), d, c->n_kv * hd, 0.3f, 0);
+    T("attn_output.weight", WT("attn_output"), c->n_head * hd, d, 0.1f, 0);
+    T("ffn_gate.weight", WT("ffn_gate"), d, c->ff, 0.2f, 0);
+    T("ffn_up.weight", WT("ffn_up"), d, c->ff, 0.2f, 0);
+    T("ffn_down.weight", WT("ffn_down"), c->ff, d, 0.1f, 0);
+#undef WT
     if (gemma) {
       T("post_attention_norm.weight", TS_QT_F32, d, 1, 0.1f, 1.0f);
       T("post_ffw_norm.weight", TS_QT_F32, d, 1, 0.1f, 1.0f);

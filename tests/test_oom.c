@@ -27,6 +27,7 @@
 #include "tessera/reorder.h"
 #include "tessera/sparse.h"
 #include "tessera/llm_sparse.h"
+#include "tessera/nn.h"
 #include "test_llm_tiny.h"
 
 /* ---- the injecting allocator -------------------------------------------------------------- */
@@ -237,6 +238,37 @@ static ts_status p_attn(void *arg) {
   ts_attn_schedule_free(&s);
   ts_bitmap_free(&mask);
   ts_csr_free(&csr);
+  ts_context_destroy(ctx);
+  return st;
+}
+
+/* the ViT training step: model, mask, fixed backend, per-layer strategies (a CHECKPOINT and a
+ * STORE_SCORES layer: both arena ends), one step (the backward executor made on first use) */
+static ts_status p_vit_train(void *arg) {
+  (void)arg;
+  ts_context *ctx = NULL;
+  ts_nn_vit *m = NULL;
+  ts_nn_attn *a = NULL;
+  ts_nn_token_mask mask = {0};
+  ts_nn_vit_config c;
+  static float img[2 * 3 * 32 * 32];
+  const int32_t labels[2] = {1, 7};
+  const ts_nn_mem_strategy strat[2] = {TS_NN_MEM_CHECKPOINT, TS_NN_MEM_STORE_SCORES};
+  for (size_t i = 0; i < sizeof img / sizeof img[0]; i++) img[i] = (float)(i % 13) * 0.1f - 0.6f;
+  ts_nn_attn_opts o;
+  ts_nn_attn_opts_default(&o, TS_NN_ATTN_FIXED);
+  o.tile = (ts_attn_tile){2, 2};
+  ts_status st = ts_context_create(&ctx, 1);
+  if (st == TS_OK) st = ts_nn_vit_config_preset("tiny", 32, &c);
+  if (st == TS_OK) st = ts_nn_vit_create(&m, ctx, &c, 2);
+  if (st == TS_OK) st = ts_nn_token_mask_create("window2d:k=3", 2, 2, &mask);
+  if (st == TS_OK) st = ts_nn_attn_create(&a, ctx, &mask, c.dim / c.heads, &o);
+  if (st == TS_OK) st = ts_nn_vit_set_attn(m, a);
+  if (st == TS_OK) st = ts_nn_vit_train_set_strategies(m, strat);
+  if (st == TS_OK) st = ts_nn_vit_train_step(m, img, labels, 0.01f, NULL);
+  ts_nn_attn_destroy(a);
+  ts_nn_vit_destroy(m);
+  ts_nn_token_mask_free(&mask);
   ts_context_destroy(ctx);
   return st;
 }
@@ -501,6 +533,7 @@ int main(void) {
   walk("context create", p_context, NULL);
   const char *attn_names[3] = {"attention plan (block skip)", "attention plan (dense)", "attention plan (compact, diag)"};
   for (int k = 0; k < 3; k++) walk(attn_names[k], p_attn, &k);
+  walk("vit training step", p_vit_train, NULL);
   const ts_conv_algo algos[] = {TS_CONV_DIRECT,      TS_CONV_IM2COL,      TS_CONV_KN2ROW, TS_CONV_IMPLICIT,
                                 TS_CONV_WINOGRAD_F2, TS_CONV_WINOGRAD_F4, TS_CONV_FFT,    TS_CONV_DEPTHWISE};
   for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
@@ -570,6 +603,18 @@ int main(void) {
     }
     ts_llm_router_destroy(r);
     ts_llm_thresholds_destroy(wt);
+    ts_llm_model_destroy(g_wm);
+    /* the same on a tiny gemma3 (GELU gate and post-norms: calibration's gemma3 scratch, Q5_0 up rows) */
+    tiny_cfg gc = tiny_gemma(TS_QT_Q5_0);
+    gc.d = 192, gc.ff = 256, gc.n_head = 4, gc.n_kv = 1, gc.hd = 64;
+    snprintf(g_wide, sizeof g_wide, "%s/wide_g3.gguf", dir);
+    tiny_write(&gc, g_wide);
+    g_wm = NULL;
+    CHECK_OK(ts_llm_model_load(&g_wm, g_wide));
+    if (g_wm) {
+      walk("LLM sparse create + decode on gemma3 (CATS, TEAL q, router)", p_sparse, NULL);
+      walk("LLM sparsity calibration on gemma3 (statistics, CATS, SATS, TEAL, routers)", p_calib, NULL);
+    }
     ts_llm_model_destroy(g_wm);
   }
   walk("npy read", p_npy, NULL);

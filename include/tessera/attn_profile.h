@@ -66,6 +66,17 @@ typedef enum ts_attn_profile_level {
   TS_ATTN_PROFILE_LEVEL_COUNT
 } ts_attn_profile_level;
 
+/* The pass a timing measures: the forward (ts_attn_execute), the backward alone (ts_attn_backward
+ * after an untimed ts_attn_execute_train gave it O and lse; tessera/attn_train.h) or a training
+ * step's attention (forward with lse, then backward). The backward walks the forward plan's items
+ * but costs ~2.5x per cell and weighs tile shapes differently (dK/dV partials per key, dQ per row),
+ * so a schedule solved with forward costs need not be the best for the backward: profiles,
+ * calibration and guard may time either. */
+typedef enum ts_attn_pass { TS_ATTN_PASS_FORWARD = 0, TS_ATTN_PASS_BACKWARD, TS_ATTN_PASS_TRAIN, TS_ATTN_PASS_COUNT } ts_attn_pass;
+/* "forward", "backward", "train" and back (TS_ERR_INVALID_ARG listing the names). */
+const char *ts_attn_pass_name(ts_attn_pass p);
+ts_status ts_attn_pass_parse(const char *name, ts_attn_pass *out);
+
 /* "quick", "standard", "full" and back (TS_ERR_INVALID_ARG listing the names). */
 const char *ts_attn_profile_level_name(ts_attn_profile_level l);
 ts_status ts_attn_profile_level_parse(const char *name, ts_attn_profile_level *out);
@@ -87,6 +98,7 @@ typedef struct ts_attn_profile_opts {
   uint64_t seed;               /* random masks of the mixed entries (1) */
   bool wall_clock;             /* time by the wall clock instead of thread CPU time (false) */
   bool progress;               /* ts_progress on stderr (true) */
+  ts_attn_pass pass;           /* what each entry times (forward) */
 } ts_attn_profile_opts;
 
 ts_attn_profile_opts ts_attn_profile_opts_default(void);
@@ -97,6 +109,7 @@ typedef struct ts_attn_profile {
    * timed executes (1), date, tessera_version, clock ("thread_cpu" or "wall"), machine profile key */
   ts_provenance prov;
   char level[16];
+  ts_attn_pass pass;      /* "pass" in the JSON (absent: forward, as every profile before it) */
   int64_t d;
   ts_dtype dtype;
   int warmup, repeats, passes;
@@ -123,11 +136,12 @@ double *ts_attn_profile_at(const ts_attn_profile *p, int tile, int dens, int ri,
  * ts_progress on stderr when o->progress). */
 ts_status ts_attn_profile_measure(const ts_attn_profile_opts *o, ts_attn_profile *out);
 
-/* The artifact's path: <cache>/attn-profile/<level>-d<d>-<dtype>-<kernels>.json */
+/* The artifact's path: <cache>/attn-profile/<level>-d<d>-<dtype>-<kernels>[-<pass>].json (the pass
+ * named unless forward) */
 ts_status ts_attn_profile_default_path(const ts_attn_profile_opts *o, char *buf, size_t cap);
 
 /* JSON: {"format":"tessera-attn-profile","version":2,"provenance":{cpu_model,kernels,threads,date,
- * tessera_version,clock,profile},"level","d","dtype","warmup","repeats","passes","min_time_s",
+ * tessera_version,clock,profile},"level","pass" (optional, forward when absent),"d","dtype","warmup","repeats","passes","min_time_s",
  * "measure_s","sizes":[..],"densities":[..],"menu":[[br,bc],..],
  * "seconds":[tile][dens][row size][col size],"overhead_s":[row size][col size]}. from_json
  * validates everything (TS_ERR_FORMAT naming the field, e.g. "seconds[3][1][0][2]: expected a

@@ -64,6 +64,7 @@
 #include <stdint.h>
 
 #include "tessera/attn.h"
+#include "tessera/attn_profile.h"
 #include "tessera/solve.h"
 
 #ifdef __cplusplus
@@ -135,6 +136,8 @@ typedef struct ts_attn_sched_opts {
   int64_t calibrate_d;
   ts_dtype calibrate_dtype;
   int64_t calibrate_heads; /* heads per execute of the guard's timings (1) */
+  ts_attn_pass calibrate_pass; /* what the calibration and the guard time (forward; attn_profile.h): backward or
+                                  train re-solve a schedule for the training step's attention */
   bool guard;
   /* The family scales to apply without calibrating (all 1 by default): e.g. an earlier solve's
    * info.calib_scale, so two solves compare under the same costs (family_given true). */

@@ -5,15 +5,18 @@
  *   ts_llm_sparse_create (model, thresholds, router) ──► ts_llm_state_set_sparse ──► ts_llm_eval
  *
  * Two kinds of threshold per layer l (either may be 0: that part stays dense):
- *   act      CATS / SATS: neuron i of the MLP is active iff |silu(gate_i)| > act; up is computed
- *            only for active neurons and down only reads their columns (gate stays dense);
+ *   act      CATS / SATS: neuron i of the MLP is active iff |act(gate_i)| > act (act = silu for
+ *            llama, gelu for gemma3: the GELU-gated MLP h = gelu(gate) up); up is computed only for
+ *            active neurons and down only reads their columns (gate stays dense);
  *   in[p]    TEAL: input element j of projection p (q, k, v, o, gate, up, down) is used iff
  *            |x_j| > in[p]; the other columns of W_p are not read.
- * Methods (ts_llm_calibrate): CATS sets every layer's act to the target percentile of |silu(gate)|
+ * Methods (ts_llm_calibrate): CATS sets every layer's act to the target percentile of |act(gate)|
  * on the calibration tokens; SATS chooses each layer's act to minimise the summed sensitivity
  * proxy E_l(t) = mean over calibration tokens of |D_l (m(t) . h) - D_l h|^2 / |x|^2 (D_l the
- * layer's down projection, h = silu(gate) * up, m(t) the mask |silu(gate)| > t, x the residual
- * stream entering the MLP, which its output is added to) subject to the mean of the layers'
+ * layer's down projection, h = act(gate) * up, m(t) the mask |act(gate)| > t, x the residual
+ * stream entering the MLP, which its output is added to; gemma3, whose MLP output passes its
+ * post-FFN norm P before the add, measures the error there: |P(D_l (m(t) . h)) - P(D_l h)|^2 / |x|^2
+ * with x the stream after the attention half) subject to the mean of the layers'
  * calibration sparsities being the target, exactly on a grid of 2.5% steps (dynamic programming);
  * TEAL sets in[] by its greedy block-wise allocation to a parameter-weighted target, each step
  * the projection whose next 2.5% adds the least relative output error |W_p (x . (1-m))|^2 / |W_p x|^2
@@ -22,10 +25,11 @@
  * back to the dense MLP when the gate statistics predict a large error.
  *
  * Sparse decode reads transposed copies of the matrices it skips columns of, re-quantized at
- * ts_llm_sparse_create (Q4_1 for 4-bit models, Q8_0 otherwise): its results are checked against a
- * double-precision evaluation of the same masked computation (tests/test_llm_sparse.c), not
- * against llama.cpp; a state without sparsity keeps llama.cpp's bits. Prefill (batches of more
- * than one token) stays dense. */
+ * ts_llm_sparse_create (Q4_1 for Q4_0 / Q4_1 matrices, Q8_0 for every other type: Q8_0, Q5_0 and
+ * the K-quants of Gemma 3's Q4_K_M file): its results are checked against a double-precision
+ * evaluation of the same masked computation (tests/test_llm_sparse.c, test_llm_sparse_gemma.c),
+ * not against llama.cpp; a state without sparsity keeps llama.cpp's bits. Prefill (batches of more
+ * than one token) stays dense. Architectures: llama and gemma3. */
 #ifndef TESSERA_LLM_SPARSE_H
 #define TESSERA_LLM_SPARSE_H
 
@@ -111,8 +115,8 @@ ts_status ts_llm_thresholds_load(ts_llm_thresholds **out, const char *path, cons
 
 /* Per layer a linear probe over the gate statistics of the token (f0 = 1, f1 = the share of
  * sum_i a_i^2 |D_:,i|^2 that the mask drops, f2 = the share of sum_i a_i^2 it drops, f3 = the
- * fraction of neurons dropped; a = silu(gate)) predicting the relative error of the sparse MLP's
- * output; the layer runs dense for the token when the prediction exceeds `tau`. Trained by least
+ * fraction of neurons dropped; a = act(gate)) predicting the token's SATS proxy (the relative error
+ * of the sparse MLP's output); the layer runs dense for the token when the prediction exceeds `tau`. Trained by least
  * squares on calibration tokens (ts_llm_router_train). */
 #define TS_LLM_ROUTER_NF 4
 typedef struct ts_llm_router ts_llm_router;
@@ -140,7 +144,7 @@ typedef struct ts_llm_calib_opts {
 ts_llm_calib_opts ts_llm_calib_opts_default(void);
 
 /* Calibration statistics of a model on a token sequence (windows of opts.window tokens evaluated
- * densely from an empty cache): per layer histograms of |silu(gate)| and of every projection's
+ * densely from an empty cache): per layer histograms of |act(gate)| and of every projection's
  * input, and exact error curves on the first proxy_tokens tokens. Reusable for several methods and
  * targets. TS_ERR_INVALID_ARG when the text is shorter than one window. */
 typedef struct ts_llm_calib ts_llm_calib;

@@ -147,6 +147,32 @@ void ts_nn_attn_get_info(const ts_nn_attn *a, ts_nn_attn_info *info);
 ts_status ts_nn_attn_run(ts_nn_attn *a, const ts_context *ctx, const float *Q, const float *K, const float *V,
                          float *O, int64_t batch, int64_t heads);
 
+/* ---- attention backends in training ------------------------------------------------------
+ * The forward keeps the per-row log-sum-exp (and, optionally, every computed cell's raw score) and
+ * the backward gives dQ, dK, dV (tessera/attn_train.h has the formulas). The REFERENCE kind runs
+ * ts_attn_reference / ts_attn_reference_backward (lse computed beside it in double; it stores no
+ * scores); every other kind runs its plan's ts_attn_execute_train and a ts_attn_bwd executor bound to
+ * the plan (its reduction: TS_ATTN_BWD_AUTO), created by ts_nn_attn_train_prepare or on the first
+ * backward. Q, K, V, O, dO, dQ, dK, dV: [batch][heads][n][d] in the backend's token order;
+ * lse: [batch][heads][n]; scores: [batch][heads][ts_nn_attn_score_floats]. Thread safety: as
+ * ts_nn_attn_run (one call at a time per backend; the reference kind is re-entrant). */
+
+/* Floats of one (batch, head)'s stored scores (ts_attn_score_floats of the plan; 0 for the
+ * reference kind, which has nothing to store). */
+int64_t ts_nn_attn_score_floats(const ts_nn_attn *a);
+/* Creates the backward executor for ctx's threads (NULL: the plan's) once; the reference kind
+ * needs none. Allocates; called by ts_nn_attn_backward when it was not called before. */
+ts_status ts_nn_attn_train_prepare(ts_nn_attn *a, const ts_context *ctx);
+/* O as ts_nn_attn_run computes it, plus lse (not NULL) and, when scores is not NULL and the kind
+ * stores them, the raw scores (the STORE_SCORES strategy; ignored by the reference kind). */
+ts_status ts_nn_attn_run_train(ts_nn_attn *a, const ts_context *ctx, const float *Q, const float *K, const float *V,
+                               float *O, float *lse, float *scores, int64_t batch, int64_t heads);
+/* dQ, dK, dV (overwritten; must not overlap the inputs) from the forward's Q, K, V, O, lse and
+ * scores (NULL: recomputed; else ts_nn_attn_run_train's from this backend). */
+ts_status ts_nn_attn_backward(ts_nn_attn *a, const ts_context *ctx, const float *Q, const float *K, const float *V,
+                              const float *O, const float *dO, const float *lse, const float *scores, float *dQ,
+                              float *dK, float *dV, int64_t batch, int64_t heads);
+
 /* ---- Vision Transformer -------------------------------------------------------------------
  * images [B][in_chans][img_h][img_w] -> patch embedding (P x P patches, stride P, one GEMM over
  * the unfolded patches [B*n][in_chans*P*P], + bias + position embedding [n][dim]) -> depth x
@@ -204,6 +230,129 @@ void ts_nn_vit_last_timing(const ts_nn_vit *m, ts_nn_vit_timing *t);
 /* Floating-point operations of one forward (2 per multiply-add): GEMMs, and attention as
  * 4 d per allowed cell per head (nnz given; n*n for dense). */
 double ts_nn_vit_flops(const ts_nn_vit *m, int64_t mask_nnz);
+
+/* ---- ViT training ---------------------------------------------------------------------------
+ * One step: forward (keeping what the backward needs), cross-entropy on integer labels (mean over
+ * the batch), backward of the whole model, SGD (p -= lr * grad for every parameter; the gradients
+ * stay readable through ts_nn_vit_param_get). Linear layers' backward through ts_sgemm (dX = dY W^T,
+ * dW = X^T dY, db = column sums), LayerNorm and exact-GELU backward row-wise, attention through the
+ * backend (ts_nn_attn_backward), the patch embedding's gradients scattered back to grid cells when
+ * the backend permutes the tokens.
+ *
+ * Activation memory. Every activation of a step lives in one arena owned by the model: the blocks'
+ * kept activations stack up from one end during the forward and come off in reverse during the
+ * backward; the working buffers (shared by the forward and the backward, which never need them at
+ * once) and a CHECKPOINT block's re-made activations take the other end. What a block keeps from its
+ * forward to its backward is its memory strategy:
+ *   RECOMPUTE     FlashAttention style: Q, K, V, O and the attention's log-sum-exp (the backward
+ *                 recomputes the scores), the residual stream, LayerNorm statistics, the MLP's
+ *                 pre-activation. LayerNorm outputs and GELU outputs are recomputed (cheap, row-wise).
+ *   STORE_SCORES  also the attention's raw scores (one float per computed cell): the backward skips Q K^T.
+ *   CHECKPOINT    only the block's output (the next block's input); its forward runs again (up to the
+ *                 MLP's pre-activation) at the start of its backward.
+ * The arena's high-water mark is measured in every step (ts_nn_vit_train_stats.peak_bytes); the
+ * bound of ts_nn_vit_train_mem is what the arena reserves and what the planner keeps under a budget. */
+typedef enum ts_nn_mem_strategy {
+  TS_NN_MEM_RECOMPUTE = 0,
+  TS_NN_MEM_STORE_SCORES,
+  TS_NN_MEM_CHECKPOINT,
+  TS_NN_MEM_COUNT
+} ts_nn_mem_strategy;
+
+/* "recompute", "store_scores", "checkpoint" and back (TS_ERR_INVALID_ARG naming the text). */
+const char *ts_nn_mem_strategy_name(ts_nn_mem_strategy s);
+ts_status ts_nn_mem_strategy_parse(const char *name, ts_nn_mem_strategy *out);
+
+/* Arena bytes of a step with the model's current backend (computed from the shapes; the step
+ * measures the real high-water mark). */
+typedef struct ts_nn_vit_mem {
+  int64_t fixed;                  /* held whatever the strategies: the stem's output, the head's activations */
+  int64_t scratch;                /* the working buffers (forward and backward) */
+  int64_t layer[TS_NN_MEM_COUNT]; /* what one block keeps from its forward to its backward, per strategy */
+  int64_t remat;                  /* a CHECKPOINT block's activations, made again on top during its backward */
+} ts_nn_vit_mem;
+/* TS_ERR_INVALID_ARG without a backend. */
+ts_status ts_nn_vit_train_mem(const ts_nn_vit *m, ts_nn_vit_mem *out);
+/* The arena bound for per-layer strategies s[depth]: fixed + scratch + sum of the layers' bytes,
+ * + remat when any layer is CHECKPOINT. The step's measured peak never exceeds it. */
+int64_t ts_nn_vit_train_bound(const ts_nn_vit_mem *mm, const ts_nn_mem_strategy *s, int64_t depth);
+
+/* Per-layer strategies s[depth] (NULL: all RECOMPUTE, the default). Allocates the gradients (once)
+ * and grows the arena to the bound with the current backend (allocation happens here and in the
+ * first step after a backend that needs more; never otherwise). TS_ERR_INVALID_ARG for an unknown
+ * strategy or without a backend. */
+ts_status ts_nn_vit_train_set_strategies(ts_nn_vit *m, const ts_nn_mem_strategy *s);
+/* The strategies in force into s[depth]. */
+void ts_nn_vit_train_get_strategies(const ts_nn_vit *m, ts_nn_mem_strategy *s);
+
+typedef struct ts_nn_vit_train_stats {
+  double loss;                   /* mean cross-entropy of the step's forward */
+  double total_s, forward_s, backward_s, sgd_s; /* wall time */
+  double attn_fwd_s, attn_bwd_s; /* attention calls: forward (CHECKPOINT re-runs included) and backward */
+  double remat_s;                /* CHECKPOINT blocks' forward re-runs (part of backward_s) */
+  int64_t peak_bytes;            /* the activation arena's high-water mark in this step (measured) */
+  int64_t bound_bytes;           /* ts_nn_vit_train_bound of the strategies in force */
+  int64_t arena_bytes;           /* the arena's size */
+} ts_nn_vit_train_stats;
+
+/* One step on images [batch][in_chans][img_h][img_w] with labels[batch] in [0, classes); lr >= 0
+ * (0: gradients only). st may be NULL. Errors: TS_ERR_INVALID_ARG for NULLs, a label out of range
+ * (naming it), a negative or non-finite lr, no backend. Thread safety: as ts_nn_vit_forward. */
+ts_status ts_nn_vit_train_step(ts_nn_vit *m, const float *images, const int32_t *labels, float lr,
+                               ts_nn_vit_train_stats *st);
+
+/* The parameter tensors, in the order of the weight arena: patch_embed.weight [pdim][dim],
+ * patch_embed.bias, pos_embed [n][dim] (grid order), blocks.L.{norm1.weight, norm1.bias,
+ * attn.qkv.weight [dim][3 dim], attn.qkv.bias, attn.proj.weight [dim][dim], attn.proj.bias,
+ * norm2.weight, norm2.bias, mlp.fc1.weight [dim][mlp], mlp.fc1.bias, mlp.fc2.weight [mlp][dim],
+ * mlp.fc2.bias}, norm.weight, norm.bias, head.weight [dim][classes], head.bias. Linear weights are
+ * [in][out] (the transpose of torch.nn.Linear's). */
+typedef struct ts_nn_vit_param {
+  char name[40];
+  float *value;      /* the model's weights (a caller may change them between steps) */
+  const float *grad; /* the last step's gradient, same shape; NULL before the first training call */
+  int ndim;          /* 1 or 2 */
+  int64_t shape[2];
+  int64_t count;
+} ts_nn_vit_param;
+int ts_nn_vit_param_count(const ts_nn_vit *m);
+/* TS_ERR_INVALID_ARG for i out of [0, count). */
+ts_status ts_nn_vit_param_get(const ts_nn_vit *m, int i, ts_nn_vit_param *out);
+
+/* The memory planner: one strategy per layer minimizing the step's time under a budget on the
+ * arena bound. Each strategy's time is one block's training forward + backward with the model's
+ * backend, MEASURED by the measure engine (interleaved rounds after a warm-up; every block of a ViT
+ * has the same shape, so one block per strategy stands for all), and kept in the artifact store
+ * (kind "vit-train-mem", keyed by the block shape, batch, backend kind and plan statistics,
+ * threads, kernels and CPU); its bytes are the block's kept bytes. The choice is a multiple-choice
+ * knapsack (ts_knapsack_mc) over the layers: with RECOMPUTE / STORE_SCORES only under
+ * budget - fixed - scratch, and with CHECKPOINT allowed under that less remat; the faster feasible
+ * answer wins. Bytes are counted in units of 1/16384 of the budget, rounded up (never over it);
+ * then single layers move to faster strategies while the exact bound stays within the budget. */
+typedef struct ts_nn_mem_plan_opts {
+  int64_t budget;       /* bytes (>= 1) */
+  int rounds;           /* timed rounds per strategy after one warm-up (3) */
+  bool cache;           /* look the timings up in, and store them to, the artifact store (true) */
+  const double *times;  /* [TS_NN_MEM_COUNT] given block times in seconds instead of measuring (NULL) */
+} ts_nn_mem_plan_opts;
+void ts_nn_mem_plan_opts_default(ts_nn_mem_plan_opts *o, int64_t budget);
+
+typedef struct ts_nn_mem_plan_info {
+  double time_s[TS_NN_MEM_COUNT]; /* one block's forward + backward per strategy (median), s */
+  ts_nn_vit_mem mem;
+  int64_t bound;                  /* ts_nn_vit_train_bound of the choice (<= budget) */
+  double predicted_s;             /* sum over the layers of the chosen strategies' block times */
+  int count[TS_NN_MEM_COUNT];     /* layers per strategy */
+  bool cached;                    /* the timings came from the artifact store */
+  double ms;                      /* planning wall time */
+} ts_nn_mem_plan_info;
+
+/* Chooses out[depth] for the model's backend (it does not set them: ts_nn_vit_train_set_strategies).
+ * Measuring runs block 0's training forward and backward (its gradients are overwritten; the
+ * weights are not changed). TS_ERR_INFEASIBLE when even every layer CHECKPOINT does not fit,
+ * naming the bytes it needs; TS_ERR_INVALID_ARG for NULLs, a budget < 1, no backend. info may be NULL. */
+ts_status ts_nn_vit_plan_memory(ts_nn_vit *m, const ts_nn_mem_plan_opts *o, ts_nn_mem_strategy *out,
+                                ts_nn_mem_plan_info *info);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,7 @@
 #include "tessera/attn.h"
 #include "tessera/attn_profile.h"
 #include "tessera/attn_sched.h"
+#include "tessera/attn_train.h"
 #include "tessera/nn.h"
 #include "tessera/conv.h"
 #include "tessera/cnn.h"

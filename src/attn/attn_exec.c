@@ -77,11 +77,22 @@ static void gather_rows(const uint16_t *src, int64_t d, const int32_t *runs, int
   for (int g = 0; g < nq; g++) convert_rows(src + (int64_t)runs[g] * d, (int64_t)rl * d, dst + (int64_t)g * rl * d);
 }
 
+/* The training forward's extras for one (batch, head): lse [n] (NULL: not asked, the plain execute)
+ * and the stored scores (NULL: not asked; else ts__attn_score_stride floats). */
+typedef struct train_out {
+  float *lse, *scores;
+} train_out;
+
+/* An item's raw scores S^T (st [bc][lds]) into dst [bc][br]: the layout the backward reads. */
+static void keep_scores(const float *st, int64_t lds, int bc, int br, float *dst) {
+  for (int j = 0; j < bc; j++) memcpy(dst + (int64_t)j * br, st + (int64_t)j * lds, (size_t)br * sizeof(float));
+}
+
 /* One panel of one (batch, head). q/k/v/o point at the head's [n][d] arrays (q32/k32/v32 for fp32,
  * q16/k16/v16 for bf16). */
 static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode mode, const ts__attn_cpanel *cp,
                       const float *q32, const float *k32, const float *v32, const uint16_t *q16, const uint16_t *k16,
-                      const uint16_t *v16, float *o, ws_ptrs w) {
+                      const uint16_t *v16, float *o, ws_ptrs w, train_out tr) {
   const ts__attn_ws_layout *L = &pl->ws;
   const int64_t d = pl->d, ldq = L->ldq, ldo = L->ldo, lds = L->lds;
   const float c = (float)(1.4426950408889634 / sqrt((double)d)); /* scale * log2(e) */
@@ -103,9 +114,12 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
    * of one window often list the same keys; column tiles use slot 0) */
   const int32_t *vk[2] = {NULL, NULL};
   int vkn[2] = {0, 0}, vkrl[2] = {0, 0}, vnext = 0;
+  float *sc = tr.scores ? tr.scores + cp->s0 : NULL; /* the next item's stored scores */
   for (int64_t x = 0; x < cp->nit; x++) {
     const ts__attn_item *it = &pl->items[cp->it0 + x];
     const uint16_t *mask = it->moff >= 0 ? pl->mbits + it->moff : NULL;
+    float *keep = sc; /* (a predictable branch per item when scores are not asked for) */
+    if (sc) sc += (int64_t)it->br * it->bc;
     float *orow = w.o + (int64_t)it->i0 * ldo;
     const float *kt, *vt;
     const uint16_t *kt16 = k16 ? k16 + (int64_t)it->j0 * d : NULL;
@@ -114,6 +128,7 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
       const int64_t row0 = r0 + it->i0;
       (mode == MODE_BF16_DOT && kn->qk_diag_dot ? kn->qk_diag_dot : kn->qk_diag)(q32, q16, k32, k16, d, pl->n, row0, offs,
                                                                              it->bc, it->br, mask, w.st, lds);
+      if (keep) keep_scores(w.st, lds, it->bc, it->br, keep);
       kn->softmax(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha);
       kn->pv_diag(w.st, lds, v32, v16, d, pl->n, row0, offs, it->bc, it->br, mask, orow, ldo, it->fresh ? NULL : w.alpha);
       continue;
@@ -123,6 +138,7 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
       const int rl = it->rl, nq = it->bc / rl;
       if (mode == MODE_F32) {
         kn->qk_runs(w.qt + it->i0, ldq, k32, d, d, runs, nq, rl, it->br, w.st, lds);
+        if (keep) keep_scores(w.st, lds, it->bc, it->br, keep);
         kn->softmax(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha);
         kn->pv_runs(w.st, lds, v32, d, d, runs, nq, rl, it->br, orow, ldo, w.alpha, it->skoff >= 0 ? pl->skbits + it->skoff : NULL);
         continue;
@@ -138,6 +154,7 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
           vk[z] = runs, vkn[z] = nq, vkrl[z] = rl;
         }
         kn->qk_bf16(w.qtp + it->i0, w.qlast + it->i0, ldq, k16, d, d, it->bc, it->br, w.st, lds, runs, rl);
+        if (keep) keep_scores(w.st, lds, it->bc, it->br, keep);
         kn->softmax_pairs(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha, w.pp);
         kn->pv_pairs(w.pp, lds, w.vp + z * L->vp_slot, ldo, d, it->bc, it->br, orow, ldo, w.alpha);
         continue;
@@ -166,16 +183,21 @@ static void run_panel(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode
     }
     if (mode == MODE_BF16_DOT) {
       kn->qk_bf16(w.qtp + it->i0, w.qlast + it->i0, ldq, kt16, d, d, it->bc, it->br, w.st, lds, NULL, 1);
+      if (keep) keep_scores(w.st, lds, it->bc, it->br, keep);
       kn->softmax_pairs(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha, w.pp);
       kn->pv_pairs(w.pp, lds, w.vp, ldo, d, it->bc, it->br, orow, ldo, w.alpha);
     } else {
       kn->qk_f32(w.qt + it->i0, ldq, kt, d, d, it->bc, it->br, w.st, lds);
+      if (keep) keep_scores(w.st, lds, it->bc, it->br, keep);
       kn->softmax(w.st, lds, it->bc, it->br, mask, c, w.m + it->i0, w.l + it->i0, w.alpha);
       kn->pv(w.st, lds, vt, d, d, it->bc, it->br, orow, ldo, w.alpha);
     }
   }
 
   kn->finish(w.o, ldo, w.l, nr, d, o + r0 * d);
+  if (tr.lse) /* ln sum_j exp(S scale) = (m + log2 l) ln 2: m is the running max in scaled log2 units */
+    for (int64_t i = 0; i < nr; i++)
+      tr.lse[r0 + i] = w.l[i] > 0.0f ? (float)(((double)w.m[i] + log2((double)w.l[i])) * 0.6931471805599453) : -INFINITY;
 }
 
 static ts_status check_args(const ts_attn_plan *pl, const void *Q, const void *K, const void *V, const float *O,
@@ -225,6 +247,8 @@ typedef struct exec_io {
   const uint16_t *q16, *k16, *v16;
   float *O;
   int64_t hsz; /* n * d */
+  float *lse, *scores; /* training forward: [bh][n], [bh][sstride] (NULL: not asked) */
+  int64_t sstride;
 } exec_io;
 
 static _Atomic uint32_t g_warm_sink; /* keeps warm_keys' loads (relaxed stores from every thread) */
@@ -285,8 +309,9 @@ static void run_unit(const ts_attn_plan *pl, const ts__attn_kern *kn, exec_mode 
   }
   prefetch_range(io->O + off + (int64_t)cp->r0 * d, (int64_t)cp->nr * d * (int64_t)sizeof(float), 1);
   if (pl->warm && mode == MODE_F32) warm_keys(pl, io, h, cp); /* fp32 only (above) */
+  const train_out tr = {io->lse ? io->lse + h * pl->n : NULL, io->scores ? io->scores + h * io->sstride : NULL};
   run_panel(pl, kn, mode, cp, io->q32 ? io->q32 + off : NULL, io->k32 ? io->k32 + off : NULL, io->v32 ? io->v32 + off : NULL,
-            io->q16 ? io->q16 + off : NULL, io->k16 ? io->k16 + off : NULL, io->v16 ? io->v16 + off : NULL, io->O + off, w);
+            io->q16 ? io->q16 + off : NULL, io->k16 ? io->k16 + off : NULL, io->v16 ? io->v16 + off : NULL, io->O + off, w, tr);
 }
 
 static ts_status execute(const ts_context *ctx, ts_attn_plan *pl, const exec_io *io, int64_t bh) {
@@ -355,4 +380,50 @@ ts_status ts_attn_execute_bf16(const ts_context *ctx, ts_attn_plan *plan, const 
   TS_TRY(check_args(plan, Q, K, V, O, batch, heads, n, d, &bh));
   exec_io io = {.q16 = Q, .k16 = K, .v16 = V, .O = O, .hsz = n * d};
   return execute(ctx, plan, &io, bh);
+}
+
+/* ---- training forward ------------------------------------------------------------------------ */
+
+int64_t ts__attn_score_stride(const ts_attn_plan *pl) { return (pl->stats.cells + 15) / 16 * 16 + 16; }
+
+void ts__attn_score_tag(const ts_attn_plan *pl, uint32_t tag[2]) {
+  /* a NaN pattern no kernel writes, then a hash of the plan's shape (cells, items, n, d, panels) */
+  uint64_t h = 1469598103934665603ull;
+  const int64_t f[5] = {pl->stats.cells, pl->nitems, pl->n, pl->d, pl->npanels};
+  for (int x = 0; x < 5; x++) h = (h ^ (uint64_t)f[x]) * 1099511628211ull;
+  tag[0] = 0x7FA7C0DEu;
+  tag[1] = (uint32_t)(h ^ (h >> 32));
+}
+
+int64_t ts_attn_score_floats(const ts_attn_plan *plan) { return plan ? ts__attn_score_stride(plan) : 0; }
+
+static ts_status execute_train(const ts_context *ctx, ts_attn_plan *plan, exec_io *io, float *lse, float *scores,
+                               int64_t batch, int64_t heads, int64_t n, int64_t d) {
+  int64_t bh = 0;
+  TS_TRY(check_args(plan, io->q32 ? (const void *)io->q32 : io->q16, io->k32 ? (const void *)io->k32 : io->k16,
+                    io->v32 ? (const void *)io->v32 : io->v16, io->O, batch, heads, n, d, &bh));
+  if (!lse) return ts_error(TS_ERR_INVALID_ARG, "attn execute_train: NULL lse (the backward needs it)");
+  io->lse = lse;
+  io->scores = scores;
+  io->sstride = ts__attn_score_stride(plan);
+  TS_TRY(execute(ctx, plan, io, bh));
+  if (scores) {
+    uint32_t tag[2];
+    ts__attn_score_tag(plan, tag);
+    for (int64_t h = 0; h < bh; h++) memcpy(scores + (h + 1) * io->sstride - 2, tag, sizeof tag);
+  }
+  return TS_OK;
+}
+
+ts_status ts_attn_execute_train(const ts_context *ctx, ts_attn_plan *plan, const float *Q, const float *K, const float *V,
+                                float *O, float *lse, float *scores, int64_t batch, int64_t heads, int64_t n, int64_t d) {
+  exec_io io = {.q32 = Q, .k32 = K, .v32 = V, .O = O, .hsz = n * d};
+  return execute_train(ctx, plan, &io, lse, scores, batch, heads, n, d);
+}
+
+ts_status ts_attn_execute_train_bf16(const ts_context *ctx, ts_attn_plan *plan, const uint16_t *Q, const uint16_t *K,
+                                     const uint16_t *V, float *O, float *lse, float *scores, int64_t batch, int64_t heads,
+                                     int64_t n, int64_t d) {
+  exec_io io = {.q16 = Q, .k16 = K, .v16 = V, .O = O, .hsz = n * d};
+  return execute_train(ctx, plan, &io, lse, scores, batch, heads, n, d);
 }

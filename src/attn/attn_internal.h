@@ -75,6 +75,9 @@ typedef struct ts__attn_cpanel {
   int64_t cells;
   int64_t ks0;
   int32_t nks;
+  int64_t s0;             /* the panel's first stored score (ts_attn_execute_train): the cells of the panels
+                             before it in schedule order; item x of the panel stores its S^T [bc][br] at s0
+                             plus the br x bc of the panel's items before it */
   bool qt;                /* some item reads the packed Q^T (every kind but DIAG) */
   bool zero_o;            /* O must start zeroed: some item reads an O row no earlier item wrote, or a row has no item */
 } ts__attn_cpanel;
@@ -250,6 +253,51 @@ extern const ts__attn_kern ts__attn_kern_avx512_bf16; /* with them: CPUs with AV
  * ts_isa_active() when it is made, so TESSERA_ISA / TESSERA_REF apply, or ts_attn_plan_set_isa's). */
 extern ts__dispatch ts__attn_dispatch;
 const ts__attn_kern *ts__attn_kern_for(ts_isa isa);
+
+/* ---- backward (attn_bwd.c; formulas: tessera/attn_train.h) -----------------------------------
+ * The backward walks the forward plan's items and runs, besides the forward table's kernels
+ * (qk_f32 / qk_runs / qk_diag for S^T = K Q^T and dP^T = V dO^T, from the packed Q^T and dO^T;
+ * pv / pv_runs / pv_diag for dQ += dS K with alpha = 1; pack_q; finish with l = 1), these:
+ *   pds:     for j < bc and i < br: P = exp2(s[j][i] c - lse2[i]) on allowed cells (mask as in
+ *            ts__attn_item; NULL: all), exactly 0 elsewhere, into pt[j][i]; dS = scale P (dpt[j][i] -
+ *            dr[i]) (exactly 0 where not allowed) into dpt[j][i]. s: the item's S^T, [bc][lds_s]
+ *            (pt itself, or stored scores with lds_s = br: lanes past br are read but not used, so
+ *            up to round16(br) - br floats past the item's last key may be read). lse2[i] = lse * log2(e)
+ *            of the row; lanes of pt / dpt up to round16(br) may be written.
+ *   kv:      dst[key(j)][0..d) += sum_{i < br} pt[j][i] rows[i][0..d) for j < bc, rows [br][d]; key(j) =
+ *            key0 + j (runs NULL) or runs[j / rl] + j % rl; dst: the head's [n][d] array. Any 4 keys
+ *            4g .. 4g+3 of an item are distinct (a tile's columns, one run of 4, or listed single keys),
+ *            so a kernel may hold up to 4 aligned keys in registers; repeated keys of different runs
+ *            (a run moved back at n - 4) are added one after the other. atomic: the adds are atomic
+ *            (other threads add to the same rows), else plain read-modify-write. seen (NULL: every
+ *            dst row holds a running sum): one flag per key row; a row whose flag is 0 holds stale
+ *            values and starts from zero (its flag is then set), so per-thread partials need no
+ *            zeroing between heads and their sums read only the rows a thread wrote.
+ *   kv_diag: the same for a DIAG item: dst[row0 + i + offs[t]] += pt[t][i] rows[row0 + i] for t < nd,
+ *            i < br, keys outside [0, n) skipped (their P is 0); rows: the head's [n][d] array. */
+typedef struct ts__attn_bwd_kern {
+  void (*pds)(const float *s, int64_t lds_s, float *pt, float *dpt, int64_t lds, int bc, int br, const uint16_t *mask,
+              float c, const float *lse2, const float *dr, float scale);
+  void (*kv)(const float *pt, int64_t lds, const float *rows, int64_t d, int bc, int br, float *dst, int64_t key0,
+             const int32_t *runs, int rl, bool atomic, uint8_t *seen);
+  void (*kv_diag)(const float *pt, int64_t lds, const float *rows, int64_t d, int64_t n, int64_t row0, const int32_t *offs,
+                  int nd, int br, float *dst, bool atomic, uint8_t *seen);
+} ts__attn_bwd_kern;
+
+extern const ts__attn_bwd_kern ts__attn_bwd_kern_ref, ts__attn_bwd_kern_avx2, ts__attn_bwd_kern_avx512;
+/* The backward's variants (scalar, AVX2, AVX-512) and the table of a plan's ISA family. */
+extern ts__dispatch ts__attn_bwd_dispatch;
+const ts__attn_bwd_kern *ts__attn_bwd_kern_for(ts_isa isa);
+
+/* dst[0..cnt) += src[0..cnt), each add atomic (compare-and-swap on pairs of floats where aligned). */
+void ts__attn_atomic_add(float *dst, const float *src, int64_t cnt);
+
+/* Floats of stored scores per (batch, head): the plan's cells rounded up to 16, plus 16 (reads of
+ * a last item's lanes past br, and a tag naming the plan in the last two: ts__attn_score_tag). */
+int64_t ts__attn_score_stride(const ts_attn_plan *pl);
+/* The tag ts_attn_execute_train writes into the last two floats of each head's scores and the
+ * backward checks (scores from another plan are refused, not misread). */
+void ts__attn_score_tag(const ts_attn_plan *pl, uint32_t tag[2]);
 
 /* Workspace layout for a plan's maxima. */
 ts_status ts__attn_ws_layout_make(int64_t nr_max, int32_t br_max, int32_t bc_max, int64_t d,

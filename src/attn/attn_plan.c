@@ -343,7 +343,7 @@ static ts_status compile_panels(ts_attn_plan *pl, const ts_attn_schedule *s, con
     bool qt = false;
     for (int64_t x = it0; x < b.nitems; x++) qt |= !ts__attn_item_diag(&b.items[x]);
     pl->panels[p] = (ts__attn_cpanel){.r0 = P->r0, .nr = P->nr, .it0 = it0, .nit = b.nitems - it0,
-                                      .cells = pl->stats.cells - cells0, .qt = qt,
+                                      .cells = pl->stats.cells - cells0, .s0 = cells0, .qt = qt,
                                       .zero_o = panel_fresh(b.items + it0, b.nitems - it0, P->nr, done)};
   }
   ts_free(R);

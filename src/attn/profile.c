@@ -25,6 +25,19 @@ ts_status ts_attn_profile_level_parse(const char *name, ts_attn_profile_level *o
                   name ? name : "(null)");
 }
 
+static const char *const pass_names[TS_ATTN_PASS_COUNT] = {"forward", "backward", "train"};
+
+const char *ts_attn_pass_name(ts_attn_pass p) { return (unsigned)p < TS_ATTN_PASS_COUNT ? pass_names[p] : "?"; }
+
+ts_status ts_attn_pass_parse(const char *name, ts_attn_pass *out) {
+  for (int k = 0; name && k < TS_ATTN_PASS_COUNT; k++)
+    if (strcmp(name, pass_names[k]) == 0) {
+      *out = (ts_attn_pass)k;
+      return TS_OK;
+    }
+  return ts_error(TS_ERR_INVALID_ARG, "attn: unknown pass '%s' (expected forward, backward or train)", name ? name : "(null)");
+}
+
 ts_attn_profile_opts ts_attn_profile_opts_default(void) {
   ts_attn_profile_opts o = {.level = TS_ATTN_PROFILE_STANDARD, .d = 64, .dtype = TS_F32, .warmup = -1, .repeats = 0,
                             .min_time_s = -1, .seed = 1, .progress = true};
@@ -55,7 +68,10 @@ ts_status ts_attn_profile_init(ts_attn_profile *p, const ts_attn_profile_opts *o
   if (o->d < 1 || o->d > 4096) return ts_error(TS_ERR_INVALID_ARG, "attn profile: d = %lld is not in [1, 4096]", (long long)o->d);
   if (o->dtype != TS_F32 && o->dtype != TS_BF16)
     return ts_error(TS_ERR_DTYPE, "attn profile: dtype %s is not f32 or bf16", ts_dtype_name(o->dtype));
+  if ((unsigned)o->pass >= TS_ATTN_PASS_COUNT)
+    return ts_error(TS_ERR_INVALID_ARG, "attn profile: pass %d is not forward, backward or train", (int)o->pass);
   const level_def *L = &levels[o->level];
+  p->pass = o->pass;
   p->version = TS_ATTN_PROFILE_VERSION;
   ts_provenance_here(&p->prov, ts_isa_active(), 1); /* the timed executes run on one thread */
   snprintf(p->prov.clock, sizeof p->prov.clock, "%s", ts_clock_name(o->wall_clock ? TS_CLOCK_WALL : TS_CLOCK_THREAD_CPU));
@@ -188,6 +204,7 @@ ts_status ts_attn_profile_measure(const ts_attn_profile_opts *o, ts_attn_profile
   ts__attn_timer t;
   ts_status st = ts__attn_timer_init(&t, p->sizes[p->nsizes - 1], p->d, p->dtype, p->warmup, p->repeats, p->min_time_s,
                                      o->wall_clock);
+  if (st == TS_OK) st = ts__attn_timer_set_pass(&t, p->pass);
   if (st != TS_OK) {
     ts_attn_profile_free(p);
     return st;
@@ -214,8 +231,9 @@ ts_status ts_attn_profile_measure(const ts_attn_profile_opts *o, ts_attn_profile
 
 /* The store's key of a request: <level>-d<d>-<dtype>-<kernels>. */
 static ts_status store_key(const ts_attn_profile_opts *o, char *key, size_t cap) {
-  int w = snprintf(key, cap, "%s-d%lld-%s-%s", ts_attn_profile_level_name(o->level), (long long)o->d,
-                   ts_dtype_name(o->dtype), ts_isa_name(ts_isa_active()));
+  int w = snprintf(key, cap, "%s-d%lld-%s-%s%s%s", ts_attn_profile_level_name(o->level), (long long)o->d,
+                   ts_dtype_name(o->dtype), ts_isa_name(ts_isa_active()), o->pass ? "-" : "",
+                   o->pass ? ts_attn_pass_name(o->pass) : "");
   if (w < 0 || (size_t)w >= cap) return ts_error(TS_ERR_INVALID_ARG, "attn profile: key longer than %zu bytes", cap);
   return TS_OK;
 }
@@ -237,6 +255,7 @@ bool ts_attn_profile_matches(const ts_attn_profile *p, const ts_attn_profile_opt
   if (p->version != TS_ATTN_PROFILE_VERSION) return WHY("format version %d != %d", p->version, TS_ATTN_PROFILE_VERSION);
   if (!ts_provenance_matches(&p->prov, &want.prov, TS_PROV_THREADS | TS_PROV_VERSION, why, cap)) return false;
   if (strcmp(p->level, want.level)) return WHY("level %s != requested %s", p->level, want.level);
+  if (p->pass != want.pass) return WHY("pass %s != requested %s", ts_attn_pass_name(p->pass), ts_attn_pass_name(want.pass));
   if (p->d != want.d) return WHY("d %lld != requested %lld", (long long)p->d, (long long)want.d);
   if (strcmp(p->prov.clock, want.prov.clock)) return WHY("clock %s != requested %s", p->prov.clock, want.prov.clock);
   if (p->dtype != want.dtype) return WHY("dtype %s != requested %s", ts_dtype_name(p->dtype), ts_dtype_name(want.dtype));

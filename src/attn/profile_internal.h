@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 
 #include "tessera/attn_profile.h"
+#include "tessera/attn_train.h"
 
 /* The profile as a cJSON object (the public ts_attn_profile_to_json's document; NULL on OOM) and
  * back (the public from_json's checks; *p zeroed first, empty on error): the profile artifact's
@@ -23,6 +24,10 @@ typedef struct ts__attn_timer {
   bool wall_clock;
   float *q, *k, *v, *o;
   uint16_t *qb, *kb, *vb;
+  /* ts__attn_timer_set_pass: what a timed call runs (forward by default); for the backward and the
+   * training step also lse [heads][nmax], dO (random, fixed) and the gradients [heads][nmax][d] */
+  ts_attn_pass pass;
+  float *lse, *dout, *dq, *dk, *dv;
 } ts__attn_timer;
 
 #define TS__ATTN_MAX_CALLS 1000 /* timed calls of one time_plan at most */
@@ -33,6 +38,10 @@ ts_status ts__attn_timer_init(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dty
  * through the caches as in a multi-head call (one head's stay in L2/L3 from call to call). */
 ts_status ts__attn_timer_init_heads(ts__attn_timer *t, int64_t nmax, int64_t d, ts_dtype dtype, int64_t heads);
 void ts__attn_timer_free(ts__attn_timer *t);
+/* Makes every later timing measure `pass` (allocating the backward's arrays on first need). The
+ * backward is timed after one untimed ts_attn_execute_train of the same plan (O and lse), with a
+ * ts_attn_bwd executor made per plan outside the timed calls. */
+ts_status ts__attn_timer_set_pass(ts__attn_timer *t, ts_attn_pass pass);
 /* Median seconds of ts_attn_execute for one segment of `kind` with tile `tile` over the allowed
  * cells of `cells` (a rows x cols bitmap, block at the origin), see attn_profile.h's method. */
 ts_status ts__attn_time_block(ts__attn_timer *t, const ts_bitmap *cells, ts_attn_seg_kind kind, ts_attn_tile tile,

@@ -26,7 +26,9 @@ cJSON *ts__attn_profile_to_cjson(const ts_attn_profile *p) {
   bool ok = cJSON_AddStringToObject(j, "format", FORMAT_NAME) && cJSON_AddNumberToObject(j, "version", p->version) &&
             cJSON_AddItemToObject(j, "provenance", prov);
   if (!ok) return cJSON_Delete(prov), cJSON_Delete(j), NULL;
-  ok = cJSON_AddStringToObject(j, "level", p->level) && cJSON_AddNumberToObject(j, "d", (double)p->d) &&
+  ok = cJSON_AddStringToObject(j, "level", p->level) && (p->pass == TS_ATTN_PASS_FORWARD ||
+                                                          cJSON_AddStringToObject(j, "pass", ts_attn_pass_name(p->pass))) &&
+       cJSON_AddNumberToObject(j, "d", (double)p->d) &&
        cJSON_AddStringToObject(j, "dtype", ts_dtype_name(p->dtype)) && cJSON_AddNumberToObject(j, "warmup", p->warmup) &&
        cJSON_AddNumberToObject(j, "repeats", p->repeats) && cJSON_AddNumberToObject(j, "passes", p->passes) &&
        cJSON_AddNumberToObject(j, "min_time_s", p->min_time_s) && cJSON_AddNumberToObject(j, "measure_s", p->measure_s);
@@ -212,6 +214,12 @@ ts_status ts__attn_profile_from_cjson(const cJSON *j, ts_attn_profile *p) {
   ts_attn_profile_level lvl;
   if (ts_attn_profile_level_parse(q.level, &lvl) != TS_OK)
     return ts_error(TS_ERR_FORMAT, "attn profile: key 'level': '%s' is not quick, standard or full", q.level);
+  if (cJSON_GetObjectItemCaseSensitive(j, "pass")) { /* absent: a forward profile */
+    char pass[16];
+    TS_TRY(get_str(j, "", "pass", pass, sizeof pass));
+    if (ts_attn_pass_parse(pass, &q.pass) != TS_OK)
+      return ts_error(TS_ERR_FORMAT, "attn profile: key 'pass': '%s' is not forward, backward or train", pass);
+  }
   TS_TRY(get_int(j, "d", 1, 4096, &q.d));
   TS_TRY(get_str(j, "", "dtype", dtype, sizeof dtype));
   if (ts_dtype_parse(dtype, &q.dtype) != TS_OK || (q.dtype != TS_F32 && q.dtype != TS_BF16))

@@ -60,7 +60,28 @@ void ts__attn_timer_free(ts__attn_timer *t) {
   ts_context_destroy(t->ctx);
   ts_free(t->q), ts_free(t->k), ts_free(t->v), ts_free(t->o);
   ts_free(t->qb), ts_free(t->kb), ts_free(t->vb);
+  ts_free(t->lse), ts_free(t->dout), ts_free(t->dq), ts_free(t->dk), ts_free(t->dv);
   memset(t, 0, sizeof *t);
+}
+
+ts_status ts__attn_timer_set_pass(ts__attn_timer *t, ts_attn_pass pass) {
+  if ((unsigned)pass >= TS_ATTN_PASS_COUNT) return ts_error(TS_ERR_INVALID_ARG, "attn profile: timer pass %d", (int)pass);
+  t->pass = pass;
+  if (pass == TS_ATTN_PASS_FORWARD || t->dout) return TS_OK;
+  const size_t ne = (size_t)(t->heads * t->nmax * t->d), nl = (size_t)(t->heads * t->nmax);
+  t->lse = ts_malloc(nl * sizeof(float)), t->dout = ts_malloc(ne * sizeof(float));
+  t->dq = ts_malloc(ne * sizeof(float)), t->dk = ts_malloc(ne * sizeof(float)), t->dv = ts_malloc(ne * sizeof(float));
+  if (!t->lse || !t->dout || !t->dq || !t->dk || !t->dv) {
+    ts_free(t->lse), ts_free(t->dout), ts_free(t->dq), ts_free(t->dk), ts_free(t->dv);
+    t->lse = t->dout = t->dq = t->dk = t->dv = NULL;
+    t->pass = TS_ATTN_PASS_FORWARD;
+    return ts_error(TS_ERR_OOM, "attn profile: cannot allocate the backward's arrays for %lld x %lld", (long long)t->nmax,
+                    (long long)t->d);
+  }
+  ts_rng r;
+  ts_rng_seed(&r, 54321);
+  for (size_t i = 0; i < ne; i++) t->dout[i] = (float)(2.0 * ts_rng_uniform(&r) - 1.0);
+  return TS_OK;
 }
 
 double ts__attn_round9(double x) {
@@ -72,16 +93,42 @@ double ts__attn_round9(double x) {
 typedef struct run_arg {
   ts__attn_timer *t;
   ts_attn_plan *plan;
+  ts_attn_bwd *bwd; /* backward and train passes */
   int64_t n;
 } run_arg;
 
-/* One execute of the plan (a timed candidate of the measure engine). */
+static ts_status forward_train(const run_arg *a) {
+  ts__attn_timer *t = a->t;
+  if (t->dtype == TS_BF16)
+    return ts_attn_execute_train_bf16(t->ctx, a->plan, t->qb, t->kb, t->vb, t->o, t->lse, NULL, 1, t->heads, a->n, t->d);
+  return ts_attn_execute_train(t->ctx, a->plan, t->q, t->k, t->v, t->o, t->lse, NULL, 1, t->heads, a->n, t->d);
+}
+
+/* One call of the timer's pass on the plan (a timed candidate of the measure engine). */
 static ts_status run_once(void *arg) {
   const run_arg *a = arg;
   ts__attn_timer *t = a->t;
   /* heads > 1: the timer's arrays are [heads][nmax][d]; a plan for n < nmax reads [heads][n][d] of them */
-  if (t->dtype == TS_BF16) return ts_attn_execute_bf16(t->ctx, a->plan, t->qb, t->kb, t->vb, t->o, 1, t->heads, a->n, t->d);
-  return ts_attn_execute(t->ctx, a->plan, t->q, t->k, t->v, t->o, 1, t->heads, a->n, t->d);
+  if (t->pass == TS_ATTN_PASS_FORWARD) {
+    if (t->dtype == TS_BF16) return ts_attn_execute_bf16(t->ctx, a->plan, t->qb, t->kb, t->vb, t->o, 1, t->heads, a->n, t->d);
+    return ts_attn_execute(t->ctx, a->plan, t->q, t->k, t->v, t->o, 1, t->heads, a->n, t->d);
+  }
+  if (t->pass == TS_ATTN_PASS_TRAIN) TS_TRY(forward_train(a));
+  if (t->dtype == TS_BF16)
+    return ts_attn_backward_bf16(t->ctx, a->bwd, t->qb, t->kb, t->vb, t->o, t->dout, t->lse, NULL, t->dq, t->dk, t->dv, 1,
+                                 t->heads, a->n, t->d);
+  return ts_attn_backward(t->ctx, a->bwd, t->q, t->k, t->v, t->o, t->dout, t->lse, NULL, t->dq, t->dk, t->dv, 1, t->heads,
+                          a->n, t->d);
+}
+
+/* The backward passes' setup of one plan, untimed: its executor and (backward alone) O and lse. */
+static ts_status arg_init(run_arg *a, ts__attn_timer *t, ts_attn_plan *plan, int64_t n) {
+  *a = (run_arg){t, plan, NULL, n};
+  if (t->pass == TS_ATTN_PASS_FORWARD) return TS_OK;
+  TS_TRY(ts_attn_bwd_create(&a->bwd, t->ctx, plan, TS_ATTN_BWD_AUTO));
+  ts_status s = forward_train(a);
+  if (s != TS_OK) ts_attn_bwd_destroy(a->bwd), a->bwd = NULL;
+  return s;
 }
 
 /* The engine's options for this timer: thread CPU time (the one-thread execute runs on the calling
@@ -96,10 +143,13 @@ static ts_measure_opts timer_opts(const ts__attn_timer *t, int warmup, int round
 ts_status ts__attn_time_plan(ts__attn_timer *t, ts_attn_plan *plan, int64_t n, double *seconds) {
   if (n > t->nmax)
     return ts_error(TS_ERR_INVALID_ARG, "attn profile: a plan for n = %lld on a timer for %lld", (long long)n, (long long)t->nmax);
-  run_arg a = {t, plan, n};
+  run_arg a;
+  TS_TRY(arg_init(&a, t, plan, n));
   const ts_measure_opts o = timer_opts(t, t->warmup, t->repeats, TS__ATTN_MAX_CALLS, t->min_time_s);
   ts_measure_result r;
-  TS_TRY(ts_measure_one(run_once, &a, &o, &r));
+  ts_status st = ts_measure_one(run_once, &a, &o, &r);
+  ts_attn_bwd_destroy(a.bwd);
+  TS_TRY(st);
   if (r.status != TS_OK) return r.status;
   *seconds = ts__attn_round9(r.s.median > 1e-9 ? r.s.median : 1e-9); /* a table entry is always positive */
   return TS_OK;
@@ -109,12 +159,12 @@ ts_status ts__attn_time_plans(ts__attn_timer *t, ts_attn_plan *const *plans, int
   if (n > t->nmax)
     return ts_error(TS_ERR_INVALID_ARG, "attn profile: plans for n = %lld on a timer for %lld", (long long)n, (long long)t->nmax);
   if (np < 1 || rounds < 1 || rounds > 64) return ts_error(TS_ERR_INVALID_ARG, "attn profile: %d plans, %d rounds", np, rounds);
-  run_arg *a = malloc((size_t)np * sizeof *a);
+  run_arg *a = calloc((size_t)np, sizeof *a);
   void **args = malloc((size_t)np * sizeof *args);
   ts_measure_fn *fn = malloc((size_t)np * sizeof *fn);
   ts_measure_result *res = malloc((size_t)np * sizeof *res);
   ts_status st = a && args && fn && res ? TS_OK : ts_error(TS_ERR_OOM, "attn profile: %d x %d timings", np, rounds);
-  for (int i = 0; st == TS_OK && i < np; i++) a[i] = (run_arg){t, plans[i], n}, args[i] = &a[i], fn[i] = run_once;
+  for (int i = 0; st == TS_OK && i < np; i++) st = arg_init(&a[i], t, plans[i], n), args[i] = &a[i], fn[i] = run_once;
   /* one warm-up call each, then exactly `rounds` interleaved rounds */
   const ts_measure_opts o = timer_opts(t, 1, rounds, rounds, 0.0);
   if (st == TS_OK) st = ts_measure_run(np, fn, args, &o, res, NULL);
@@ -123,6 +173,7 @@ ts_status ts__attn_time_plans(ts__attn_timer *t, ts_attn_plan *const *plans, int
     const double m0 = res[0].s.min > 1e-9 ? res[0].s.min : 1e-9; /* plan 0's fastest call */
     for (int i = 0; i < np; i++) seconds[i] = m0 * res[i].ratio;
   }
+  for (int i = 0; a && i < np; i++) ts_attn_bwd_destroy(a[i].bwd);
   free(a), free(args), free(fn), free(res);
   return st;
 }

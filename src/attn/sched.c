@@ -146,6 +146,9 @@ static ts_status check_problem(const ts_attn_sched_problem *pb, const ts_attn_sc
     return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: time_limit = %g must be > 0", o->time_limit);
   if (!(o->rel_gap >= 0 && o->rel_gap < 1))
     return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: rel_gap = %g is not in [0, 1)", o->rel_gap);
+  if ((unsigned)o->calibrate_pass >= TS_ATTN_PASS_COUNT)
+    return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: calibrate_pass = %d is not forward, backward or train",
+                    (int)o->calibrate_pass);
   if ((int64_t)P * pb->npanels > 10000000)
     return ts_error(TS_ERR_INVALID_ARG, "attn scheduler: %lld panels x %d threads is too large", (long long)pb->npanels, P);
   for (int64_t i = 0; i < pb->npieces; i++) {

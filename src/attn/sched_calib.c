@@ -90,6 +90,11 @@ ts_status ts__sched_calibrate(const ts__sched_build *B, const ts_attn_sched_prob
   const int nh = pb->nheights, nconf = nh + 1;
   ts__attn_timer T;
   TS_TRY(ts__attn_timer_init(&T, n, o->calibrate_d, o->calibrate_dtype, 1, 1, 0.0, false));
+  ts_status sp = ts__attn_timer_set_pass(&T, o->calibrate_pass);
+  if (sp != TS_OK) {
+    ts__attn_timer_free(&T);
+    return sp;
+  }
   int *choice = malloc((size_t)(ni ? ni : 1) * sizeof *choice), *height = malloc((size_t)np * sizeof *height);
   ts_attn_plan *plans[5] = {0};
   double pred[5] = {0}, meas[5], pred_r = 0, unused;
@@ -223,6 +228,7 @@ ts_status ts__sched_diag_first(const ts__sched_build *B, const ts_attn_sched_opt
   ts_attn_plan *plans[2] = {0};
   double meas[2];
   ts_status st = ts__attn_timer_init_heads(&T, n, o->calibrate_d, o->calibrate_dtype, guard_heads(o, n));
+  if (st == TS_OK) st = ts__attn_timer_set_pass(&T, o->calibrate_pass);
   if (st == TS_OK) st = diag_schedule(s, o->compact_bc, &g);
   if (st == TS_OK) st = ts_attn_plan_create(&plans[0], T.ctx, s, B->mask, T.d);
   if (st == TS_OK) st = ts_attn_plan_create(&plans[1], T.ctx, &g, B->mask, T.d);
@@ -277,6 +283,7 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
     st = ts_attn_schedule_blockskip(&cand[1 + nh + g], n, menu[best[g]].br, menu[best[g]].bc);
   }
   if (st == TS_OK) st = ts__attn_timer_init_heads(&T, n, o->calibrate_d, o->calibrate_dtype, guard_heads(o, n));
+  if (st == TS_OK) st = ts__attn_timer_set_pass(&T, o->calibrate_pass);
   if (st == TS_OK) st = ts_attn_plan_create(&plans[0], T.ctx, s, mask, T.d);
   for (int h = 0; h < nh && st == TS_OK; h++)
     st = pure_plan(B, pb, h, &T, choice, height, &unused, &unused, &plans[1 + h], &cand[1 + h]);

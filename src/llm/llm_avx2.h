@@ -48,4 +48,21 @@ static inline float ts__hadd8v(__m256 v) {
 /* 8 fp16 values to fp32 */
 static inline __m256 ts__ld8h(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
+/* byte j = 0xFF where bit j of the 32-bit x is set */
+static inline __m256i ts__bits_to_bytes(uint32_t x) {
+  const __m256i shuf = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
+  const __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
+  const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+  return _mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit);
+}
+
+/* A Q5_0 block's 32 unsigned values (0..31, byte j = element j) from its 16 nibble bytes qs and its
+ * fifth bits qh (the little-endian 32-bit word): the Q5_0 row dot's (quant_k_avx2.c) and the
+ * indexed row dot's (sparse_kern_avx2.c) one unpacking. */
+static inline __m256i ts__q5_0_u8(const uint8_t *qs, uint32_t qh) {
+  const __m128i a = _mm_loadu_si128((const __m128i *)qs);
+  const __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(a, 4), a), _mm256_set1_epi8(0x0F));
+  return _mm256_or_si256(u, _mm256_and_si256(ts__bits_to_bytes(qh), _mm256_set1_epi8(16)));
+}
+
 #endif

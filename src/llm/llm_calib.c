@@ -1,17 +1,22 @@
-/* Calibration of activation-sparsity thresholds (tessera/llm_sparse.h): CATS, TEAL and SATS from
- * statistics of the dense model on a text, and the router's probe.
+/* Calibration of activation-sparsity thresholds (tessera/llm_sparse.h): the statistics of the dense
+ * model on a text that CATS, TEAL, SATS and the router's probe are made from.
  *
  * Pass 1 evaluates every window of the text densely (prefill) and keeps, per layer, histograms of
- * five magnitudes: |silu(gate)| (the activation mask), the inputs of q|k|v, of o, of gate|up and of
- * down (|h|, h = silu(gate) up). A histogram bin is the top 18 bits of the float's magnitude (its
- * exponent and 10 mantissa bits: bins 0.1% wide, no logarithms), so a quantile is read to 0.1%.
+ * five magnitudes: |act(gate)| (the activation mask; act = silu, gemma3: gelu), the inputs of
+ * q|k|v, of o, of gate|up and of down (|h|, h = act(gate) up). A histogram bin is the top 18 bits of
+ * the float's magnitude (its exponent and 10 mantissa bits: bins 0.1% wide, no logarithms), so a
+ * quantile is read to 0.1%. The thresholds, the router and the SATS curves: llm_calib_fit.c.
  * Pass 2 evaluates the first proxy_tokens tokens again and measures, at the grid of thresholds
  * t_k (the quantiles k / 40 of each magnitude, k = 0..TS__LV - 1, sparsity 0..95%), per token:
  *   SATS: e_k = |D (h . [|a| <= t_k])|^2 (the MLP-output error of dropping the neurons under
  *         t_k) relative to |x|^2 (the residual stream the MLP's output is added to), averaged over
- *         the tokens: E_l(k) = mean_tokens e_k / |x|^2;
+ *         the tokens: E_l(k) = mean_tokens e_k / |x|^2. gemma3 adds P(D h) to the stream, P the
+ *         post-FFN RMSNorm (times its weight), so there e_k = |P(D (h . [|a| > t_k])) - P(D h)|^2,
+ *         the error where it lands, and x is the stream after the attention half (x + P_attn(wo
+ *         att)), which P(D h) is added to;
  *   TEAL: for each projection p, |W_p (x . [|x| <= t_k])|^2 and |W_p x|^2 with x its input;
- *   the router's features at every level (f1, f2, f3 of tessera/llm_sparse.h) and e_k / |D h|^2.
+ *   the router's features at every level (f1, f2, f3 of tessera/llm_sparse.h) and its target, the
+ *   token's e_k / |x|^2.
  * Every sum adds the dropped columns bucket by bucket (x_j W[:, j] into one error vector), so a
  * token costs one pass over each matrix, whatever the number of levels. */
 #include <math.h>
@@ -19,38 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llm/llm_internal.h"
-#include "llm/llm_sparse_internal.h"
-#include "tessera/plot.h"
+#include "llm/llm_calib_internal.h"
 
-#define TS__LV 39       /* threshold levels: sparsity k / 40, k = 0..38 */
-#define NBIN (1 << 18)  /* histogram bins: |v|'s float bits >> 13 */
-enum { ST_ACT = 0, ST_ATTN, ST_O, ST_FFN, ST_DOWN, NST };
-
-struct ts_llm_calib {
-  int n_layer, d, ff, nq;
-  int64_t tokens, proxy;            /* tokens of pass 1, of pass 2 */
-  uint32_t *hist;                   /* [n_layer][NST][NBIN] */
-  double *hn;                       /* [n_layer][NST] values counted */
-  float *grid;                      /* [n_layer][NST][TS__LV] thresholds t_k */
-  double *sats_err, *sats_base;     /* [n_layer][TS__LV], [n_layer] */
-  double *teal_err, *teal_base;     /* [n_layer][NPROJ][TS__LV], [n_layer][NPROJ] */
-  float *rs;                        /* router samples [proxy][n_layer][TS__LV][4]: f1 f2 f3 rel_err */
-  int64_t rs_n;                     /* tokens sampled */
-  double wparam[TS_LLM_NPROJ];      /* parameters per projection (TEAL's weights) */
-  char text[128];
-  char model_key[17], model_name[96];
-  /* pass 2 scratch */
-  int pass;
-  bool teal;
-  float *wt;                        /* a transposed fp32 matrix [n_in][n_out] */
-  float *xn, *ev, *ev2, *hbuf, *abuf;
-  double *xsq;                      /* [window] |x|^2 of the residual stream entering the MLP */
-  int64_t pos;                      /* first token of the current window (pass 2) */
-  ts_llm_model *m;
-};
-
-ts_status ts__calib_curves_svg(const ts_llm_calib *c, const ts_llm_thresholds *t, const char *path);
 
 static inline uint32_t bin_of(float v) {
   uint32_t b;
@@ -67,8 +42,7 @@ static inline float bin_lo(uint32_t i) {
 
 static uint32_t *hist_of(ts_llm_calib *c, int l, int st) { return c->hist + ((size_t)l * NST + st) * NBIN; }
 
-/* the magnitude under which a fraction q of the counted values lies (0: none) */
-static float quantile_of(const ts_llm_calib *c, int l, int st, double q) {
+float ts__calib_quantile(const ts_llm_calib *c, int l, int st, double q) {
   const uint32_t *h = c->hist + ((size_t)l * NST + st) * NBIN;
   const double n = c->hn[(size_t)l * NST + st], want = q * n;
   if (want <= 0) return 0;
@@ -106,10 +80,11 @@ static inline double sq(const float *v, int64_t n) {
 }
 
 /* The error curve of y = W x for one input x[0..n_in) with levels by |key_j| against the grid g
- * (key = x for TEAL, |silu(gate)| for SATS): err[k] += |W (x . [|key| <= g_k])|^2 for k >= 1, and
- * returns |W x|^2. ev: n_out scratch. Optionally per-level values of |e|^2 into lv[k]. */
+ * (key = x for TEAL, |act(gate)| for SATS): err[k] += |W (x . [|key| <= g_k])|^2 for k >= 1, and
+ * returns |W x|^2, W x left in ev (n_out). Optionally per-level values of |e|^2 into lv[k] and the
+ * dropped part W (x . [|key| <= g_k]) itself into snap[k][n_out]. */
 static double curve(const float *wt, int64_t n_in, int64_t n_out, const float *x, const float *key, const float *g,
-                    double *err, double *lv, float *ev, int32_t *order, uint8_t *lvl) {
+                    double *err, double *lv, float *snap, float *ev, int32_t *order, uint8_t *lvl) {
   /* each input's level: the first k with |key| <= g_k (TS__LV: above every level) */
   int64_t cntk[TS__LV + 1] = {0};
   for (int64_t j = 0; j < n_in; j++) {
@@ -142,6 +117,7 @@ static double curve(const float *wt, int64_t n_in, int64_t n_out, const float *x
     const double e = sq(ev, n_out);
     err[k] += e;
     if (lv) lv[k] = e;
+    if (snap) memcpy(snap + (size_t)k * (size_t)n_out, ev, (size_t)n_out * sizeof *ev);
   }
   ADD_UNTIL(n_in) /* the inputs never dropped */
 #undef ADD_UNTIL
@@ -162,7 +138,47 @@ static void teal_proj(ts_llm_calib *c, cap_ctx *x, int l, int p, const float *in
   double *err = c->teal_err + ((size_t)l * TS_LLM_NPROJ + p) * TS__LV;
   for (int t = 0; t < T; t++)
     c->teal_base[(size_t)l * TS_LLM_NPROJ + p] +=
-        curve(c->wt, w->cols, w->rows, in + (size_t)t * ld, in + (size_t)t * ld, g, err, NULL, c->ev, x->order, x->lvl);
+        curve(c->wt, w->cols, w->rows, in + (size_t)t * ld, in + (size_t)t * ld, g, err, NULL, NULL, c->ev, x->order, x->lvl);
+}
+
+/* gemma3's post-norm P(y) = rms(y) w in double */
+static void post_norm(const float *y, const float *w, int64_t n, double eps, double *out) {
+  const double k = 1.0 / sqrt(sq(y, n) / (double)n + eps);
+  for (int64_t i = 0; i < n; i++) out[i] = y[i] * k * w[i];
+}
+
+/* gemma3's SATS errors lv[k] = |P(y - snap_k) - P(y)|^2 for k >= 1, y = D h (in ev), P the
+ * post-FFN norm (w) */
+static void gemma_sats(ts_llm_calib *c, const float *w, double eps, double *lv) {
+  const int64_t d = c->d;
+  double *py = c->pscr, *pk = py + d;
+  float *yk = (float *)(pk + d);
+  post_norm(c->ev, w, d, eps, py);
+  for (int k = 1; k < TS__LV; k++) {
+    const float *e = c->snap + (size_t)k * (size_t)d;
+    for (int64_t i = 0; i < d; i++) yk[i] = c->ev[i] - e[i];
+    post_norm(yk, w, d, eps, pk);
+    double s = 0;
+    for (int64_t i = 0; i < d; i++) s += (pk[i] - py[i]) * (pk[i] - py[i]);
+    lv[k] = s;
+  }
+}
+
+/* The stream that layer l's step at `point` starts from, for T tokens: llama's x itself; gemma3's
+ * after the post-norm and residual add of the step before (llm_layer.c's gemma_resid, the same
+ * floats): before attention x2 + P_ffn(l-1)(tmp) (layer 0: x), before the MLP x + P_attn(l)(tmp). */
+static const float *stream_at(ts_llm_calib *c, ts_llm_state *s, int l, int point, int T) {
+  if (!c->gemma || (point == TS__CAP_X_ATTN && l == 0)) return s->x;
+  const ts_llm_config *cf = &s->m->cfg;
+  const int64_t d = cf->d_model;
+  const float *base = point == TS__CAP_X_ATTN ? s->x2 : s->x;
+  const float *w = point == TS__CAP_X_ATTN ? s->m->layers[l - 1].post_ffn_norm : s->m->layers[l].post_attn_norm;
+  for (int t = 0; t < T; t++) {
+    float *r = c->rbuf + (size_t)t * (size_t)d;
+    s->ops->rmsnorm(d, s->tmp + (size_t)t * (size_t)d, w, cf->rms_eps, r);
+    for (int64_t e = 0; e < d; e++) r[e] += base[(size_t)t * (size_t)d + (size_t)e];
+  }
+  return c->rbuf;
 }
 
 static void observe(void *arg, ts_llm_state *s, int l, int point, int T) {
@@ -178,10 +194,11 @@ static void observe(void *arg, ts_llm_state *s, int l, int point, int T) {
     case TS__CAP_X_ATTN:
     case TS__CAP_X_FFN: {
       const float *nw = point == TS__CAP_X_ATTN ? L->attn_norm : L->ffn_norm;
-      for (int t = 0; t < T; t++) s->ops->rmsnorm(d, s->x + (size_t)t * d, nw, cf->rms_eps, c->xn + (size_t)t * d);
+      const float *xs = stream_at(c, s, l, point, T);
+      for (int t = 0; t < T; t++) s->ops->rmsnorm(d, xs + (size_t)t * d, nw, cf->rms_eps, c->xn + (size_t)t * d);
       const int st = point == TS__CAP_X_ATTN ? ST_ATTN : ST_FFN;
       if (point == TS__CAP_X_FFN)
-        for (int t = 0; t < T; t++) c->xsq[t] = sq(s->x + (size_t)t * d, d);
+        for (int t = 0; t < T; t++) c->xsq[t] = sq(xs + (size_t)t * d, d);
       if (c->pass == 1) count(c, l, st, c->xn, (int64_t)T * d);
       else if (c->teal) {
         const int p0 = point == TS__CAP_X_ATTN ? TS_LLM_PROJ_Q : TS_LLM_PROJ_GATE, p1 = point == TS__CAP_X_ATTN ? TS_LLM_PROJ_V : TS_LLM_PROJ_UP;
@@ -194,9 +211,13 @@ static void observe(void *arg, ts_llm_state *s, int l, int point, int T) {
       else if (c->teal) teal_proj(c, x, l, TS_LLM_PROJ_O, s->att, (int)Tp, ST_O, nq);
       break;
     case TS__CAP_GATE_UP: {
+      if (c->gemma) { /* the runtime's GELU (its fp16 table), then h = a u: GEGLU's floats */
+        memcpy(c->abuf, s->ffg, (size_t)T * (size_t)ff * sizeof *c->abuf);
+        ts__gelu_ref((int64_t)T * ff, c->abuf);
+      }
       for (int64_t i = 0; i < (int64_t)T * ff; i++) {
         const float g = s->ffg[i];
-        c->abuf[i] = g / (1.0f + expf(-g));
+        if (!c->gemma) c->abuf[i] = g / (1.0f + expf(-g));
         c->hbuf[i] = c->abuf[i] * s->ffu[i];
       }
       if (c->pass == 1) {
@@ -214,7 +235,8 @@ static void observe(void *arg, ts_llm_state *s, int l, int point, int T) {
       for (int64_t t = 0; t < Tp; t++) {
         const float *a = c->abuf + (size_t)t * ff, *h = c->hbuf + (size_t)t * ff;
         double scratch[TS__LV] = {0};
-        curve(c->wt, ff, d, h, a, ga, scratch, lv, c->ev, x->order, x->lvl);
+        curve(c->wt, ff, d, h, a, ga, scratch, lv, c->gemma ? c->snap : NULL, c->ev, x->order, x->lvl);
+        if (c->gemma) gemma_sats(c, L->post_ffn_norm, cf->rms_eps, lv);
         const double base = c->xsq[t]; /* the proxy's scale: the residual stream the error is added to */
         for (int k = 1; k < TS__LV && base > 0; k++) c->sats_err[(size_t)l * TS__LV + k] += lv[k] / base;
         c->sats_base[l] += 1; /* E_l(k): the mean over tokens of e_k / |x|^2 */
@@ -258,7 +280,7 @@ void ts_llm_calib_destroy(ts_llm_calib *c) {
   if (!c) return;
   ts_free(c->hist), ts_free(c->hn), ts_free(c->grid), ts_free(c->sats_err), ts_free(c->sats_base), ts_free(c->teal_err);
   ts_free(c->teal_base), ts_free(c->rs), ts_free(c->wt), ts_free(c->xn), ts_free(c->ev), ts_free(c->ev2), ts_free(c->hbuf), ts_free(c->abuf);
-  ts_free(c->xsq);
+  ts_free(c->xsq), ts_free(c->rbuf), ts_free(c->snap), ts_free(c->pscr);
   ts_free(c);
 }
 
@@ -301,13 +323,12 @@ ts_status ts_llm_calib_collect(ts_llm_calib **out, ts_llm_state *s, const int32_
     return ts_error(TS_ERR_INVALID_ARG, "ts_llm_calib_collect: the text has %zu tokens, shorter than one window of %d", n, win);
   ts_llm_model *m = s->m;
   const ts_llm_config *cf = &m->cfg;
-  if (m->arch != TS__ARCH_LLAMA)
-    return ts_error(TS_ERR_UNSUPPORTED, "ts_llm_calib_collect: activation sparsity runs the llama architecture only, not %s", cf->arch);
   ts_llm_calib *c = ts_calloc(1, sizeof *c);
   if (!c) return ts_error(TS_ERR_OOM, "ts_llm_calib_collect: out of memory");
   c->m = m;
   c->n_layer = cf->n_layer, c->d = cf->d_model, c->ff = cf->n_ff, c->nq = cf->n_head * cf->head_dim;
   c->teal = o->method == TS_LLM_SPARSE_TEAL;
+  c->gemma = m->arch == TS__ARCH_GEMMA3;
   int64_t proxy = o->proxy_tokens > 0 ? o->proxy_tokens : 2048;
   proxy = (proxy + win - 1) / win * win;
   if ((size_t)proxy > n / (size_t)win * (size_t)win) proxy = (int64_t)(n / (size_t)win * (size_t)win);
@@ -328,10 +349,15 @@ ts_status ts_llm_calib_collect(ts_llm_calib **out, ts_llm_state *s, const int32_
   c->hbuf = ts_malloc(T * (size_t)c->ff * sizeof(float));
   c->abuf = ts_malloc(T * (size_t)c->ff * sizeof(float));
   c->xsq = ts_malloc(T * sizeof(double));
+  if (c->gemma) {
+    c->rbuf = ts_malloc(T * (size_t)c->d * sizeof(float));
+    c->snap = ts_malloc((size_t)TS__LV * (size_t)c->d * sizeof(float));
+    c->pscr = ts_malloc(3 * (size_t)c->d * sizeof(double));
+  }
   cap_ctx x = {c, ts_malloc(wmax * sizeof(int32_t)), ts_malloc(wmax), ts_malloc(wmax * sizeof(float))};
   ts_status st = TS_OK;
   if (!c->hist || !c->hn || !c->grid || !c->sats_err || !c->sats_base || !c->teal_err || !c->teal_base || !c->rs || !c->wt ||
-      !c->xn || !c->xsq || !c->ev || !c->ev2 || !c->hbuf || !c->abuf || !x.order || !x.lvl || !x.row)
+      !c->xn || !c->xsq || !c->ev || !c->ev2 || !c->hbuf || !c->abuf || !x.order || !x.lvl || !x.row || (c->gemma && (!c->rbuf || !c->snap || !c->pscr)))
     st = ts_error(TS_ERR_OOM, "ts_llm_calib_collect: out of memory");
   const struct ts_llm_sparse *sp = s->sp;
   s->sp = NULL; /* calibration observes the dense model */
@@ -345,7 +371,7 @@ ts_status ts_llm_calib_collect(ts_llm_calib **out, ts_llm_state *s, const int32_
   if (st == TS_OK) { /* the grid: quantiles k / 40 of each magnitude */
     for (int l = 0; l < c->n_layer; l++)
       for (int q = 0; q < NST; q++)
-        for (int k = 0; k < TS__LV; k++) c->grid[((size_t)l * NST + q) * TS__LV + k] = k ? quantile_of(c, l, q, k / 40.0) : 0;
+        for (int k = 0; k < TS__LV; k++) c->grid[((size_t)l * NST + q) * TS__LV + k] = k ? ts__calib_quantile(c, l, q, k / 40.0) : 0;
     c->pass = 2;
     st = run_windows(s, c, tokens, n, win, proxy, o->progress, "calibration, pass 2 (error curves)");
     c->rs_n = proxy;
@@ -364,256 +390,4 @@ ts_status ts_llm_calib_collect(ts_llm_calib **out, ts_llm_state *s, const int32_
   snprintf(c->model_name, sizeof c->model_name, "%s", cf->name);
   *out = c;
   return TS_OK;
-}
-
-/* ---- the methods ------------------------------------------------------------------------ */
-
-static double sats_curve(const ts_llm_calib *c, int l, int k) {
-  return k == 0 || c->sats_base[l] <= 0 ? 0 : c->sats_err[(size_t)l * TS__LV + k] / c->sats_base[l];
-}
-static double teal_curve(const ts_llm_calib *c, int l, int p, int k) {
-  const double b = c->teal_base[(size_t)l * TS_LLM_NPROJ + p];
-  return k == 0 || b <= 0 ? 0 : c->teal_err[((size_t)l * TS_LLM_NPROJ + p) * TS__LV + k] / b;
-}
-static int stat_of(int p) {
-  return p <= TS_LLM_PROJ_V ? ST_ATTN : p == TS_LLM_PROJ_O ? ST_O : p == TS_LLM_PROJ_DOWN ? ST_DOWN : ST_FFN;
-}
-
-/* SATS: levels k_l minimising sum_l E_l(k_l) subject to sum_l k_l = K (the target's level sum),
- * exactly on the grid by dynamic programming over layers. */
-static ts_status sats_levels(const ts_llm_calib *c, double target, int *lev) {
-  const int L = c->n_layer, K = (int)lround(target * 40.0 * L), KM = (TS__LV - 1) * L;
-  if (K > KM) return ts_error(TS_ERR_INVALID_ARG, "SATS: target %.3f above the grid's 95%%", target);
-  double *f = ts_malloc((size_t)(L + 1) * (size_t)(KM + 1) * sizeof *f);
-  int *arg = ts_malloc((size_t)L * (size_t)(KM + 1) * sizeof *arg);
-  if (!f || !arg) {
-    ts_free(f), ts_free(arg);
-    return ts_error(TS_ERR_OOM, "SATS: out of memory");
-  }
-  for (int s = 0; s <= KM; s++) f[s] = s == 0 ? 0 : INFINITY;
-  for (int l = 0; l < L; l++)
-    for (int s = 0; s <= KM; s++) {
-      double best = INFINITY;
-      int bk = 0;
-      for (int k = 0; k < TS__LV && k <= s; k++) {
-        const double v = f[(size_t)l * (KM + 1) + s - k] + sats_curve(c, l, k);
-        if (v < best) best = v, bk = k;
-      }
-      f[(size_t)(l + 1) * (KM + 1) + s] = best;
-      arg[(size_t)l * (KM + 1) + s] = bk;
-    }
-  for (int l = L - 1, s = K; l >= 0; l--) {
-    lev[l] = arg[(size_t)l * (KM + 1) + s];
-    s -= lev[l];
-  }
-  ts_free(f), ts_free(arg);
-  return TS_OK;
-}
-
-ts_status ts_llm_calibrate(const ts_llm_calib *c, const ts_llm_calib_opts *o, ts_llm_thresholds **out) {
-  if (!c || !o || !out) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_calibrate: NULL argument");
-  *out = NULL;
-  if (!(o->target > 0 && o->target < 0.95))
-    return ts_error(TS_ERR_INVALID_ARG, "ts_llm_calibrate: target sparsity %g outside (0, 0.95)", o->target);
-  if (o->method == TS_LLM_SPARSE_TEAL && !c->teal)
-    return ts_error(TS_ERR_INVALID_ARG, "ts_llm_calibrate: TEAL needs statistics collected with method TEAL (its error curves)");
-  if (o->method != TS_LLM_SPARSE_CATS && o->method != TS_LLM_SPARSE_TEAL && o->method != TS_LLM_SPARSE_SATS)
-    return ts_error(TS_ERR_INVALID_ARG, "ts_llm_calibrate: method %d is not cats, teal or sats", (int)o->method);
-  ts_llm_thresholds *t = NULL;
-  TS_TRY(ts_llm_thresholds_create(&t, c->m));
-  const int L = c->n_layer;
-  double mean = 0;
-  ts_status st = TS_OK;
-  if (o->method == TS_LLM_SPARSE_CATS) {
-    for (int l = 0; l < L; l++) {
-      t->layer[l].act = quantile_of(c, l, ST_ACT, o->target);
-      t->sparsity[l] = o->target;
-      const double kf = o->target * 40;
-      const int k = (int)floor(kf);
-      t->proxy[l] = k + 1 < TS__LV ? sats_curve(c, l, k) + (kf - k) * (sats_curve(c, l, k + 1) - sats_curve(c, l, k)) : sats_curve(c, l, k);
-      mean += o->target;
-    }
-  } else if (o->method == TS_LLM_SPARSE_SATS) {
-    int *lev = ts_malloc((size_t)L * sizeof *lev);
-    st = lev ? sats_levels(c, o->target, lev) : ts_error(TS_ERR_OOM, "SATS: out of memory");
-    for (int l = 0; st == TS_OK && l < L; l++) {
-      t->layer[l].act = c->grid[((size_t)l * NST + ST_ACT) * TS__LV + lev[l]];
-      t->sparsity[l] = lev[l] / 40.0;
-      t->proxy[l] = sats_curve(c, l, lev[l]);
-      mean += t->sparsity[l];
-    }
-    ts_free(lev);
-  } else { /* TEAL: per block, the step with the least added error per parameter-weighted sparsity */
-    double wsum = 0;
-    for (int p = 0; p < TS_LLM_NPROJ; p++) wsum += c->wparam[p];
-    for (int l = 0; l < L; l++) {
-      int k[TS_LLM_NPROJ] = {0};
-      double s = 0;
-      while (s < o->target - 1e-12) {
-        int bp = -1;
-        double best = INFINITY;
-        for (int p = 0; p < TS_LLM_NPROJ; p++) {
-          if (k[p] + 1 >= TS__LV) continue;
-          const double de = teal_curve(c, l, p, k[p] + 1) - teal_curve(c, l, p, k[p]);
-          const double ds = c->wparam[p] / wsum / 40.0;
-          if (de / ds < best) best = de / ds, bp = p;
-        }
-        if (bp < 0) break;
-        k[bp]++;
-        s += c->wparam[bp] / wsum / 40.0;
-      }
-      double e = 0;
-      for (int p = 0; p < TS_LLM_NPROJ; p++) {
-        t->layer[l].in[p] = c->grid[((size_t)l * NST + stat_of(p)) * TS__LV + k[p]];
-        e += teal_curve(c, l, p, k[p]);
-      }
-      t->sparsity[l] = s;
-      t->proxy[l] = e;
-      mean += s;
-    }
-  }
-  if (st != TS_OK) {
-    ts_llm_thresholds_destroy(t);
-    return st;
-  }
-  ts_llm_thresholds_info *i = &t->info;
-  i->method = o->method;
-  i->target = o->target;
-  i->calibrated = mean / L;
-  i->tokens = c->tokens;
-  snprintf(i->text, sizeof i->text, "%s", c->text);
-  ts_provenance_here(&i->prov, ts_isa_active(), 0);
-  if (o->curves_svg && o->method == TS_LLM_SPARSE_SATS) st = ts__calib_curves_svg(c, t, o->curves_svg);
-  if (st != TS_OK) {
-    ts_llm_thresholds_destroy(t);
-    return st;
-  }
-  *out = t;
-  return TS_OK;
-}
-
-/* ---- the router ------------------------------------------------------------------------- */
-
-/* Solves the 4 x 4 system A w = b (Gaussian elimination with partial pivoting, a ridge 1e-9 on
- * the diagonal); false when singular. */
-static bool solve4(double A[4][4], double b[4], double w[4]) {
-  for (int i = 0; i < 4; i++) A[i][i] += 1e-9;
-  for (int col = 0; col < 4; col++) {
-    int piv = col;
-    for (int r = col + 1; r < 4; r++)
-      if (fabs(A[r][col]) > fabs(A[piv][col])) piv = r;
-    if (fabs(A[piv][col]) < 1e-300) return false;
-    for (int k = 0; k < 4; k++) {
-      const double tmp = A[col][k];
-      A[col][k] = A[piv][k], A[piv][k] = tmp;
-    }
-    const double tb = b[col];
-    b[col] = b[piv], b[piv] = tb;
-    for (int r = col + 1; r < 4; r++) {
-      const double f = A[r][col] / A[col][col];
-      for (int k = col; k < 4; k++) A[r][k] -= f * A[col][k];
-      b[r] -= f * b[col];
-    }
-  }
-  for (int r = 3; r >= 0; r--) {
-    double s = b[r];
-    for (int k = r + 1; k < 4; k++) s -= A[r][k] * w[k];
-    w[r] = s / A[r][r];
-  }
-  return true;
-}
-
-/* the grid level of threshold t in layer l's activation grid (nearest) */
-static int level_of(const ts_llm_calib *c, int l, float t) {
-  const float *g = c->grid + ((size_t)l * NST + ST_ACT) * TS__LV;
-  int best = 0;
-  for (int k = 1; k < TS__LV; k++)
-    if (fabsf(g[k] - t) < fabsf(g[best] - t)) best = k;
-  return best;
-}
-
-ts_status ts_llm_router_train(const ts_llm_calib *c, const ts_llm_thresholds *t, ts_llm_router **out) {
-  if (!c || !t || !out) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_router_train: NULL argument");
-  *out = NULL;
-  if (t->n_layer != c->n_layer) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_router_train: thresholds of %d layers, statistics of %d", t->n_layer, c->n_layer);
-  ts_llm_router *r = NULL;
-  TS_TRY(ts_llm_router_create(&r, c->m));
-  for (int l = 0; l < c->n_layer; l++) {
-    const int k = level_of(c, l, t->layer[l].act);
-    double A[4][4] = {{0}}, b[4] = {0}, w[4] = {0};
-    for (int64_t i = 0; i < c->rs_n; i++) {
-      const float *s = c->rs + (((size_t)i * c->n_layer + l) * TS__LV + k) * 4;
-      const double f[4] = {1, s[0], s[1], s[2]};
-      for (int a = 0; a < 4; a++) {
-        for (int e = 0; e < 4; e++) A[a][e] += f[a] * f[e];
-        b[a] += f[a] * s[3];
-      }
-    }
-    if (!solve4(A, b, w)) memset(w, 0, sizeof w);
-    memcpy(ts_llm_router_weights(r, l), w, sizeof w);
-  }
-  *out = r;
-  return TS_OK;
-}
-
-/* ---- the SATS curves as a picture --------------------------------------------------------- */
-
-/* One chart: per layer its proxy E_l (log scale) against the calibration sparsity of the grid
- * levels, coloured by depth, and the level SATS chose for it marked. */
-ts_status ts__calib_curves_svg(const ts_llm_calib *c, const ts_llm_thresholds *t, const char *path) {
-  const double W = 860, H = 520, x0 = 70, y0 = 64, pw = 600, ph = 400;
-  double lo = INFINITY, hi = 0;
-  for (int l = 0; l < c->n_layer; l++)
-    for (int k = 1; k < TS__LV; k++) {
-      const double e = sats_curve(c, l, k);
-      if (e > 0) lo = e < lo ? e : lo, hi = e > hi ? e : hi;
-    }
-  if (!(hi > 0)) return TS_OK; /* nothing measured */
-  lo = pow(10, floor(log10(lo))), hi = pow(10, ceil(log10(hi)));
-  ts_svg *g;
-  TS_TRY(ts_svg_create(&g, W, H));
-  ts_svg_rect(g, 0, 0, W, H, 0xFFFFFF);
-  char buf[160];
-  snprintf(buf, sizeof buf, "SATS proxy per layer: %s, %lld calibration tokens, target %.0f%%", c->model_name,
-           (long long)c->tokens, t->info.target * 100);
-  ts_svg_text(g, 14, 22, 13, 's', 0x000000, buf);
-  ts_svg_frame(g, x0, y0, pw, ph, 0x000000, 1);
-#define PX(s) (x0 + pw * (s) / 0.95)
-#define PY(e) (y0 + ph * (1 - (log10(e) - log10(lo)) / (log10(hi) - log10(lo))))
-  for (double dec = lo; dec <= hi * 1.0001; dec *= 10) {
-    ts_svg_line(g, x0 - 4, PY(dec), x0, PY(dec), 0x000000, 1);
-    snprintf(buf, sizeof buf, "%g", dec);
-    ts_svg_text(g, x0 - 6, PY(dec) + 4, 11, 'e', 0x000000, buf);
-  }
-  for (int s = 0; s <= 90; s += 10) {
-    ts_svg_line(g, PX(s / 100.0), y0 + ph, PX(s / 100.0), y0 + ph + 4, 0x000000, 1);
-    snprintf(buf, sizeof buf, "%d%%", s);
-    ts_svg_text(g, PX(s / 100.0), y0 + ph + 16, 11, 'm', 0x000000, buf);
-  }
-  ts_svg_text(g, x0 + pw / 2, H - 8, 12, 'm', 0x000000, "neurons skipped on the calibration text (|silu(gate)| <= t)");
-  ts_svg_text(g, 14, y0 - 14, 12, 's', 0x000000, "E_l = mean over tokens of |D(m.h) - Dh|^2 / |x|^2 (log scale)");
-  for (int l = 0; l < c->n_layer; l++) {
-    const uint32_t col = ts_plot_colormap(0.15 + 0.8 * l / (c->n_layer > 1 ? c->n_layer - 1 : 1));
-    for (int k = 2; k < TS__LV; k++) {
-      const double e0 = sats_curve(c, l, k - 1), e1 = sats_curve(c, l, k);
-      if (e0 > 0 && e1 > 0) ts_svg_line(g, PX((k - 1) / 40.0), PY(e0), PX(k / 40.0), PY(e1), col, 1.2);
-    }
-    const double s = t->sparsity[l], e = t->proxy[l];
-    if (e > 0) {
-      snprintf(buf, sizeof buf, "M%.1f %.1fh6v6h-6z", PX(s) - 3, PY(e) - 3);
-      ts_svg_path(g, buf, col);
-    }
-  }
-  for (int l = 0; l < c->n_layer; l += (c->n_layer + 5) / 6) { /* legend: layer colours */
-    const double y = y0 + 14 + 16.0 * l / ((c->n_layer + 5) / 6);
-    ts_svg_line(g, x0 + pw + 12, y, x0 + pw + 32, y, ts_plot_colormap(0.15 + 0.8 * l / (c->n_layer > 1 ? c->n_layer - 1 : 1)), 2);
-    snprintf(buf, sizeof buf, "layer %d", l);
-    ts_svg_text(g, x0 + pw + 36, y + 4, 11, 's', 0x000000, buf);
-  }
-  ts_svg_text(g, x0 + pw + 12, y0 + ph - 4, 11, 's', 0x000000, "squares: SATS's levels");
-#undef PX
-#undef PY
-  ts_status st = ts_svg_write(g, path);
-  ts_svg_destroy(g);
-  return st;
 }

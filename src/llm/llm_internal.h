@@ -313,6 +313,9 @@ void ts__swiglu_avx2(int64_t n, float *g, const float *u);
  * x x)))) for every fp16 x (evaluated in fp32 with the C library's tanhf; llm_ops.c). A table
  * lookup per element: one scalar form serves every level. */
 void ts__geglu_ref(int64_t n, float *g, const float *u);
+/* g[i] = gelu(g[i]) as ts__geglu_ref forms it (the table, 0 from -10 down, the identity from 10
+ * up): activation sparsity's a, whose product a u is then geglu's bit for bit. */
+void ts__gelu_ref(int64_t n, float *g);
 
 /* RMSNorm with llama.cpp's arithmetic, so that the int8 activation quantization downstream sees
  * the same floats: the fp32 squares summed in double, mean = fp32(sum / n), scale = 1 / sqrtf(mean
@@ -419,13 +422,17 @@ void ts__step_output(ts_llm_state *s, int tid, int T, int from, float *logits);
  * from the fp32 input x when the layer thresholds p's input (TEAL) and returns true; false: the
  * caller runs the dense rows. The MLP: ts__sparse_mlp_needs says whether layer l runs the sparse
  * MLP, which takes three phases with a barrier after each of the first two (mlp_a: gate rows of the
- * thread's neurons, a = silu(gate); mlp_b: the active neurons, routing, up rows of the thread's share
- * of them; mlp_c: down over the active neurons into the thread's d rows, residual added). */
+ * thread's neurons, a = silu(gate) (gemma3: gelu(gate)); mlp_b: the active neurons, routing, up rows
+ * of the thread's share of them; mlp_c: down over the active neurons into the thread's d rows,
+ * added to the residual; gemma3: into tmp, which the next step post-norms and adds, as its dense
+ * down does). */
 bool ts__sparse_rows(ts_llm_state *s, int tid, int l, int p, int64_t r0, int64_t r1, const float *x, float *y);
 bool ts__sparse_mlp_needs(const ts_llm_state *s, int l);
-/* The thread's input of a decode step: rms(x) * norm into its xn (*xf, *ldx) and quantized into
- * its act (llm_layer.c's prep for token 0). */
-void ts__sparse_prep(ts_llm_state *s, int tid, const float *norm, const float **xf, int64_t *ldx);
+/* The thread's input of layer l's MLP in a decode step: rms(x) * ffn_norm into its xn (*xf, *ldx)
+ * and quantized into its act, with the K-quants' form when gate or up is one (llm_layer.c's prep
+ * for token 0); gemma3: x first becomes x + post_attn_norm(tmp), kept in x2, as ts__step_gate_up
+ * forms it. */
+void ts__sparse_prep(ts_llm_state *s, int tid, int l, const float **xf, int64_t *ldx);
 void ts__sparse_mlp_a(ts_llm_state *s, int tid, int l);
 void ts__sparse_mlp_b(ts_llm_state *s, int tid, int l);
 void ts__sparse_mlp_c(ts_llm_state *s, int tid, int l);

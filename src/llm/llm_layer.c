@@ -399,7 +399,8 @@ void ts__step_wo(ts_llm_state *s, int tid, int l, int T) {
     int64_t r0, r1;
     ts__split(c->d_model, tid, s->nrun, 32, &r0, &r1);
     if (ts__sparse_rows(s, tid, l, TS_LLM_PROJ_O, r0, r1, s->att, s->tmp)) {
-      for (int64_t r = r0; r < r1; r++) s->x[r] += s->tmp[r];
+      if (s->m->arch != TS__ARCH_GEMMA3) /* gemma3 norms tmp first (gemma_resid), as proj_residual */
+        for (int64_t r = r0; r < r1; r++) s->x[r] += s->tmp[r];
       return;
     }
   }
@@ -504,7 +505,10 @@ void ts__step_output(ts_llm_state *s, int tid, int T, int from, float *logits) {
     ts__wmat_gemm(&s->m->output, r0, r1, xf + (size_t)from * (size_t)ldx, ldx, &sub, T - from, logits, c->n_vocab);
 }
 
-void ts__sparse_prep(ts_llm_state *s, int tid, const float *norm, const float **xf, int64_t *ldx) {
+void ts__sparse_prep(ts_llm_state *s, int tid, int l, const float **xf, int64_t *ldx) {
   const int64_t d = s->m->cfg.d_model;
-  prep(s, tid, s->x, d, norm, d, 0, 1, xf, ldx);
+  const ts__llm_layer *L = &s->m->layers[l];
+  const float *src = s->m->arch == TS__ARCH_GEMMA3 ? gemma_resid(s, tid, s->x, L->post_attn_norm, s->x2, 1) : s->x;
+  prep(s, tid, src, d, L->ffn_norm, d, 0, 1, xf, ldx);
+  if (kq3(&L->gate, &L->up, NULL)) prep_k(s, tid, *xf, *ldx, d, 0, 1);
 }

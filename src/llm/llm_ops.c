@@ -72,6 +72,15 @@ void ts__geglu_ref(int64_t n, float *g, const float *u) {
   }
 }
 
+void ts__gelu_ref(int64_t n, float *g) {
+  pthread_once(&g_gelu_once, gelu_init);
+  for (int64_t i = 0; i < n; i++) {
+    const float x = g[i];
+    if (x <= -10.0f) g[i] = 0.0f;
+    else if (x < 10.0f) g[i] = ts_f16_to_f32(g_gelu[ts_f32_to_f16(x)]);
+  }
+}
+
 /* Each set names the scalar forms of its order (the tests' reference). The scalar level follows
  * llama.cpp's AVX-512 order, as tessera always has: its logits equal those of llama.cpp on
  * AVX-512 machines wherever it runs (slowly). */

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "llm/llm_avx2.h"
 #include "llm/quant_internal.h"
 
 static inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
@@ -24,26 +25,16 @@ static inline int32_t hsum_i32(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
-/* byte j = 0xFF where bit j of the 32-bit x is set */
-static inline __m256i bits_to_bytes(uint32_t x) {
-  const __m256i shuf = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
-  const __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
-  const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-  return _mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit);
-}
-
 /* ---- Q5_0: one block per vector, lane g = elements 4g..4g+3 (as Q4_0) ----------------------- */
 
 float ts__dot_q5_0_avx2(int64_t n, const void *row, const float *x, const ts_quant_act *xq) {
   const ts__blk_q5_0 *b = row;
-  const __m256i m4 = _mm256_set1_epi8(0x0F), v16 = _mm256_set1_epi8(16), one = _mm256_set1_epi16(1);
+  const __m256i v16 = _mm256_set1_epi8(16), one = _mm256_set1_epi16(1);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t k = 0; k < n / 32; k++) {
-    const __m128i a = _mm_loadu_si128((const __m128i *)b[k].qs);
     uint32_t qh;
     memcpy(&qh, b[k].qh, 4);
-    __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(a, 4), a), m4);
-    u = _mm256_or_si256(u, _mm256_and_si256(bits_to_bytes(qh), v16)); /* 0..31 */
+    const __m256i u = ts__q5_0_u8(b[k].qs, qh); /* 0..31 */
     const __m256i s = _mm256_loadu_si256((const __m256i *)(xq->q + 32 * k));
     /* (u - 16) s in int16 pairs: |pair sums| <= 2 31 127 and 2 16 127, the difference exact */
     const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(u, s), _mm256_maddubs_epi16(v16, s));

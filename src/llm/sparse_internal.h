@@ -11,7 +11,8 @@
  * (piece p: [n_in][its blocks]). A thread then streams only its own piece, in ascending input
  * order, skipping the unselected segments: no reduction across threads and no extra barrier, and
  * every thread reads the same share of every selected input. The cost: one extra copy of each
- * transposed matrix (the same bytes as the file's for Q4_1 models, 1.7x for Q4_1 stored as Q8_0),
+ * transposed matrix (the same bytes as the file's for Q4_1 models, 1.7x for Q4_1 stored as Q8_0,
+ * 1.5x for Gemma 3's Q4_K_M matrices: Q5_0, Q4_K and Q6_K all stored as Q8_0),
  * made once per model at ts_llm_sparse_create, and a second rounding of the weights (measured as
  * the sparse path's quality at threshold 0, docs/notes/llm-sparsity.md). */
 #ifndef TS_LLM_SPARSE_INTERNAL_H
@@ -33,7 +34,7 @@ typedef void (*ts__gdot_fn)(const uint8_t *data, size_t row_bytes, const int32_t
                             const ts_quant_act *x, float *out);
 typedef struct ts__sparse_kern {
   ts__axpy_fn axpy_q8_0, axpy_q4_1;
-  ts__gdot_fn gdot_q8_0, gdot_q4_1;
+  ts__gdot_fn gdot_q8_0, gdot_q4_1, gdot_q5_0;
 } ts__sparse_kern;
 
 void ts__axpy_q8_0_ref(const uint8_t *base, size_t stride, int64_t nblk, const int32_t *idx, const float *c, int n, float *y);
@@ -44,6 +45,10 @@ void ts__gdot_q8_0_ref(const uint8_t *data, size_t row_bytes, const int32_t *row
 void ts__gdot_q4_1_ref(const uint8_t *data, size_t row_bytes, const int32_t *rows, int n, const ts_quant_act *x, float *out);
 void ts__gdot_q8_0_avx2(const uint8_t *data, size_t row_bytes, const int32_t *rows, int n, const ts_quant_act *x, float *out);
 void ts__gdot_q4_1_avx2(const uint8_t *data, size_t row_bytes, const int32_t *rows, int n, const ts_quant_act *x, float *out);
+/* Q5_0 (Gemma 3's up rows: 640 wide, no K-quant fits): equal bit for bit to the quant table's Q5_0
+ * row dot of each row (the dense decode's up values), 4 rows per pass sharing the activation. */
+void ts__gdot_q5_0_ref(const uint8_t *data, size_t row_bytes, const int32_t *rows, int n, const ts_quant_act *x, float *out);
+void ts__gdot_q5_0_avx2(const uint8_t *data, size_t row_bytes, const int32_t *rows, int n, const ts_quant_act *x, float *out);
 
 extern ts__dispatch ts__sparse_dispatch;
 const ts__sparse_kern *ts__sparse_kern_active(void);

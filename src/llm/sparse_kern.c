@@ -38,11 +38,16 @@ void ts__gdot_q8_0_ref(const uint8_t *data, size_t row_bytes, const int32_t *row
 void ts__gdot_q4_1_ref(const uint8_t *data, size_t row_bytes, const int32_t *rows, int n, const ts_quant_act *x, float *out) {
   for (int k = 0; k < n; k++) out[k] = ts__dot_q4_1_ref(x->n, data + (size_t)rows[k] * row_bytes, NULL, x);
 }
+void ts__gdot_q5_0_ref(const uint8_t *data, size_t row_bytes, const int32_t *rows, int n, const ts_quant_act *x, float *out) {
+  for (int k = 0; k < n; k++) out[k] = ts__dot_q5_0_ref(x->n, data + (size_t)rows[k] * row_bytes, NULL, x);
+}
 
 /* Two levels: the AVX2 forms also serve AVX-512 machines (no AVX-512 form yet: the machines these
  * were written and measured on, 2026-12-07, had no AVX-512 to check one against the reference). */
-static const ts__sparse_kern g_ref = {ts__axpy_q8_0_ref, ts__axpy_q4_1_ref, ts__gdot_q8_0_ref, ts__gdot_q4_1_ref};
-static const ts__sparse_kern g_avx2 = {ts__axpy_q8_0_avx2, ts__axpy_q4_1_avx2, ts__gdot_q8_0_avx2, ts__gdot_q4_1_avx2};
+static const ts__sparse_kern g_ref = {ts__axpy_q8_0_ref, ts__axpy_q4_1_ref, ts__gdot_q8_0_ref, ts__gdot_q4_1_ref,
+                                      ts__gdot_q5_0_ref};
+static const ts__sparse_kern g_avx2 = {ts__axpy_q8_0_avx2, ts__axpy_q4_1_avx2, ts__gdot_q8_0_avx2, ts__gdot_q4_1_avx2,
+                                       ts__gdot_q5_0_avx2};
 static const ts__variant g_variants[] = {{TS__LV_SCALAR, &g_ref}, {TS__LV_AVX2, &g_avx2}};
 ts__dispatch ts__sparse_dispatch = TS__DISPATCH("llm_sparse", g_variants);
 
@@ -53,7 +58,7 @@ ts__axpy_fn ts__sparse_axpy(const ts__sparse_kern *k, uint32_t type) {
 }
 
 ts__gdot_fn ts__sparse_gdot(const ts__sparse_kern *k, uint32_t type) {
-  return type == TS_QT_Q8_0 ? k->gdot_q8_0 : type == TS_QT_Q4_1 ? k->gdot_q4_1 : NULL;
+  return type == TS_QT_Q8_0 ? k->gdot_q8_0 : type == TS_QT_Q4_1 ? k->gdot_q4_1 : type == TS_QT_Q5_0 ? k->gdot_q5_0 : NULL;
 }
 
 void ts__tmat_axpy(const ts__sparse_kern *k, const ts__tmat *t, int64_t r0, int64_t r1, const int32_t *idx,

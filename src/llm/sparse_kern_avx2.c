@@ -5,6 +5,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "llm/llm_avx2.h"
 #include "llm/quant_internal.h"
 #include "llm/sparse_internal.h"
 
@@ -189,4 +190,33 @@ void ts__gdot_q8_0_avx2(const uint8_t *data, size_t row_bytes, const int32_t *ro
     for (int u = 0; u < 4; u++) out[k + u] = hsum8(a[u]);
   }
   for (; k < n; k++) out[k] = ts__dot_q8_0_avx2(x->n, data + (size_t)rows[k] * row_bytes, NULL, x);
+}
+
+/* Four rows per pass, each row's block step the Q5_0 row dot's (quant_k_avx2.c: the same lanes,
+ * the same fma per block and the same final sum, so each result equals ts__dot_q5_0_avx2's and
+ * the reference's bit for bit); the activation block loaded once for the four. */
+void ts__gdot_q5_0_avx2(const uint8_t *data, size_t row_bytes, const int32_t *rows, int n, const ts_quant_act *x,
+                        float *out) {
+  const int64_t nb = x->n / 32;
+  const __m256i v16 = _mm256_set1_epi8(16), one = _mm256_set1_epi16(1);
+  int k = 0;
+  for (; k + 4 <= n; k += 4) {
+    const ts__blk_q5_0 *r[4];
+    for (int u = 0; u < 4; u++) r[u] = (const ts__blk_q5_0 *)(data + (size_t)rows[k + u] * row_bytes);
+    pf_rows(data, row_bytes, rows, k + PF_AHEAD, n, row_bytes);
+    __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t b = 0; b < nb; b++) {
+      const __m256i s = _mm256_loadu_si256((const __m256i *)(x->q + 32 * b));
+      const __m256i s16 = _mm256_maddubs_epi16(v16, s); /* 16 s in pairs: the offset's term */
+      for (int u = 0; u < 4; u++) {
+        uint32_t qh;
+        memcpy(&qh, r[u][b].qh, 4);
+        const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(ts__q5_0_u8(r[u][b].qs, qh), s), s16);
+        const __m256 lanes = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, one));
+        a[u] = _mm256_fmadd_ps(_mm256_set1_ps(h2f(r[u][b].d) * x->d[b]), lanes, a[u]);
+      }
+    }
+    for (int u = 0; u < 4; u++) out[k + u] = ts__hsum8v(a[u]);
+  }
+  for (; k < n; k++) out[k] = ts__dot_q5_0_avx2(x->n, data + (size_t)rows[k] * row_bytes, NULL, x);
 }

@@ -6,16 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tessera/nn.h"
-
-struct ts_nn_attn {
-  ts_nn_attn_kind kind;
-  int64_t n, d;
-  int32_t *perm;       /* [n] perm[new] = old grid token, or NULL (identity) */
-  ts_bitmap mask;      /* n x n in the backend's token order */
-  ts_attn_plan *plan;  /* NULL for the reference */
-  ts_nn_attn_info info;
-};
+#include "nn/nn_internal.h" /* struct ts_nn_attn */
 
 static const char *const kind_names[TS_NN_ATTN_KIND_COUNT] = {"reference", "dense_flash", "fixed", "scheduled",
                                                                "custom"};
@@ -47,6 +38,7 @@ void ts_nn_attn_opts_default(ts_nn_attn_opts *o, ts_nn_attn_kind kind) {
 
 void ts_nn_attn_destroy(ts_nn_attn *a) {
   if (!a) return;
+  if (a->bwd) a->bwd_free(a->bwd); /* before the plan it is bound to */
   ts_attn_plan_destroy(a->plan);
   ts_bitmap_free(&a->mask);
   ts_free(a->perm);

@@ -94,6 +94,7 @@ ts_status ts_nn_vit_create(ts_nn_vit **out, ts_context *ctx, const ts_nn_vit_con
   }
   m->cfg = c;
   m->ctx = ctx;
+  m->nweights = (int64_t)nw;
   m->batch = batch, m->gh = gh, m->gw = gw, m->n = n, m->hd = D / c.heads, m->pdim = pdim;
 
   ts_rng r;
@@ -140,6 +141,12 @@ void ts_nn_vit_destroy(ts_nn_vit *m) {
   if (!m) return;
   ts_free(m->weights);
   ts_free(m->acts);
+  ts_free(m->grads);
+  ts_free(m->strategy);
+  ts_free(m->saved);
+  ts_free(m->xs);
+  ts_free(m->lo_mark);
+  ts_free(m->arena.base);
   ts_free(m->layers);
   ts_free(m);
 }

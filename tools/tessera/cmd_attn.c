@@ -14,12 +14,12 @@ static void usage(void) {
   printf("usage: tessera attn plan  (--pattern SPEC | --mask FILE) --heads H --head-dim D [--reorder M]\n"
          "                          [--solver ilp|greedy] [--time-limit S] [--dtype f32|bf16] [--out plan.json]\n"
          "                          [--cost analytic|profile] [--profile-level L] [--compact H,..|none]\n"
-         "                          [--calibrate on|off] [--guard on|off] [--no-cache] [--threads N] [--json]\n"
+         "                          [--calibrate on|off] [--guard on|off] [--pass P] [--no-cache] [--threads N] [--json]\n"
          "       tessera attn bench (--pattern SPEC | --mask FILE) --heads H --head-dim D [--dtype f32|bf16]\n"
          "                          [--reorder M] [--batch B] [--threads N] [--repeats R] [--rounds R] [--cpu-clock]\n"
          "                          [--solver ...]\n"
          "                          [--cost analytic|profile] [--profile-level L] [--compact H,..|none]\n"
-         "                          [--calibrate on|off] [--guard on|off] [--warm on|off] [--json]\n\n"
+         "                          [--calibrate on|off] [--guard on|off] [--pass P] [--warm on|off] [--json]\n\n"
          "plan: reorders the mask (--reorder, default auto: the candidate whose 16-row compact passes compute\n"
          "the fewest cells), covers it with dense blocks, and schedules them: per block piece a tile from the\n"
          "menu (8..128 x 16..128) or the panel's compact pass, and a thread per row panel, minimizing the\n"
@@ -62,6 +62,12 @@ static void usage(void) {
          "                     as its own segment and the residue with a 16 x 32 block-skip tile\n"
          "  --warm on|off      bench: load each panel's new K/V rows and its Q rows before it runs (on; off:\n"
          "                     to compare; the results are bit-identical)\n"
+         "  --pass P           forward|backward|train (forward): what the profile (--cost profile), the\n"
+         "                     calibration, the guard and bench time: the attention's forward, its backward\n"
+         "                     (tessera/attn_train.h), or both (a training step's attention). With backward\n"
+         "                     or train, plan solves the schedule for that pass ('re-solved for backward'),\n"
+         "                     and bench also times the forward-solved schedule in that pass ('reuse as is'),\n"
+         "                     the ILP plan's forward (the backward / forward ratio) and checks dQ, dK, dV\n"
          "  --no-cache         plan: neither read nor write the plan cache\n"
          "  --json             print the report as JSON\n"
          "also accepted: the reordering/blocks options of 'tessera blocks' (--density, --extract, --grid, ...)\n");
@@ -154,6 +160,10 @@ static int parse(int argc, char **argv, args *A) {
     } else if (strcmp(o, "--compact") == 0) {
       if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
       if (!parse_heights(v, A)) return cli_usage_error(CMD, "--compact expects up to 4 row heights in 1..256 like 8,16,32, or none; got '%s'", v);
+    } else if (strcmp(o, "--pass") == 0) {
+      if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
+      if (ts_attn_pass_parse(v, &A->pass) != TS_OK)
+        return cli_usage_error(CMD, "--pass expects forward, backward or train, got '%s'", v);
     } else if (strcmp(o, "--no-cache") == 0) {
       A->no_cache = true;
     } else if (strcmp(o, "--cpu-clock") == 0) {
@@ -181,7 +191,7 @@ static void planned_free(planned *P) {
   ts_csr_free(&P->pm);
   ts_bitmap_free(&P->bo), ts_bitmap_free(&P->bp);
   ts_blocks_free(&P->blk);
-  ts_attn_schedule_free(&P->greedy), ts_attn_schedule_free(&P->ilp);
+  ts_attn_schedule_free(&P->greedy), ts_attn_schedule_free(&P->ilp), ts_attn_schedule_free(&P->ilp_fwd);
   ts_attn_cost_model_destroy(P->model);
 }
 
@@ -196,6 +206,7 @@ ts_attn_sched_opts attn_cli_sched_opts(const args *A, const planned *P, ts_attn_
   o.calibrate_d = A->calibrate ? A->d : 0;
   o.calibrate_dtype = A->bf16 ? TS_BF16 : TS_F32;
   o.guard = A->guard;
+  o.calibrate_pass = A->pass;
   memcpy(o.heights, A->heights, sizeof o.heights);
   if (P->model) o.cost = ts_attn_cost_profiled, o.cost_user = P->model;
   return o;
@@ -206,7 +217,7 @@ ts_attn_sched_opts attn_cli_sched_opts(const args *A, const planned *P, ts_attn_
 int attn_cli_cost_setup(const args *A, planned *P) {
   if (!A->profile) return CLI_OK;
   ts_attn_profile_opts po = ts_attn_profile_opts_default();
-  po.level = A->level, po.d = A->d, po.dtype = A->bf16 ? TS_BF16 : TS_F32;
+  po.level = A->level, po.d = A->d, po.dtype = A->bf16 ? TS_BF16 : TS_F32, po.pass = A->pass;
   ts_attn_profile prof;
   memset(&prof, 0, sizeof prof);
   double t0 = ts_now();
@@ -371,6 +382,8 @@ static void options_text(const args *A, const planned *P, char *buf, size_t cap)
   size_t len = strlen(buf);
   len += (size_t)snprintf(buf + len, cap - len, " calibrate=%d guard=%d order=attn compact=", A->calibrate, A->guard);
   for (int h = 0; h < A->nheights && len < cap; h++) len += (size_t)snprintf(buf + len, cap - len, "%s%d", h ? "," : "", A->heights[h]);
+  if (A->pass != TS_ATTN_PASS_FORWARD && len < cap) /* (forward plans keep their keys from before passes) */
+    len += (size_t)snprintf(buf + len, cap - len, " pass=%s", ts_attn_pass_name(A->pass));
   if (A->profile)
     snprintf(buf + len, cap - len, " cost=profile level=%s date=%s", ts_attn_profile_level_name(A->level), P->profile_date);
   else

@@ -7,6 +7,7 @@
 #include "cmd_reorder.h"
 #include "tessera/attn_profile.h"
 #include "tessera/attn_sched.h"
+#include "tessera/attn_train.h"
 
 #define CMD "attn"
 
@@ -23,6 +24,7 @@ typedef struct args {
   bool calibrate;               /* --calibrate on|off */
   bool guard;                   /* --guard on|off */
   bool warm, warm_given;        /* bench --warm on|off (ts_attn_plan_set_warm) */
+  ts_attn_pass pass;            /* --pass: what the profile, the calibration and the bench time (forward) */
   int32_t heights[4];           /* --compact: row heights of the compact passes (nheights 0: none) */
   int nheights;
   const char *out;
@@ -39,6 +41,8 @@ typedef struct planned {
   ts_blocks blk;
   ts_attn_schedule greedy, ilp;
   ts_attn_sched_info gi, ii;
+  ts_attn_schedule ilp_fwd;   /* bench --pass backward|train: the schedule solved for the forward ("reuse as is") */
+  ts_attn_sched_info fi;
   double reorder_ms, blocks_ms, solve_ms, greedy_ms;
   int threads, d;
   /* --cost profile: the model made from the profile, where the profile lives, whether this run

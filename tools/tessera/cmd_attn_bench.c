@@ -18,6 +18,8 @@ typedef struct tensors {
   float *Q, *K, *V, *O;        /* original order */
   float *Qp, *Kp, *Vp;         /* permuted order */
   uint16_t *Q16, *K16, *V16, *Q16p, *K16p, *V16p;
+  /* --pass backward|train: dO (original and permuted order, random), lse, the gradients */
+  float *dO, *dOp, *lse, *dQ, *dK, *dV;
 } tensors;
 
 typedef struct run_arg {
@@ -25,29 +27,68 @@ typedef struct run_arg {
   ts_attn_plan *pl;
   const tensors *T;
   bool permuted, bf16;
+  ts_attn_pass pass;
+  ts_attn_bwd *bwd; /* backward and train */
 } run_arg;
 
-static void run_fn(void *p);
-static ts_status run_measured(void *p) {
-  run_fn(p);
-  return TS_OK;
-}
-
-static void run_fn(void *p) {
-  run_arg *r = p;
+/* The training forward (O and lse) of the arg's plan. */
+static ts_status run_train_fwd(const run_arg *r) {
   const tensors *T = r->T;
   if (r->bf16)
-    ts_attn_execute_bf16(r->ctx, r->pl, r->permuted ? T->Q16p : T->Q16, r->permuted ? T->K16p : T->K16,
-                         r->permuted ? T->V16p : T->V16, T->O, T->b, T->h, T->n, T->d);
-  else
-    ts_attn_execute(r->ctx, r->pl, r->permuted ? T->Qp : T->Q, r->permuted ? T->Kp : T->K, r->permuted ? T->Vp : T->V, T->O,
-                    T->b, T->h, T->n, T->d);
+    return ts_attn_execute_train_bf16(r->ctx, r->pl, r->permuted ? T->Q16p : T->Q16, r->permuted ? T->K16p : T->K16,
+                                      r->permuted ? T->V16p : T->V16, T->O, T->lse, NULL, T->b, T->h, T->n, T->d);
+  return ts_attn_execute_train(r->ctx, r->pl, r->permuted ? T->Qp : T->Q, r->permuted ? T->Kp : T->K,
+                               r->permuted ? T->Vp : T->V, T->O, T->lse, NULL, T->b, T->h, T->n, T->d);
+}
+
+static ts_status run_bwd(const run_arg *r) {
+  const tensors *T = r->T;
+  const float *dO = r->permuted ? T->dOp : T->dO;
+  if (r->bf16)
+    return ts_attn_backward_bf16(r->ctx, r->bwd, r->permuted ? T->Q16p : T->Q16, r->permuted ? T->K16p : T->K16,
+                                 r->permuted ? T->V16p : T->V16, T->O, dO, T->lse, NULL, T->dQ, T->dK, T->dV, T->b, T->h,
+                                 T->n, T->d);
+  return ts_attn_backward(r->ctx, r->bwd, r->permuted ? T->Qp : T->Q, r->permuted ? T->Kp : T->K, r->permuted ? T->Vp : T->V,
+                          T->O, dO, T->lse, NULL, T->dQ, T->dK, T->dV, T->b, T->h, T->n, T->d);
+}
+
+/* One call of the arg's pass (a timed candidate). */
+static ts_status run_measured(void *p) {
+  run_arg *r = p;
+  const tensors *T = r->T;
+  if (r->pass == TS_ATTN_PASS_BACKWARD) return run_bwd(r);
+  if (r->pass == TS_ATTN_PASS_TRAIN) {
+    TS_TRY(run_train_fwd(r));
+    return run_bwd(r);
+  }
+  if (r->bf16)
+    return ts_attn_execute_bf16(r->ctx, r->pl, r->permuted ? T->Q16p : T->Q16, r->permuted ? T->K16p : T->K16,
+                                r->permuted ? T->V16p : T->V16, T->O, T->b, T->h, T->n, T->d);
+  return ts_attn_execute(r->ctx, r->pl, r->permuted ? T->Qp : T->Q, r->permuted ? T->Kp : T->K, r->permuted ? T->Vp : T->V,
+                         T->O, T->b, T->h, T->n, T->d);
+}
+
+/* The arg of plan pl in pass `pass`; for the backward passes its executor, and (backward alone) O and
+ * lse from one untimed training forward. Release with arg_done. */
+static ts_status arg_init(run_arg *r, const ts_context *ctx, ts_attn_plan *pl, const tensors *T, bool permuted, bool bf16,
+                          ts_attn_pass pass) {
+  *r = (run_arg){ctx, pl, T, permuted, bf16, pass, NULL};
+  if (pass == TS_ATTN_PASS_FORWARD) return TS_OK;
+  TS_TRY(ts_attn_bwd_create(&r->bwd, ctx, pl, TS_ATTN_BWD_AUTO));
+  ts_status s = run_train_fwd(r);
+  if (s != TS_OK) ts_attn_bwd_destroy(r->bwd), r->bwd = NULL;
+  return s;
+}
+
+static void arg_done(run_arg *r) {
+  ts_attn_bwd_destroy(r->bwd);
+  r->bwd = NULL;
 }
 
 /* Plans s on mask, times it; ms < 0 on failure (status returned). stats (may be NULL): the plan's. */
-static ts_status time_schedule(const args *A, const ts_context *ctx, const ts_attn_schedule *s, const ts_bitmap *mask,
-                               const tensors *T, bool permuted, double *ms, double *work_ratio, double *create_ms,
-                               ts_attn_stats *stats) {
+static ts_status time_schedule_pass(const args *A, const ts_context *ctx, const ts_attn_schedule *s, const ts_bitmap *mask,
+                                    const tensors *T, bool permuted, ts_attn_pass pass, double *ms, double *work_ratio,
+                                    double *create_ms, ts_attn_stats *stats) {
   ts_attn_plan *pl;
   double t0 = ts_now();
   TS_TRY(ts_attn_plan_create(&pl, ctx, s, mask, T->d));
@@ -57,8 +98,12 @@ static ts_status time_schedule(const args *A, const ts_context *ctx, const ts_at
   ts_attn_plan_stats(pl, &st);
   *work_ratio = st.work_ratio;
   if (stats) *stats = st;
-  run_arg ra = {ctx, pl, T, permuted, A->bf16};
-  ts_status stt = TS_OK;
+  run_arg ra;
+  ts_status stt = arg_init(&ra, ctx, pl, T, permuted, A->bf16, pass);
+  if (stt != TS_OK) {
+    ts_attn_plan_destroy(pl);
+    return stt;
+  }
   /* one thread: its CPU time per call (--cpu-clock), else the wall clock; median of --repeats after
    * a warm-up */
   ts_measure_opts mo = ts_measure_opts_default();
@@ -66,9 +111,18 @@ static ts_status time_schedule(const args *A, const ts_context *ctx, const ts_at
   mo.warmup = 1, mo.rounds = mo.max_rounds = (int)A->repeats, mo.min_time_s = 0;
   ts_measure_result mr;
   stt = ts_measure_one(run_measured, &ra, &mo, &mr);
+  if (stt == TS_OK) stt = mr.status;
   *ms = mr.s.median * 1e3;
+  arg_done(&ra);
   ts_attn_plan_destroy(pl);
   return stt;
+}
+
+/* time_schedule_pass in the bench's pass (--pass). */
+static ts_status time_schedule(const args *A, const ts_context *ctx, const ts_attn_schedule *s, const ts_bitmap *mask,
+                               const tensors *T, bool permuted, double *ms, double *work_ratio, double *create_ms,
+                               ts_attn_stats *stats) {
+  return time_schedule_pass(A, ctx, s, mask, T, permuted, A->pass, ms, work_ratio, create_ms, stats);
 }
 
 static int bench_alloc(const args *A, const planned *P, tensors *T) {
@@ -78,6 +132,14 @@ static int bench_alloc(const args *A, const planned *P, tensors *T) {
   T->Q = ts_malloc(tot * 4), T->K = ts_malloc(tot * 4), T->V = ts_malloc(tot * 4), T->O = ts_malloc(tot * 4);
   T->Qp = ts_malloc(tot * 4), T->Kp = ts_malloc(tot * 4), T->Vp = ts_malloc(tot * 4);
   if (!T->Q || !T->K || !T->V || !T->O || !T->Qp || !T->Kp || !T->Vp) return cli_fail(CMD, TS_ERR_OOM);
+  if (A->pass != TS_ATTN_PASS_FORWARD) {
+    T->dO = ts_malloc(tot * 4), T->dOp = ts_malloc(tot * 4), T->lse = ts_malloc(tot / (size_t)T->d * 4);
+    T->dQ = ts_malloc(tot * 4), T->dK = ts_malloc(tot * 4), T->dV = ts_malloc(tot * 4);
+    if (!T->dO || !T->dOp || !T->lse || !T->dQ || !T->dK || !T->dV) return cli_fail(CMD, TS_ERR_OOM);
+    ts_rng g;
+    ts_rng_seed(&g, 20261207);
+    for (size_t i = 0; i < tot; i++) T->dO[i] = ts_rng_normal(&g);
+  }
   ts_rng r;
   ts_rng_seed(&r, 20260402);
   for (size_t i = 0; i < tot; i++) T->Q[i] = ts_rng_normal(&r), T->K[i] = ts_rng_normal(&r), T->V[i] = ts_rng_normal(&r);
@@ -96,6 +158,7 @@ static int bench_alloc(const args *A, const planned *P, tensors *T) {
       size_t dst = (size_t)((h * T->n + i) * T->d), src = (size_t)((h * T->n + P->perm[i]) * T->d);
       memcpy(T->Qp + dst, T->Q + src, (size_t)T->d * 4), memcpy(T->Kp + dst, T->K + src, (size_t)T->d * 4);
       memcpy(T->Vp + dst, T->V + src, (size_t)T->d * 4);
+      if (T->dO) memcpy(T->dOp + dst, T->dO + src, (size_t)T->d * 4);
       if (A->bf16) {
         memcpy(T->Q16p + dst, T->Q16 + src, (size_t)T->d * 2), memcpy(T->K16p + dst, T->K16 + src, (size_t)T->d * 2);
         memcpy(T->V16p + dst, T->V16 + src, (size_t)T->d * 2);
@@ -107,6 +170,7 @@ static int bench_alloc(const args *A, const planned *P, tensors *T) {
 static void bench_free(tensors *T) {
   ts_free(T->Q), ts_free(T->K), ts_free(T->V), ts_free(T->O), ts_free(T->Qp), ts_free(T->Kp), ts_free(T->Vp);
   ts_free(T->Q16), ts_free(T->K16), ts_free(T->V16), ts_free(T->Q16p), ts_free(T->K16p), ts_free(T->V16p);
+  ts_free(T->dO), ts_free(T->dOp), ts_free(T->lse), ts_free(T->dQ), ts_free(T->dK), ts_free(T->dV);
 }
 
 /* Paired rounds: schedules a (the ILP's) and b (the best fixed tile on the same order) planned on
@@ -120,8 +184,9 @@ static ts_status paired_ratio(const args *A, const ts_context *ctx, const ts_att
   ts_attn_plan *pl[2] = {NULL, NULL};
   ts_status st = ts_attn_plan_create(&pl[0], ctx, a, mask, T->d);
   if (st == TS_OK) st = ts_attn_plan_create(&pl[1], ctx, b, mask, T->d);
-  run_arg ra[2] = {{ctx, pl[0], T, true, A->bf16}, {ctx, pl[1], T, true, A->bf16}};
+  run_arg ra[2] = {{0}, {0}};
   for (int k = 0; k < 2 && st == TS_OK; k++) ts_attn_plan_set_warm(pl[k], A->warm);
+  for (int k = 0; k < 2 && st == TS_OK; k++) st = arg_init(&ra[k], ctx, pl[k], T, true, A->bf16, A->pass);
   if (st == TS_OK) {
     ts_measure_fn fn[2] = {run_measured, run_measured};
     void *arg[2] = {&ra[0], &ra[1]};
@@ -130,36 +195,73 @@ static ts_status paired_ratio(const args *A, const ts_context *ctx, const ts_att
     mo.warmup = 1, mo.rounds = mo.max_rounds = PAIRED_ROUNDS, mo.min_time_s = 0, mo.alternate = true;
     ts_measure_result mr[2];
     st = ts_measure_run(2, fn, arg, &mo, mr, NULL);
+    for (int k = 0; k < 2 && st == TS_OK; k++) st = mr[k].status;
     q[0] = mr[1].ratio_q1, q[1] = mr[1].ratio, q[2] = mr[1].ratio_q3;
   }
+  arg_done(&ra[0]), arg_done(&ra[1]);
   ts_attn_plan_destroy(pl[0]);
   ts_attn_plan_destroy(pl[1]);
   return st;
 }
 
-/* Max |O_ilp - O_ref| over batch 0, heads [0, hs), in the original token order; *rel: over max |V|. */
+/* Max |X_ilp - X_ref| / max |X_ref| over batch 0, heads [0, hs), in the original token order, of
+ * the nx arrays got[] (the plan's, permuted order) against ref[]; the largest over the arrays. */
+static double max_rel(const planned *P, const tensors *T, int64_t hs, float *const *got, float *const *ref, int nx,
+                      float *scratch) {
+  const size_t hsz = (size_t)(T->n * T->d), tot = (size_t)hs * hsz;
+  double worst = 0;
+  for (int x = 0; x < nx; x++) {
+    for (int64_t h = 0; h < hs; h++)
+      for (int64_t i = 0; i < T->n; i++) /* scatter: permuted row i is original row perm[i] */
+        memcpy(scratch + h * hsz + (size_t)P->perm[i] * T->d, got[x] + h * hsz + (size_t)i * T->d, (size_t)T->d * 4);
+    double e = 0, mx = 0;
+    for (size_t i = 0; i < tot; i++) {
+      double v = fabs((double)scratch[i] - ref[x][i]);
+      e = (v > e || isnan(v)) ? (isnan(v) ? INFINITY : v) : e;
+      mx = fabs(ref[x][i]) > mx ? fabs(ref[x][i]) : mx;
+    }
+    e = mx > 0 ? e / mx : e;
+    worst = e > worst || isnan(e) ? e : worst;
+  }
+  return worst;
+}
+
+/* The ILP plan's result against the reference on batch 0, heads [0, hs), in the original token
+ * order. Forward: *err = max |O - O_ref|, *rel = that over max |V|. Backward passes: *err = *rel =
+ * the largest of max |G - G_ref| / max |G_ref| over G = dQ, dK, dV. */
 static ts_status check_error(const args *A, const ts_context *ctx, const planned *P, const tensors *T, int64_t hs, double *err,
                              double *rel) {
   ts_attn_plan *pl;
   TS_TRY(ts_attn_plan_create(&pl, ctx, &P->ilp, &P->bp, T->d));
-  run_arg ra = {ctx, pl, T, true, A->bf16};
-  run_fn(&ra); /* O (permuted order) for every batch and head */
+  run_arg ra;
+  ts_status s = arg_init(&ra, ctx, pl, T, true, A->bf16, A->pass);
+  if (s == TS_OK) s = run_measured(&ra); /* O or the gradients (permuted order) for every batch and head */
+  arg_done(&ra);
   ts_attn_plan_destroy(pl);
-  size_t hsz = (size_t)(T->n * T->d), tot = (size_t)hs * hsz;
-  float *ref = ts_malloc(tot * 4), *got = ts_malloc(tot * 4);
-  ts_status s = ref && got ? TS_OK : ts_error(TS_ERR_OOM, "attn bench: reference buffers");
-  if (s == TS_OK) s = ts_attn_reference(&P->bo, T->Q, T->K, T->V, ref, 1, hs, T->n, T->d);
-  double e = 0, vmax = 0;
-  for (int64_t h = 0; s == TS_OK && h < hs; h++)
-    for (int64_t i = 0; i < T->n; i++) /* scatter: permuted row i is original row perm[i] */
-      memcpy(got + h * hsz + (size_t)P->perm[i] * T->d, T->O + h * hsz + (size_t)i * T->d, (size_t)T->d * 4);
-  for (size_t i = 0; s == TS_OK && i < tot; i++) {
-    double x = fabs((double)got[i] - ref[i]);
-    e = (x > e || isnan(x)) ? (isnan(x) ? INFINITY : x) : e;
-    vmax = fabs(T->V[i]) > vmax ? fabs(T->V[i]) : vmax;
+  TS_TRY(s);
+  const size_t hsz = (size_t)(T->n * T->d), tot = (size_t)hs * hsz;
+  const int nx = A->pass == TS_ATTN_PASS_FORWARD ? 1 : 3;
+  float *ref[3] = {NULL, NULL, NULL}, *scratch = ts_malloc(tot * 4);
+  for (int x = 0; x < nx; x++) ref[x] = ts_malloc(tot * 4);
+  s = scratch && ref[0] && (nx == 1 || (ref[1] && ref[2])) ? TS_OK : ts_error(TS_ERR_OOM, "attn bench: reference buffers");
+  if (s == TS_OK && nx == 1) {
+    s = ts_attn_reference(&P->bo, T->Q, T->K, T->V, ref[0], 1, hs, T->n, T->d);
+    if (s == TS_OK) {
+      float *got[1] = {T->O};
+      double vmax = 0;
+      for (size_t i = 0; i < tot; i++) vmax = fabs(T->V[i]) > vmax ? fabs(T->V[i]) : vmax;
+      double omax = 0;
+      for (size_t i = 0; i < tot; i++) omax = fabs(ref[0][i]) > omax ? fabs(ref[0][i]) : omax;
+      double e = max_rel(P, T, hs, got, ref, 1, scratch) * (omax > 0 ? omax : 1.0); /* back to absolute */
+      *err = e, *rel = vmax > 0 ? e / vmax : e;
+    }
+  } else if (s == TS_OK) {
+    s = ts_attn_reference_backward(&P->bo, T->Q, T->K, T->V, T->dO, ref[0], ref[1], ref[2], 1, hs, T->n, T->d);
+    float *got[3] = {T->dQ, T->dK, T->dV};
+    if (s == TS_OK) *err = *rel = max_rel(P, T, hs, got, ref, 3, scratch);
   }
-  *err = e, *rel = vmax > 0 ? e / vmax : e;
-  ts_free(ref), ts_free(got);
+  for (int x = 0; x < 3; x++) ts_free(ref[x]);
+  ts_free(scratch);
   return s;
 }
 
@@ -172,6 +274,8 @@ typedef struct method {
 /* What `attn bench` measured, from the timed rounds to the report. */
 typedef struct bench_res {
   method dense, fb, f64, fbr, gr, il; /* fb / fbr: the fastest fixed tile in the original / reordered order */
+  method reuse;                       /* --pass backward|train: the forward-solved ILP schedule in that pass */
+  double il_fwd_ms;                   /* --pass backward|train: the ILP plan's forward (ts_attn_execute) */
   double create_ms;                   /* the ilp plan's ts_attn_plan_create, round 0 */
   ts_attn_stats ist;                  /* the ilp plan's work counters */
   double pq[3];                       /* ilp against fixed_best_reordered, paired per round */
@@ -199,7 +303,20 @@ static int bench_schedules(args *A, planned *P) {
   t0 = ts_now();
   if ((s = ts_attn_schedule_solve(&P->blk, &P->bp, &o, &P->greedy, &P->gi)) != TS_OK) return cli_fail(CMD, s);
   P->greedy_ms = (ts_now() - t0) * 1e3;
-  return CLI_OK;
+  if (A->pass == TS_ATTN_PASS_FORWARD) return CLI_OK;
+  /* "reuse as is": the schedule `attn plan` makes without --pass (forward profile and calibration),
+   * from the same order and blocks */
+  args F = *A;
+  F.pass = TS_ATTN_PASS_FORWARD;
+  planned G = *P; /* shares the mask, order and blocks; only its cost model is its own */
+  G.model = NULL;
+  rc = attn_cli_cost_setup(&F, &G);
+  if (rc == CLI_OK) {
+    o = attn_cli_sched_opts(&F, &G, A->solver);
+    if ((s = ts_attn_schedule_solve(&P->blk, &P->bp, &o, &P->ilp_fwd, &P->fi)) != TS_OK) rc = cli_fail(CMD, s);
+  }
+  ts_attn_cost_model_destroy(G.model);
+  return rc;
 }
 
 /* Rounds: every method is timed once per round (median of --repeats) and keeps its fastest
@@ -211,6 +328,7 @@ static ts_status bench_rounds(const args *A, const planned *P, const ts_context 
   B->dense = (method){"dense_flash", INFINITY, 0, 64, 64}, B->fb = (method){"fixed_best", INFINITY, 0, 0, 0};
   B->f64 = (method){"fixed_64", 0, 0, 64, 64}, B->fbr = (method){"fixed_best_reordered", INFINITY, 0, 0, 0};
   B->gr = (method){"greedy", INFINITY, 0, 0, 0}, B->il = (method){"ilp", INFINITY, 0, 0, 0};
+  B->reuse = (method){"ilp_forward_schedule", INFINITY, 0, 0, 0}, B->il_fwd_ms = INFINITY;
   method fam[2][TS_ATTN_PROFILE_MAX_MENU]; /* fixed tiles: [0] original order, [1] reordered */
   ts_attn_schedule sch;
   ts_status s = TS_OK;
@@ -237,6 +355,11 @@ static ts_status bench_rounds(const args *A, const planned *P, const ts_context 
     B->gr.ms = ms < B->gr.ms ? ms : B->gr.ms;
     if (s == TS_OK) s = time_schedule(A, ctx, &P->ilp, &P->bp, T, true, &ms, &B->il.work, round ? NULL : &B->create_ms, &B->ist);
     B->il.ms = ms < B->il.ms ? ms : B->il.ms;
+    if (A->pass == TS_ATTN_PASS_FORWARD) continue;
+    if (s == TS_OK) s = time_schedule(A, ctx, &P->ilp_fwd, &P->bp, T, true, &ms, &B->reuse.work, NULL, NULL);
+    B->reuse.ms = ms < B->reuse.ms ? ms : B->reuse.ms;
+    if (s == TS_OK) s = time_schedule_pass(A, ctx, &P->ilp, &P->bp, T, true, TS_ATTN_PASS_FORWARD, &ms, &work, NULL, NULL);
+    B->il_fwd_ms = ms < B->il_fwd_ms ? ms : B->il_fwd_ms;
   }
   for (int t = 0; t < nmenu && s == TS_OK; t++) {
     if (fam[0][t].ms < B->fb.ms) B->fb = fam[0][t];
@@ -276,6 +399,7 @@ static void bench_json(const args *A, const planned *P, const bench_res *B, doub
   cJSON_AddNumberToObject(j, "head_dim", (double)A->d);
   cJSON_AddNumberToObject(j, "batch", (double)A->batch);
   cJSON_AddStringToObject(j, "dtype", A->bf16 ? "bf16" : "f32");
+  cJSON_AddStringToObject(j, "pass", ts_attn_pass_name(A->pass));
   cJSON_AddNumberToObject(j, "threads", P->threads);
   cJSON_AddNumberToObject(j, "repeats", (double)A->repeats);
   cJSON_AddNumberToObject(j, "rounds", (double)A->rounds);
@@ -307,6 +431,13 @@ static void bench_json(const args *A, const planned *P, const bench_res *B, doub
   cJSON_AddNumberToObject(pj, "median", B->pq[1]);
   cJSON_AddNumberToObject(pj, "q75", B->pq[2]);
   cJSON_AddNumberToObject(j, "speedup_vs_dense_flash", B->dense.ms / il_ms);
+  if (A->pass != TS_ATTN_PASS_FORWARD) { /* re-solved for this pass against the forward's schedule reused as is */
+    cJSON_AddNumberToObject(j, B->reuse.name, B->reuse.ms);
+    cJSON_AddNumberToObject(w, B->reuse.name, B->reuse.work);
+    cJSON_AddNumberToObject(j, "speedup_vs_forward_schedule", B->reuse.ms / il_ms);
+    cJSON_AddNumberToObject(j, "forward_ms_ilp", B->il_fwd_ms);
+    cJSON_AddNumberToObject(j, "pass_forward_ratio_ilp", il_ms / B->il_fwd_ms);
+  }
   cJSON_AddItemToObject(j, "work_ratio", w);
   /* the ilp plan: P V work after the COMPACT skip lists, and sub-tiles whose keys are listed one by one */
   cJSON_AddNumberToObject(j, "pv_work_ratio_ilp", B->ist.nnz ? (double)B->ist.pv_cells / (double)B->ist.nnz : 0.0);
@@ -326,8 +457,9 @@ static void bench_json(const args *A, const planned *P, const bench_res *B, doub
   cJSON_AddStringToObject(j, "ilp_compact_heights", hb);
   cJSON_AddNumberToObject(j, "max_abs_err", B->err);
   cJSON_AddNumberToObject(j, "max_rel_err", B->rel);
-  char sub[64];
-  snprintf(sub, sizeof sub, "batch 0, heads 0-%lld (original token order)", (long long)B->hs - 1);
+  char sub[128];
+  snprintf(sub, sizeof sub, "batch 0, heads 0-%lld (original token order)%s", (long long)B->hs - 1,
+           A->pass == TS_ATTN_PASS_FORWARD ? "" : "; max over dQ, dK, dV of max |err| / max |reference|");
   cJSON_AddStringToObject(j, "err_subset", sub);
   cJSON_AddNumberToObject(j, "gflops_effective", gflops);
   bench_json_num(j, "pct_peak", pct);
@@ -369,10 +501,19 @@ static void bench_text(const args *A, const planned *P, const bench_res *B, doub
   else if (ii->guarded)
     printf("guard    kept the solved schedule (%.3f ms against %.3f for the best fixed tile; 1 head, 1 thread%s)\n",
            ii->guard_schedule_s * 1e3, ii->guard_fixed_s * 1e3, ii->guard_retimed ? "; a near tie, timed again" : "");
+  if (A->pass != TS_ATTN_PASS_FORWARD)
+    printf("%-22s %8s %10.3f %9.2fx %10.3f\n%s   ilp %.3f ms %s, %.3f ms forward: ratio %.2f\n", B->reuse.name, "varied",
+           B->reuse.ms, B->reuse.ms / B->il.ms, B->reuse.work, ts_attn_pass_name(A->pass), B->il.ms,
+           ts_attn_pass_name(A->pass), B->il_fwd_ms, B->il.ms / B->il_fwd_ms);
   printf("paired   ilp vs fixed_best_reordered (%dx%d), %d rounds of one execute each: %.2fx [%.2f, %.2f]\n", B->fbr.br,
          B->fbr.bc, PAIRED_ROUNDS, B->pq[1], B->pq[0], B->pq[2]);
-  printf("ilp      %.2f GFLOP/s effective (%.1f%% of peak), max |err| %.3g (%.3g of max|V|) on batch 0, heads 0-%lld\n",
-         gflops, pct, B->err, B->rel, (long long)B->hs - 1);
+  if (A->pass == TS_ATTN_PASS_FORWARD)
+    printf("ilp      %.2f GFLOP/s effective (%.1f%% of peak), max |err| %.3g (%.3g of max|V|) on batch 0, heads 0-%lld\n",
+           gflops, pct, B->err, B->rel, (long long)B->hs - 1);
+  else
+    printf("ilp      %.2f GFLOP/s effective (%.1f%% of peak; %s: %dd flops per allowed cell), max |err| of dQ, dK, dV "
+           "%.3g of their max on batch 0, heads 0-%lld\n",
+           gflops, pct, ts_attn_pass_name(A->pass), A->pass == TS_ATTN_PASS_BACKWARD ? 10 : 14, B->rel, (long long)B->hs - 1);
 }
 
 int attn_cli_bench(args *A, planned *P, const ts_context *ctx) {
@@ -391,7 +532,10 @@ int attn_cli_bench(args *A, planned *P, const ts_context *ctx) {
   if (s != TS_OK) return cli_fail(CMD, s);
   ts_machine_profile prof;
   bool have_prof = ts_hwinfo_get(ctx, &prof) == TS_OK; /* the profile for this run's threads */
-  double flops = 4.0 * (double)A->d * (double)P->in.m.nnz * (double)A->heads * (double)A->batch;
+  /* per allowed cell: forward Q K^T + P V = 4d; backward recomputes Q K^T and computes dP = dO V^T,
+   * dQ, dK, dV = 10d; a training step both, 14d */
+  const double per = A->pass == TS_ATTN_PASS_FORWARD ? 4.0 : A->pass == TS_ATTN_PASS_BACKWARD ? 10.0 : 14.0;
+  double flops = per * (double)A->d * (double)P->in.m.nnz * (double)A->heads * (double)A->batch;
   double gflops = flops / (B.il.ms * 1e-3) / 1e9, pct = have_prof ? (prof.peak_gflops_fp32 > 0 ? 100.0 * gflops / prof.peak_gflops_fp32 : NAN) : NAN;
   if (A->co.json) bench_json(A, P, &B, gflops, pct);
   else bench_text(A, P, &B, gflops, pct);

@@ -244,6 +244,7 @@ typedef struct config {
   ts_llm_router *r;
   ts_llm_sparse *sp;
   ts_llm_state *st;
+  double create_s; /* ts_llm_sparse_create's time (the transposed copies) */
 } config;
 
 static ts_status open_configs(const sopts *o, ts_llm_model *m, ts_context *ctx, config *cf) {
@@ -254,7 +255,9 @@ static ts_status open_configs(const sopts *o, ts_llm_model *m, ts_context *ctx, 
       TS_TRY(ts_llm_router_load(&cf[i].r, o->cfg[i].router, m));
       if (!isnan(o->cfg[i].tau)) ts_llm_router_set_tau(cf[i].r, o->cfg[i].tau);
     }
+    const double t0 = ts_now();
     TS_TRY(ts_llm_sparse_create(&cf[i].sp, m, cf[i].t, cf[i].r, ctx));
+    cf[i].create_s = ts_now() - t0;
   }
   return TS_OK;
 }
@@ -278,6 +281,8 @@ static cJSON *cfg_json(const sopts *o, int i, const config *c) {
     cJSON_AddStringToObject(e, "router", o->cfg[i].router);
     cJSON_AddNumberToObject(e, "tau", ts_llm_router_tau(c->r));
   }
+  cJSON_AddNumberToObject(e, "copy_bytes", (double)ts_llm_sparse_bytes(c->sp));
+  cJSON_AddNumberToObject(e, "create_seconds", c->create_s);
   return e;
 }
 

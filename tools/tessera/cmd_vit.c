@@ -19,14 +19,17 @@
 
 #include "bench_report.h"
 #include "cli.h"
+#include "cmd_vit.h"
 #include "tessera/attn_profile.h"
 #include "tessera/nn.h"
 
 #define CMD "vit"
 
 static void usage_top(void) {
-  printf("usage: tessera vit bench [options]   (tessera vit bench --help)\n\n"
-         "Vision Transformer end to end with dense-flash, fixed-tile and tile-scheduled sparse attention.\n");
+  printf("usage: tessera vit bench [options]         (tessera vit bench --help)\n"
+         "       tessera vit train-bench [options]   (tessera vit train-bench --help)\n\n"
+         "Vision Transformer end to end with dense-flash, fixed-tile and tile-scheduled sparse attention:\n"
+         "inference (bench) and one training step, forward + backward + SGD (train-bench).\n");
 }
 
 static void usage_bench(void) {
@@ -92,25 +95,21 @@ static bool parse_tile(const char *v, ts_attn_tile *t) {
   return true;
 }
 
-#define MAX_ROUNDS 64 /* --repeats at most */
+#define MAX_ROUNDS VIT_MAX_ROUNDS
 #define WARMUP 1      /* untimed rounds first */
 
-enum { DENSE, FIXED, SCHED, NB }; /* the backends, in the order of be[] */
+enum { DENSE = VIT_DENSE, FIXED = VIT_FIXED, SCHED = VIT_SCHED, NB = VIT_NB };
+const char *const vit_backend_names[VIT_NB] = {"dense_flash", "fixed", "scheduled"};
 
-/* A figure over the timed rounds: the median and quartiles of its per-round values (ms for times,
- * x for ratios), the fastest round (times), and for a ratio the distribution-free 95% interval of
- * its median (ts_ratio_ci). */
-typedef struct fig {
-  double med, q25, q75, min, lo, hi;
-} fig;
+typedef vit_fig fig;
 
-static fig time_fig(double *v, int n) { /* sorts v */
+vit_fig vit_time_fig(double *v, int n) { /* sorts v */
   ts_summary s;
   ts_summarize(v, n, &s);
   return (fig){s.median, s.q1, s.q3, s.min, NAN, NAN};
 }
 
-static fig ratio_fig(double *r, int n) { /* sorts r */
+vit_fig vit_ratio_fig(double *r, int n) { /* sorts r */
   fig f = {.min = NAN};
   ts_ratio_ci(r, n, &f.med, &f.lo, &f.hi);
   f.q25 = ts_quantile(r, n, 0.25), f.q75 = ts_quantile(r, n, 0.75);
@@ -172,7 +171,7 @@ static double mid3(double a, double b, double c) { return fmax(fmin(a, b), fmin(
  * output. */
 static ts_status run_models(ts_nn_vit *m, ts_nn_attn *const *be, const float *img, float *const *logits, int repeats,
                             run_result *r) {
-  static const char *const names[NB] = {"dense_flash", "fixed", "scheduled"};
+  const char *const *names = vit_backend_names;
   fwd_arg fa[NB];
   ts_measure_fn fn[NB];
   void *arg[NB];
@@ -205,13 +204,14 @@ static ts_status run_models(ts_nn_vit *m, ts_nn_attn *const *be, const float *im
     amd[i] = bench_ratio(1.0, 1 - share);
   }
   for (int k = 0; k < NB; k++) {
-    r->e2e[k] = time_fig(e2e[k], n), r->attn[k] = time_fig(att[k], n), r->own_nonattn[k] = time_fig(own[k], n);
+    r->e2e[k] = vit_time_fig(e2e[k], n), r->attn[k] = vit_time_fig(att[k], n);
+    r->own_nonattn[k] = vit_time_fig(own[k], n);
     r->forward[k] = (fig){mr[k].s.median * 1e3, mr[k].s.q1 * 1e3, mr[k].s.q3 * 1e3, mr[k].s.min * 1e3, NAN, NAN};
   }
-  r->nonattn = time_fig(shared, n);
-  r->sp_dense = ratio_fig(sp_d, n), r->sp_fixed = ratio_fig(sp_f, n);
-  r->at_dense = ratio_fig(at_d, n), r->at_fixed = ratio_fig(at_f, n);
-  r->amdahl = ratio_fig(amd, n);
+  r->nonattn = vit_time_fig(shared, n);
+  r->sp_dense = vit_ratio_fig(sp_d, n), r->sp_fixed = vit_ratio_fig(sp_f, n);
+  r->at_dense = vit_ratio_fig(at_d, n), r->at_fixed = vit_ratio_fig(at_f, n);
+  r->amdahl = vit_ratio_fig(amd, n);
   r->rounds = n, r->other_cpus = info.other_cpus;
   return TS_OK;
 }
@@ -230,22 +230,21 @@ static ts_status attn_call(void *p) {
   return ts_nn_attn_run(x->a, x->ctx, x->qkv, x->qkv + x->per, x->qkv + 2 * x->per, x->o, x->batch, x->heads);
 }
 
-typedef struct bench_args {
-  const char *model, *pattern;
-  long res, batch, depth, repeats;
-  bool fixed_given;
-  ts_attn_tile fixed;
-  ts_nn_attn_opts sched;
-  bool profile;                 /* --cost profile */
-  ts_attn_profile_level level;
-  ts_attn_cost_model *cost_model;
-  char cost_tag[64];
-  double profile_ms;
-} bench_args;
+void vit_args_default(vit_args *b) {
+  memset(b, 0, sizeof *b);
+  b->batch = 1, b->repeats = 3, b->profile = true, b->level = TS_ATTN_PROFILE_STANDARD;
+  ts_nn_attn_opts_default(&b->sched, TS_NN_ATTN_SCHEDULED);
+  b->sched.calibrate = true, b->sched.cache = true; /* as `attn plan`: measured on the mask, cached */
+}
+
+void vit_args_free(vit_args *b) {
+  ts_attn_cost_model_destroy(b->cost_model);
+  b->cost_model = NULL;
+}
 
 /* --cost profile: the cached tile profile for head dim hd (measured when missing) as the scheduled
  * backend's cost, tagged with its level and date for the plan cache. */
-static ts_status cost_setup(bench_args *b, int64_t hd) {
+static ts_status cost_setup(vit_args *b, int64_t hd) {
   if (!b->profile) return TS_OK;
   ts_attn_profile_opts po = ts_attn_profile_opts_default();
   po.level = b->level, po.d = hd, po.dtype = TS_F32;
@@ -266,7 +265,7 @@ static ts_status cost_setup(bench_args *b, int64_t hd) {
 /* Picks the fixed backend: the given tile, or the fastest of the menu by attention-only time (the
  * median of 3 rounds of the measure engine after a warm-up round, the menu interleaved in each).
  * *fixed64_ms: attention-only time of 64x64 (NAN when not measured). */
-static ts_status make_fixed(const bench_args *b, ts_context *ctx, const ts_nn_token_mask *mask, int64_t heads,
+static ts_status make_fixed(const vit_args *b, ts_context *ctx, const ts_nn_token_mask *mask, int64_t heads,
                             int64_t hd, ts_nn_attn **out, double *fixed64_ms) {
   ts_nn_attn_opts o;
   ts_nn_attn_opts_default(&o, TS_NN_ATTN_FIXED);
@@ -318,74 +317,127 @@ static ts_status make_fixed(const bench_args *b, ts_context *ctx, const ts_nn_to
   return s;
 }
 
-static int parse_bench(int argc, char **argv, bench_args *b, cli_common_opts *co) {
+/* A bad value: the usage message, -1. */
+#define BAD(...) (cli_usage_error(cmd, __VA_ARGS__), -1)
+
+int vit_parse_opt(const char *cmd, int argc, char **argv, int *ip, vit_args *b) {
+  int i = *ip;
+  const char *a = argv[i], *v;
+  if (strcmp(a, "--model") == 0) {
+    if (!(b->model = cli_value(cmd, argc, argv, &i))) return -1;
+  } else if (strcmp(a, "--pattern") == 0) {
+    if (!(b->pattern = cli_value(cmd, argc, argv, &i))) return -1;
+  } else if (strcmp(a, "--res") == 0) {
+    if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_int(cmd, a, v, 16, 4096, &b->res)) return -1;
+  } else if (strcmp(a, "--batch") == 0) {
+    if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_int(cmd, a, v, 1, 1024, &b->batch)) return -1;
+  } else if (strcmp(a, "--depth") == 0) {
+    if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_int(cmd, a, v, 1, 64, &b->depth)) return -1;
+  } else if (strcmp(a, "--repeats") == 0) {
+    if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_int(cmd, a, v, 1, MAX_ROUNDS, &b->repeats))
+      return -1;
+  } else if (strcmp(a, "--reorder") == 0) {
+    if (!(v = cli_value(cmd, argc, argv, &i))) return -1;
+    if (ts_reorder_method_parse(v, &b->sched.reorder.method) != TS_OK) return BAD("%s", ts_last_error());
+  } else if (strcmp(a, "--extract") == 0) {
+    if (!(v = cli_value(cmd, argc, argv, &i))) return -1;
+    if (ts_extract_method_parse(v, &b->sched.blocks.method) != TS_OK) return BAD("%s", ts_last_error());
+  } else if (strcmp(a, "--density") == 0) {
+    double d;
+    if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_double(cmd, a, v, 1e-6, 1, &d)) return -1;
+    b->sched.blocks.rho = d;
+  } else if (strcmp(a, "--solver") == 0) {
+    if (!(v = cli_value(cmd, argc, argv, &i))) return -1;
+    ts_attn_solver sv;
+    if (strcmp(v, "none") == 0) b->sched.solver = -1;
+    else if (ts_attn_solver_parse(v, &sv) == TS_OK) b->sched.solver = (int)sv;
+    else return BAD("--solver '%s' is not ilp, greedy or none", v);
+  } else if (strcmp(a, "--solve-time") == 0) {
+    if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_double(cmd, a, v, 1e-3, 3600, &b->sched.solve_time_limit))
+      return -1;
+  } else if (strcmp(a, "--cost") == 0) {
+    if (!(v = cli_value(cmd, argc, argv, &i))) return -1;
+    if (strcmp(v, "analytic") != 0 && strcmp(v, "profile") != 0)
+      return BAD("--cost expects analytic or profile, got '%s'", v);
+    b->profile = v[0] == 'p';
+  } else if (strcmp(a, "--profile-level") == 0) {
+    if (!(v = cli_value(cmd, argc, argv, &i))) return -1;
+    if (ts_attn_profile_level_parse(v, &b->level) != TS_OK)
+      return BAD("--profile-level expects quick, standard or full, got '%s'", v);
+  } else if (strcmp(a, "--calibrate") == 0) {
+    if (!(v = cli_value(cmd, argc, argv, &i))) return -1;
+    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) return BAD("--calibrate expects on or off, got '%s'", v);
+    b->sched.calibrate = v[1] == 'n';
+  } else if (strcmp(a, "--no-cache") == 0) {
+    b->sched.cache = false;
+  } else if (strcmp(a, "--fixed-tile") == 0) {
+    if (!(v = cli_value(cmd, argc, argv, &i))) return -1;
+    if (!parse_tile(v, &b->fixed))
+      return BAD("--fixed-tile '%s' is not BRxBC with sides in [1, %d]", v, TS_ATTN_TILE_MAX);
+    b->fixed_given = true;
+  } else {
+    return 0;
+  }
+  *ip = i;
+  return 1;
+}
+#undef BAD
+
+int vit_model_setup(const char *cmd, const char *verb, vit_args *b, const char *models, ts_nn_vit_config *cfg,
+                    ts_nn_token_mask *mask) {
+  if (!b->model) return cli_usage_error(cmd, "%s: --model is required (%s)", verb, models);
+  if (!b->res) return cli_usage_error(cmd, "%s: --res is required", verb);
+  if (!b->pattern) return cli_usage_error(cmd, "%s: --pattern is required", verb);
+  /* models: "a, b, c": the model must be one of its names */
+  bool known = false;
+  for (const char *p = models; *p && !known;) {
+    size_t len = strcspn(p, ",");
+    known = strlen(b->model) == len && strncmp(p, b->model, len) == 0;
+    p += len;
+    p += strspn(p, ", ");
+  }
+  if (!known) return cli_usage_error(cmd, "%s: unknown model '%s' (%s)", verb, b->model, models);
+  if (ts_nn_vit_config_preset(b->model, b->res, cfg) != TS_OK) return cli_usage_error(cmd, "%s", ts_last_error());
+  if (b->depth) cfg->depth = b->depth;
+  if (ts_nn_token_mask_create(b->pattern, cfg->img_h / cfg->patch, cfg->img_w / cfg->patch, mask) != TS_OK)
+    return cli_usage_error(cmd, "%s", ts_last_error());
+  return CLI_OK;
+}
+
+ts_status vit_backends_create(vit_args *b, ts_context *ctx, const ts_nn_token_mask *mask, int64_t heads, int64_t hd,
+                              ts_nn_attn *be[VIT_NB], double *fixed64_ms) {
+  for (int k = 0; k < VIT_NB; k++) be[k] = NULL;
+  *fixed64_ms = NAN;
+  ts_nn_attn_opts o;
+  ts_nn_attn_opts_default(&o, TS_NN_ATTN_DENSE_FLASH);
+  ts_status s = ts_nn_attn_create(&be[VIT_DENSE], ctx, mask, hd, &o);
+  if (s == TS_OK) s = make_fixed(b, ctx, mask, heads, hd, &be[VIT_FIXED], fixed64_ms);
+  if (s == TS_OK) s = cost_setup(b, hd);
+  if (s == TS_OK) s = ts_nn_attn_create(&be[VIT_SCHED], ctx, mask, hd, &b->sched);
+  return s;
+}
+
+void vit_fill_images(float *img, size_t n) {
+  ts_rng r;
+  ts_rng_seed(&r, 3);
+  for (size_t i = 0; i < n; i++) img[i] = (float)ts_rng_uniform(&r) * 2 - 1;
+}
+
+static int parse_bench(int argc, char **argv, vit_args *b, cli_common_opts *co) {
   for (int i = 1; i < argc; i++) {
     int r = cli_common(CMD, argc, argv, &i, co);
     if (r < 0) return CLI_USAGE;
     if (r > 0) continue;
-    const char *a = argv[i], *v;
-    if (strcmp(a, "--model") == 0) {
-      if (!(b->model = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-    } else if (strcmp(a, "--pattern") == 0) {
-      if (!(b->pattern = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-    } else if (strcmp(a, "--res") == 0) {
-      if (!(v = cli_value(CMD, argc, argv, &i)) || !cli_parse_int(CMD, a, v, 16, 4096, &b->res)) return CLI_USAGE;
-    } else if (strcmp(a, "--batch") == 0) {
-      if (!(v = cli_value(CMD, argc, argv, &i)) || !cli_parse_int(CMD, a, v, 1, 1024, &b->batch)) return CLI_USAGE;
-    } else if (strcmp(a, "--depth") == 0) {
-      if (!(v = cli_value(CMD, argc, argv, &i)) || !cli_parse_int(CMD, a, v, 1, 64, &b->depth)) return CLI_USAGE;
-    } else if (strcmp(a, "--repeats") == 0) {
-      if (!(v = cli_value(CMD, argc, argv, &i)) || !cli_parse_int(CMD, a, v, 1, MAX_ROUNDS, &b->repeats))
-        return CLI_USAGE;
-    } else if (strcmp(a, "--reorder") == 0) {
-      if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-      if (ts_reorder_method_parse(v, &b->sched.reorder.method) != TS_OK) return cli_usage_error(CMD, "%s", ts_last_error());
-    } else if (strcmp(a, "--extract") == 0) {
-      if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-      if (ts_extract_method_parse(v, &b->sched.blocks.method) != TS_OK) return cli_usage_error(CMD, "%s", ts_last_error());
-    } else if (strcmp(a, "--density") == 0) {
-      double d;
-      if (!(v = cli_value(CMD, argc, argv, &i)) || !cli_parse_double(CMD, a, v, 1e-6, 1, &d)) return CLI_USAGE;
-      b->sched.blocks.rho = d;
-    } else if (strcmp(a, "--solver") == 0) {
-      if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-      ts_attn_solver sv;
-      if (strcmp(v, "none") == 0) b->sched.solver = -1;
-      else if (ts_attn_solver_parse(v, &sv) == TS_OK) b->sched.solver = (int)sv;
-      else return cli_usage_error(CMD, "--solver '%s' is not ilp, greedy or none", v);
-    } else if (strcmp(a, "--solve-time") == 0) {
-      if (!(v = cli_value(CMD, argc, argv, &i)) || !cli_parse_double(CMD, a, v, 1e-3, 3600, &b->sched.solve_time_limit))
-        return CLI_USAGE;
-    } else if (strcmp(a, "--cost") == 0) {
-      if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-      if (strcmp(v, "analytic") != 0 && strcmp(v, "profile") != 0)
-        return cli_usage_error(CMD, "--cost expects analytic or profile, got '%s'", v);
-      b->profile = v[0] == 'p';
-    } else if (strcmp(a, "--profile-level") == 0) {
-      if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-      if (ts_attn_profile_level_parse(v, &b->level) != TS_OK)
-        return cli_usage_error(CMD, "--profile-level expects quick, standard or full, got '%s'", v);
-    } else if (strcmp(a, "--calibrate") == 0) {
-      if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-      if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) return cli_usage_error(CMD, "--calibrate expects on or off, got '%s'", v);
-      b->sched.calibrate = v[1] == 'n';
-    } else if (strcmp(a, "--no-cache") == 0) {
-      b->sched.cache = false;
-    } else if (strcmp(a, "--fixed-tile") == 0) {
-      if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-      if (!parse_tile(v, &b->fixed))
-        return cli_usage_error(CMD, "--fixed-tile '%s' is not BRxBC with sides in [1, %d]", v, TS_ATTN_TILE_MAX);
-      b->fixed_given = true;
-    } else {
-      return cli_usage_error(CMD, "unknown argument '%s'", a);
-    }
+    r = vit_parse_opt(CMD, argc, argv, &i, b);
+    if (r < 0) return CLI_USAGE;
+    if (r == 0) return cli_usage_error(CMD, "unknown argument '%s'", argv[i]);
   }
   return CLI_OK;
 }
 
 /* o[name] = the figure's median, o[name_q25], o[name_q75] its quartiles, and for a ratio
  * o[name_ci95] = [lo, hi] (null where a figure is missing). */
-static void add_fig(cJSON *o, const char *name, const fig *f, bool ratio) {
+void vit_add_fig(cJSON *o, const char *name, const vit_fig *f, bool ratio) {
   char k[80];
   bench_json_num(o, name, f->med);
   snprintf(k, sizeof k, "%s_q25", name);
@@ -402,9 +454,9 @@ static void add_fig(cJSON *o, const char *name, const fig *f, bool ratio) {
 static void add_backend(cJSON *j, const char *name, const run_result *r, int b) {
   char k[64];
   snprintf(k, sizeof k, "ms_%s", name);
-  add_fig(j, k, &r->e2e[b], false);
+  vit_add_fig(j, k, &r->e2e[b], false);
   snprintf(k, sizeof k, "attn_ms_%s", name);
-  add_fig(j, k, &r->attn[b], false);
+  vit_add_fig(j, k, &r->attn[b], false);
   snprintf(k, sizeof k, "attn_share_%s", name);
   cJSON_AddNumberToObject(j, k, r->attn[b].med / r->e2e[b].med);
   snprintf(k, sizeof k, "min_ms_%s", name);
@@ -412,9 +464,9 @@ static void add_backend(cJSON *j, const char *name, const run_result *r, int b) 
   snprintf(k, sizeof k, "min_attn_ms_%s", name);
   cJSON_AddNumberToObject(j, k, r->attn[b].min);
   snprintf(k, sizeof k, "forward_ms_%s", name);
-  add_fig(j, k, &r->forward[b], false);
+  vit_add_fig(j, k, &r->forward[b], false);
   snprintf(k, sizeof k, "nonattn_ms_%s", name);
-  add_fig(j, k, &r->own_nonattn[b], false);
+  vit_add_fig(j, k, &r->own_nonattn[b], false);
 }
 
 /* "[q25, q75]" of a time in buf. */
@@ -434,26 +486,18 @@ static double max_diff(const float *a, const float *b, size_t n) {
 
 static int bench(int argc, char **argv) {
   cli_common_opts co = {0};
-  bench_args b = {.res = 0, .batch = 1, .depth = 0, .repeats = 3, .profile = true, .level = TS_ATTN_PROFILE_STANDARD};
-  ts_nn_attn_opts_default(&b.sched, TS_NN_ATTN_SCHEDULED);
-  b.sched.calibrate = true, b.sched.cache = true; /* as `attn plan`: measured on the mask, cached */
+  vit_args b;
+  vit_args_default(&b);
   int rc = parse_bench(argc, argv, &b, &co);
   if (rc != CLI_OK) return rc;
   if (co.help) {
     usage_bench();
     return CLI_OK;
   }
-  if (!b.model) return cli_usage_error(CMD, "bench: --model is required (deit-s, vit-b16)");
-  if (!b.res) return cli_usage_error(CMD, "bench: --res is required");
-  if (!b.pattern) return cli_usage_error(CMD, "bench: --pattern is required");
-  if (strcmp(b.model, "deit-s") != 0 && strcmp(b.model, "vit-b16") != 0)
-    return cli_usage_error(CMD, "bench: unknown model '%s' (deit-s, vit-b16)", b.model);
   ts_nn_vit_config cfg;
-  if (ts_nn_vit_config_preset(b.model, b.res, &cfg) != TS_OK) return cli_usage_error(CMD, "%s", ts_last_error());
-  if (b.depth) cfg.depth = b.depth;
   ts_nn_token_mask mask;
+  if ((rc = vit_model_setup(CMD, "bench", &b, "deit-s, vit-b16", &cfg, &mask)) != CLI_OK) return rc;
   int64_t gh = cfg.img_h / cfg.patch, gw = cfg.img_w / cfg.patch, hd = cfg.dim / cfg.heads;
-  if (ts_nn_token_mask_create(b.pattern, gh, gw, &mask) != TS_OK) return cli_usage_error(CMD, "%s", ts_last_error());
 
   ts_context *ctx = NULL;
   ts_nn_vit *m = NULL;
@@ -469,16 +513,9 @@ static int bench(int argc, char **argv) {
     if (!img || !logits[0] || !logits[1] || !logits[2]) s = ts_error(TS_ERR_OOM, "images and logits");
   }
   if (s == TS_OK) {
-    ts_rng r;
-    ts_rng_seed(&r, 3);
-    for (size_t i = 0; i < nimg; i++) img[i] = (float)ts_rng_uniform(&r) * 2 - 1;
-    ts_nn_attn_opts o;
-    ts_nn_attn_opts_default(&o, TS_NN_ATTN_DENSE_FLASH);
-    s = ts_nn_attn_create(&be[0], ctx, &mask, hd, &o);
+    vit_fill_images(img, nimg);
+    s = vit_backends_create(&b, ctx, &mask, cfg.heads, hd, be, &fixed64_ms);
   }
-  if (s == TS_OK) s = make_fixed(&b, ctx, &mask, cfg.heads, hd, &be[1], &fixed64_ms);
-  if (s == TS_OK) s = cost_setup(&b, hd);
-  if (s == TS_OK) s = ts_nn_attn_create(&be[2], ctx, &mask, hd, &b.sched);
   run_result rr = {.rounds = 0};
   if (s == TS_OK) s = run_models(m, be, img, logits, (int)b.repeats, &rr);
   if (s != TS_OK) {
@@ -508,13 +545,13 @@ static int bench(int argc, char **argv) {
     cJSON_AddNumberToObject(j, "rounds", rr.rounds);
     cJSON_AddNumberToObject(j, "warmup_rounds", WARMUP);
     bench_json_num(j, "other_cpus", rr.other_cpus >= 0 ? rr.other_cpus : NAN);
-    add_fig(j, "nonattn_ms", &rr.nonattn, false);
+    vit_add_fig(j, "nonattn_ms", &rr.nonattn, false);
     for (int k = 0; k < NB; k++) add_backend(j, names[k], &rr, k);
-    add_fig(j, "speedup_vs_dense_flash", &rr.sp_dense, true);
-    add_fig(j, "speedup_vs_fixed", &rr.sp_fixed, true);
-    add_fig(j, "attn_speedup_vs_dense_flash", &rr.at_dense, true);
-    add_fig(j, "attn_speedup_vs_fixed", &rr.at_fixed, true);
-    add_fig(j, "amdahl_bound", &rr.amdahl, true);
+    vit_add_fig(j, "speedup_vs_dense_flash", &rr.sp_dense, true);
+    vit_add_fig(j, "speedup_vs_fixed", &rr.sp_fixed, true);
+    vit_add_fig(j, "attn_speedup_vs_dense_flash", &rr.at_dense, true);
+    vit_add_fig(j, "attn_speedup_vs_fixed", &rr.at_fixed, true);
+    vit_add_fig(j, "amdahl_bound", &rr.amdahl, true);
     cJSON_AddNumberToObject(j, "plan_ms", si.plan_ms);
     cJSON_AddBoolToObject(j, "plan_cached", si.cached);
     cJSON_AddStringToObject(j, "cost", b.profile ? "profile" : "analytic");
@@ -584,16 +621,17 @@ done:
   ts_nn_vit_destroy(m);
   ts_context_destroy(ctx);
   ts_nn_token_mask_free(&mask);
-  ts_attn_cost_model_destroy(b.cost_model);
+  vit_args_free(&b);
   return rc;
 }
 
 int cmd_vit(int argc, char **argv) {
-  if (argc < 2) return cli_usage_error(CMD, "missing verb (bench)"); /* one line on stderr, as every command */
+  if (argc < 2) return cli_usage_error(CMD, "missing verb (bench, train-bench)"); /* one line on stderr, as every command */
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     usage_top();
     return CLI_OK;
   }
   if (strcmp(argv[1], "bench") == 0) return bench(argc - 1, argv + 1);
-  return cli_usage_error(CMD, "unknown verb '%s' (bench)", argv[1]);
+  if (strcmp(argv[1], "train-bench") == 0) return vit_train_bench(argc - 1, argv + 1);
+  return cli_usage_error(CMD, "unknown verb '%s' (bench, train-bench)", argv[1]);
 }
