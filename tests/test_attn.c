@@ -23,6 +23,7 @@
 #include "attn/attn_internal.h"
 #include "tessera/attn.h"
 #include "attn_test_blocks.h"
+#include "attn_masks.h"
 #include "tst.h"
 #include "tst_dispatch.h"
 
@@ -38,13 +39,6 @@ static const int g_san = 0;
 
 /* ---- masks ------------------------------------------------------------------------------------ */
 
-static ts_bitmap mk_alloc(int64_t n) {
-  ts_bitmap b = {.rows = n, .cols = n, .stride = (n + 63) / 64};
-  b.bits = ts_calloc((size_t)(n * b.stride), sizeof(uint64_t));
-  return b;
-}
-static void mk_free(ts_bitmap *b) { ts_free(b->bits); }
-static void mk_set(ts_bitmap *b, int64_t i, int64_t j) { b->bits[i * b->stride + (j >> 6)] |= (uint64_t)1 << (j & 63); }
 static void mk_clear_row(ts_bitmap *b, int64_t i) { memset(b->bits + i * b->stride, 0, (size_t)b->stride * 8); }
 
 typedef struct mask_case {
@@ -52,33 +46,8 @@ typedef struct mask_case {
   ts_bitmap m;
 } mask_case;
 
-static ts_bitmap mask_band(int64_t n, int64_t w, int64_t global) {
-  ts_bitmap b = mk_alloc(n);
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t j = 0; j < n; j++)
-      if (llabs(i - j) <= w || i < global || j < global) mk_set(&b, i, j);
-  return b;
-}
 
-static ts_bitmap mask_window2d(int64_t h, int64_t w, int64_t k) {
-  ts_bitmap b = mk_alloc(h * w);
-  for (int64_t y = 0; y < h; y++)
-    for (int64_t x = 0; x < w; x++)
-      for (int64_t y2 = 0; y2 < h; y2++)
-        for (int64_t x2 = 0; x2 < w; x2++)
-          if (llabs(y - y2) <= k / 2 && llabs(x - x2) <= k / 2) mk_set(&b, y * w + x, y2 * w + x2);
-  return b;
-}
 
-static ts_bitmap mask_random(int64_t n, double density, uint64_t seed) {
-  ts_bitmap b = mk_alloc(n);
-  ts_rng r;
-  ts_rng_seed(&r, seed);
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t j = 0; j < n; j++)
-      if (ts_rng_uniform(&r) < density) mk_set(&b, i, j);
-  return b;
-}
 
 static ts_bitmap mask_blockdiag(int64_t n, int64_t blk) {
   ts_bitmap b = mk_alloc(n);

@@ -175,19 +175,7 @@ def checks_ok(row):
 
 
 def fmt_table(rows, blocks):
-    notes = []
-
-    def cell(d, key="ms", width=8):
-        if d.get(key) is not None:
-            return "%*.2f" % (width, d[key])
-        r = d.get("reason", "n/a")
-        if r not in notes:
-            notes.append(r)
-        return "%*s" % (width, "[%d]" % (notes.index(r) + 1))
-
-    def x(v):
-        return "%6.2fx" % v if v is not None else "%7s" % "-"
-
+    cell, x, notes = at.table_cells()
     flex_heads = " ".join("%8s" % ("flex%d" % b) for b in blocks)
     head = ("%-36s %5s %6s | %8s %s | %8s %8s %8s %8s %8s | %7s %7s | %s" %
             ("workload (backward, ms)", "n", "dens%", "sdpa32", flex_heads, "ts.ilp", "ts.reuse", "ts.fbr", "ts.f64",
@@ -208,26 +196,9 @@ def fmt_table(rows, blocks):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("tessera", nargs="?", default=os.environ.get("TESSERA_BIN", os.path.join(ROOT, "build", "tessera")),
-                    help="tessera binary (default $TESSERA_BIN or build/tessera)")
-    ap.add_argument("--json", action="store_true", help="print the rows as JSON")
-    ap.add_argument("--json-out", metavar="FILE", help="also write the JSON report to FILE")
-    ap.add_argument("--threads", type=int, default=2, help="threads for torch and tessera, default 2")
-    ap.add_argument("--repeats", type=int, default=5, help="timed calls per variant (median), default 5")
-    ap.add_argument("--warmup", type=int, default=2, help="untimed calls first, default 2")
-    ap.add_argument("--heads", type=int, default=8, help="heads, default 8")
-    ap.add_argument("--head-dim", type=int, default=64, help="head dimension d, default 64")
-    ap.add_argument("--batch", type=int, default=1, help="batch, default 1")
-    ap.add_argument("--flex-blocks", type=at.parse_blocks, default=[128, 64],
-                    help="FlexAttention BlockMask block sizes, default 128,64")
-    ap.add_argument("--no-flex", action="store_true", help="skip FlexAttention (it compiles: slow the first time)")
-    ap.add_argument("--spec", action="append", help="run only these workloads (repeatable)")
+    at.add_common_args(ap)
     args = ap.parse_args()
-    if min(args.threads, args.repeats, args.heads, args.head_dim, args.batch) < 1 or args.warmup < 0:
-        ap.error("--threads, --repeats, --heads, --head-dim, --batch must be >= 1 and --warmup >= 0")
-    if not (os.path.isfile(args.tessera) and os.access(args.tessera, os.X_OK)):
-        print("attn_bwd_torch: tessera binary %s not found or not executable (pass it or set TESSERA_BIN)" %
-              args.tessera, file=sys.stderr)
+    if not at.check_common_args(ap, args, "attn_bwd_torch"):
         return 1
     at.ensure_torch()
     import numpy as np
@@ -235,44 +206,17 @@ def main():
     import torch.nn.functional as F
 
     torch.set_num_threads(args.threads)
-    if args.no_flex:
-        flex = "skipped (--no-flex)"
-    else:
-        try:
-            from torch.nn.attention.flex_attention import create_block_mask, flex_attention
-            import torch._dynamo
-            for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit"):
-                if hasattr(torch._dynamo.config, knob):
-                    setattr(torch._dynamo.config, knob, max(256, getattr(torch._dynamo.config, knob)))
-            flex = (flex_attention, create_block_mask, torch.compile(flex_attention, dynamic=False, fullgraph=True))
-        except Exception as e:  # noqa: BLE001 -- old torch without flex attention
-            flex = at.reason(e)
-    try:
-        cpu_cap = torch.backends.cpu.get_cpu_capability()
-    except Exception:  # noqa: BLE001
-        cpu_cap = "unknown"
+    flex = at.compile_flex(torch, args.no_flex)
+    cpu_cap = at.cpu_capability(torch)
     meta = {"torch": torch.__version__, "numpy": np.__version__, "cpu_capability": cpu_cap,
             "threads": torch.get_num_threads(), "repeats": args.repeats, "warmup": args.warmup, "batch": args.batch,
             "heads": args.heads, "head_dim": args.head_dim, "seed": at.SEED, "tessera": args.tessera,
             "loadavg_start": list(os.getloadavg())}
-    rows, status = [], 0
-    try:
-        for spec in args.spec or SPECS:
-            t0 = time.perf_counter()
-            rows.append(measure(spec, args, torch, F, flex, np))
-            if not checks_ok(rows[-1]):
-                status = 1
-            print("measured %s (%.0f s)" % (spec, time.perf_counter() - t0), file=sys.stderr)
-    except at.TesseraError as e:
-        print("attn_bwd_torch: %s" % e, file=sys.stderr)
-        return 1
-    meta["loadavg_end"] = list(os.getloadavg())
-    if args.json_out:
-        with open(args.json_out, "w") as f:
-            json.dump(dict(meta, rows=rows), f, indent=1)
-    if args.json:
-        print(json.dumps(dict(meta, rows=rows), indent=1))
-    else:
+    rows, status = at.run_specs(args.spec or SPECS, lambda spec: measure(spec, args, torch, F, flex, np), checks_ok,
+                                "attn_bwd_torch")
+    if rows is None:
+        return status
+    if not at.write_json(meta, rows, args):
         print("torch %s (CPU capability %s); %d threads; B=%d H=%d d=%d; backward times in ms, median of %d calls "
               "after %d warm-up; tessera: its own interleaved rounds (attn bench --pass backward)" %
               (torch.__version__, cpu_cap, meta["threads"], args.batch, args.heads, args.head_dim, args.repeats,

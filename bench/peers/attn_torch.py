@@ -296,7 +296,9 @@ def checks_ok(row):
     return all(it.get("check", {"ok": True})["ok"] for it in items)
 
 
-def fmt_table(rows, blocks):
+def table_cells():
+    """(cell, x, notes) for the report tables: cell(d, key) prints d[key] in ms or a footnote number
+    for d["reason"] (collected in notes), x(v) a speedup or "-"."""
     notes = []
 
     def cell(d, key="ms", width=8):
@@ -310,6 +312,11 @@ def fmt_table(rows, blocks):
     def x(v):
         return "%6.2fx" % v if v is not None else "%7s" % "-"
 
+    return cell, x, notes
+
+
+def fmt_table(rows, blocks):
+    cell, x, notes = table_cells()
     flex_heads = " ".join("%8s" % ("flex%d" % b) for b in blocks)
     head = ("%-56s %5s %6s | %8s %8s %s | %8s %8s %8s | %7s %7s | %s" %
             ("workload", "n", "dens%", "sdpa32", "sdpa16", flex_heads, "ts.ilp", "ts.fbest", "ts.dense",
@@ -338,8 +345,8 @@ def parse_blocks(s):
     return b
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_common_args(ap):
+    """The options both attention peers take."""
     ap.add_argument("tessera", nargs="?", default=os.environ.get("TESSERA_BIN", os.path.join(ROOT, "build", "tessera")),
                     help="tessera binary (default $TESSERA_BIN or build/tessera)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
@@ -353,14 +360,77 @@ def main():
     ap.add_argument("--flex-blocks", type=parse_blocks, default=[128, 64],
                     help="FlexAttention BlockMask block sizes, default 128,64")
     ap.add_argument("--no-flex", action="store_true", help="skip FlexAttention (it compiles: slow the first time)")
-    ap.add_argument("--no-bf16", action="store_true", help="skip bf16 SDPA")
     ap.add_argument("--spec", action="append", help="run only these workloads (repeatable)")
-    args = ap.parse_args()
+
+
+def check_common_args(ap, args, prog):
+    """Range checks of the common options; False (after a message) when the binary is missing."""
     if min(args.threads, args.repeats, args.heads, args.head_dim, args.batch) < 1 or args.warmup < 0:
         ap.error("--threads, --repeats, --heads, --head-dim, --batch must be >= 1 and --warmup >= 0")
     if not (os.path.isfile(args.tessera) and os.access(args.tessera, os.X_OK)):
-        print("attn_torch: tessera binary %s not found or not executable (pass it or set TESSERA_BIN)" % args.tessera,
+        print("%s: tessera binary %s not found or not executable (pass it or set TESSERA_BIN)" % (prog, args.tessera),
               file=sys.stderr)
+        return False
+    return True
+
+
+def compile_flex(torch, no_flex):
+    """(flex_attention, create_block_mask, compiled) or the reason string FlexAttention cannot run."""
+    if no_flex:
+        return "skipped (--no-flex)"
+    try:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        import torch._dynamo
+        # one compiled graph per (n, block size): more than dynamo's default recompile limit
+        for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit"):
+            if hasattr(torch._dynamo.config, knob):
+                setattr(torch._dynamo.config, knob, max(256, getattr(torch._dynamo.config, knob)))
+        return flex_attention, create_block_mask, torch.compile(flex_attention, dynamic=False, fullgraph=True)
+    except Exception as e:  # noqa: BLE001 -- old torch without flex attention
+        return reason(e)
+
+
+def cpu_capability(torch):
+    try:
+        return torch.backends.cpu.get_cpu_capability()
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+def run_specs(specs, measure_one, ok, prog):
+    """rows of measure_one(spec) for every spec (progress on stderr) and the exit status: 1 when a
+    row's check failed; rows None when `tessera pattern` failed (reported)."""
+    rows, status = [], 0
+    try:
+        for spec in specs:
+            t0 = time.perf_counter()
+            rows.append(measure_one(spec))
+            if not ok(rows[-1]):
+                status = 1
+            print("measured %s (%.0f s)" % (spec, time.perf_counter() - t0), file=sys.stderr)
+    except TesseraError as e:
+        print("%s: %s" % (prog, e), file=sys.stderr)
+        return None, 1
+    return rows, status
+
+
+def write_json(meta, rows, args):
+    """The report to --json-out and, with --json, to stdout; True when it was printed."""
+    meta["loadavg_end"] = list(os.getloadavg())
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(dict(meta, rows=rows), f, indent=1)
+    if args.json:
+        print(json.dumps(dict(meta, rows=rows), indent=1))
+    return args.json
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_common_args(ap)
+    ap.add_argument("--no-bf16", action="store_true", help="skip bf16 SDPA")
+    args = ap.parse_args()
+    if not check_common_args(ap, args, "attn_torch"):
         return 1
     ensure_torch()
     import numpy as np
@@ -368,49 +438,21 @@ def main():
     import torch.nn.functional as F
 
     torch.set_num_threads(args.threads)
-    if args.no_flex:
-        flex = "skipped (--no-flex)"
-    else:
-        try:
-            from torch.nn.attention.flex_attention import create_block_mask, flex_attention
-            import torch._dynamo
-            # one compiled graph per (n, block size): more than dynamo's default recompile limit
-            for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit"):
-                if hasattr(torch._dynamo.config, knob):
-                    setattr(torch._dynamo.config, knob, max(256, getattr(torch._dynamo.config, knob)))
-            flex = (flex_attention, create_block_mask, torch.compile(flex_attention, dynamic=False, fullgraph=True))
-        except Exception as e:  # noqa: BLE001 -- old torch without flex attention
-            flex = reason(e)
+    flex = compile_flex(torch, args.no_flex)
     tessera_reason = tessera_available(args.tessera)
     probe = empty_row_probe(torch, F)
-    try:
-        cpu_cap = torch.backends.cpu.get_cpu_capability()
-    except Exception:  # noqa: BLE001
-        cpu_cap = "unknown"
+    cpu_cap = cpu_capability(torch)
     meta = {"torch": torch.__version__, "numpy": np.__version__, "cpu_capability": cpu_cap,
             "threads": torch.get_num_threads(), "repeats": args.repeats, "warmup": args.warmup,
             "batch": args.batch, "heads": args.heads, "head_dim": args.head_dim, "seed": SEED,
             "tessera": args.tessera, "tessera_attn": tessera_reason or "available",
             "torch_sdpa_fully_masked_row": probe, "loadavg_start": list(os.getloadavg())}
 
-    rows, status = [], 0
-    try:
-        for spec in args.spec or SPECS:
-            t0 = time.perf_counter()
-            rows.append(measure(spec, args, torch, F, flex, np, tessera_reason))
-            if not checks_ok(rows[-1]):
-                status = 1
-            print("measured %s (%.0f s)" % (spec, time.perf_counter() - t0), file=sys.stderr)
-    except TesseraError as e:
-        print("attn_torch: %s" % e, file=sys.stderr)
-        return 1
-    meta["loadavg_end"] = list(os.getloadavg())
-    if args.json_out:
-        with open(args.json_out, "w") as f:
-            json.dump(dict(meta, rows=rows), f, indent=1)
-    if args.json:
-        print(json.dumps(dict(meta, rows=rows), indent=1))
-    else:
+    rows, status = run_specs(args.spec or SPECS, lambda spec: measure(spec, args, torch, F, flex, np, tessera_reason),
+                             checks_ok, "attn_torch")
+    if rows is None:
+        return status
+    if not write_json(meta, rows, args):
         print("torch %s (CPU capability %s), numpy %s; %d threads; B=%d H=%d d=%d; times in ms: median of %d "
               "in-process calls after %d warm-up" % (torch.__version__, cpu_cap, np.__version__, meta["threads"],
                                                     args.batch, args.heads, args.head_dim, args.repeats, args.warmup))
