@@ -630,23 +630,17 @@ def commit_str(meta):
     return c + ("-dirty" if get(meta, "git", "dirty") else "")
 
 
-def sparsity_section(md_path):
-    """The newest activation-sparsity sweep (results/*-sparsity/, scripts/llm_sparsity_sweep.sh) in a
-    few rows: for each method the configuration nearest 50% of its own sparsity, its perplexity
-    against the dense model's and its decode speed against dense (interleaved). Empty when none."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(md_path)))
-    dirs = sorted(glob.glob(os.path.join(root, "results", "*-sparsity")))
-    if not dirs:
-        return []
-    d = dirs[-1]
+def sparsity_table(d, md_path):
+    """One sweep folder (scripts/llm_sparsity_sweep.sh) in a few rows: for each method the
+    configuration nearest 50% of its own sparsity, its perplexity against the dense model's and its
+    decode speed against dense (interleaved); then SATS against CATS at each common target."""
     ev = load_json(os.path.join(d, "eval.json"), "sparsity eval") if os.path.exists(os.path.join(d, "eval.json")) else None
     be = load_json(os.path.join(d, "bench.json"), "sparsity bench") if os.path.exists(os.path.join(d, "bench.json")) else None
     meta = load_json(os.path.join(d, "meta.json"), "sparsity meta") if os.path.exists(os.path.join(d, "meta.json")) else {}
     if not ev:
         return []
     rel = os.path.relpath(os.path.join(d, "sparsity.md"), os.path.dirname(os.path.abspath(md_path)))
-    out = ["## LLM activation sparsity (decode; issue 33)", "",
-           "%s on %s, calibrated on King Lear + The Tempest, evaluated on Hamlet (held out); %s, %s, commit %s. "
+    out = ["%s on %s, calibrated on King Lear + The Tempest, evaluated on Hamlet (held out); %s, %s, commit %s. "
            "Full sweep, charts and the matched-sparsity comparison: [%s](%s)." % (
                get(ev, "model") or "?", get(ev, "text") or "?", get(meta, "machine") or "?", get(meta, "date") or "?",
                get(meta, "commit") or "?", rel, rel), "",
@@ -664,6 +658,114 @@ def sparsity_section(md_path):
         sp = "%.3f× [%.3f, %.3f]" % (b["speedup"], b["speedup_lo"], b["speedup_hi"]) if b else "not timed"
         bound = "%.3f×" % b["byte_bound"] if b else "—"
         out.append("| %s | %.1f%% | %.1f%% | %.3f | %s | %s |" % (m, 100 * (own(c) or 0), 100 * c.get("weight_skip", 0), c.get("ppl", float("nan")), sp, bound))
+    out.append("")
+    # SATS against CATS at each target both calibrated (same target; measured sparsities given)
+    by = {}
+    for c in ev.get("configs", []):
+        if c.get("method") in ("cats", "sats") and "router" not in c and c.get("target") is not None:
+            by.setdefault(round(100 * c["target"]), {})[c["method"]] = c
+    pairs = []
+    for t in sorted(by):
+        a, b2 = by[t].get("cats"), by[t].get("sats")
+        if a and b2 and a.get("ppl") and b2.get("ppl"):
+            pairs.append("%d%%: %+.1f%% (%.1f%% vs %.1f%% measured)" % (t, 100 * (b2["ppl"] / a["ppl"] - 1),
+                                                                       100 * (b2.get("act_sparsity") or 0), 100 * (a.get("act_sparsity") or 0)))
+    if pairs:
+        out.append("SATS perplexity against CATS at the same target (negative: SATS better): " + "; ".join(pairs) + ".")
+        out.append("")
+    return out
+
+
+def sparsity_section(md_path):
+    """The newest activation-sparsity sweep of every model (results/*-sparsity*/). Empty when none."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(md_path)))
+    dirs = sorted(glob.glob(os.path.join(root, "results", "*-sparsity*")))
+    newest = {}
+    for d in dirs:
+        if not os.path.exists(os.path.join(d, "eval.json")):
+            continue
+        model = get(load_json(os.path.join(d, "eval.json"), "sparsity eval"), "model") or d
+        newest[model] = d  # sorted by name, date first: the last is the newest
+    if not newest:
+        return []
+    out = ["## LLM activation sparsity (decode; issue 33)", ""]
+    for model in sorted(newest):
+        out.extend(sparsity_table(newest[model], md_path))
+    return out
+
+
+def training_section(md_path):
+    """Attention backward (results/*-attn-bwd/peers.json: bench/peers/attn_bwd_torch.py, whose rows
+    hold `tessera attn bench --pass backward`) and the ViT training step (results/*-vit-train/*.json:
+    `tessera vit train-bench --json`), the newest of each. Empty when neither exists."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(md_path)))
+    out = []
+    bw = sorted(glob.glob(os.path.join(root, "results", "*-attn-bwd", "peers.json")))
+    if bw:
+        j = load_json(bw[-1], "attention backward peers")
+        rel = os.path.relpath(os.path.dirname(bw[-1]), os.path.dirname(os.path.abspath(md_path)))
+        out += ["## Sparse attention training (issue 34)", "",
+                "Attention backward (dQ, dK, dV; 10d flops per allowed cell), %s heads, d = %s, fp32, %s threads, torch %s "
+                "(CPU capability %s); load average %.1f before, %.1f after. tessera: `attn bench --pass backward` (times per "
+                "method: the fastest of its interleaved rounds; paired ratios: 21 alternating rounds); PyTorch: median of %s "
+                "backward calls. Command: `python3 bench/peers/attn_bwd_torch.py build-m/tessera --flex-blocks 128 --json-out "
+                "%s/peers.json` ([data](%s))." % (
+                    get(j, "heads"), get(j, "head_dim"), get(j, "threads"), get(j, "torch"), get(j, "cpu_capability"),
+                    (get(j, "loadavg_start") or [float("nan")])[0], (get(j, "loadavg_end") or [float("nan")])[0],
+                    get(j, "repeats"), rel_to_root(os.path.dirname(bw[-1])), rel), "",
+                "| workload | tessera backward | vs fixed 64×64 (own order) | vs best fixed tile (own order) | vs best fixed tile, reordered [paired] | "
+                "re-solved for backward vs forward's schedule | backward / forward | % of peak | PyTorch SDPA backward | FlexAttention backward |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in j.get("rows", []):
+            t = get(r, "tessera", "raw") or {}
+            il = num(t, "ilp")
+            if il is None:
+                out.append("| `%s` | failed: %s | | | | | | | | |" % (r.get("spec"), md_escape(get(r, "tessera", "reason") or "?")))
+                continue
+            pr = get(t, "speedup_vs_fixed_best_reordered_paired") or {}
+            sd = num(r, "sdpa_fp32", "ms")
+            fl = [f for f in r.get("flex", []) if "ms" in f]
+            why = (r.get("flex") or [{}])[0].get("reason", "—")
+            flx = ("%.1f ms" % min(f["ms"] for f in fl)) if fl else "not run: " + md_escape(why.split(". ")[0])
+            out.append("| `%s`, density %.1f%% | %.1f ms | %s | %s (%s) | %s (%s) [%.2f, %.2f] | %s | %.2f | %.1f%% | %s (tessera %s) | %s |" % (
+                r.get("spec"), 100 * (r.get("density") or 0), il, fx(num(t, "speedup_vs_fixed_64")),
+                fx(num(t, "speedup_vs_fixed_best")), text(t, "fixed_best_tile") or "?",
+                fx(num(pr, "median")), text(t, "fixed_best_reordered_tile") or "?", num(pr, "q25") or float("nan"),
+                num(pr, "q75") or float("nan"), fx(num(t, "speedup_vs_forward_schedule")),
+                num(t, "pass_forward_ratio_ilp") or float("nan"), num(t, "pct_peak") or float("nan"),
+                "%.0f ms" % sd if sd else "—", fx(sd / il) if sd else "—", flx))
+        out.append("")
+    vt = sorted(glob.glob(os.path.join(root, "results", "*-vit-train", "*.json")))
+    if vt:
+        out += vit_train_rows(vt, md_path)
+    return out
+
+
+def vit_train_rows(paths, md_path):
+    """`vit train-bench --json` reports (fields suffixed by backend): one row per backend per run."""
+    out = ["ViT training step (forward, backward, SGD; fp32, interleaved rounds), `tessera vit train-bench --json`:", "",
+           "| run | backend | step (median) | attention share | vs dense flash (per-round median [quartiles]) | Amdahl bound | "
+           "% of bound | peak activation (measured) | other processes |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for pth in paths:
+        j = load_json(pth, "vit train-bench")
+        wl = "%s %s², `%s`, batch %s, %s rounds ([data](%s))" % (
+            text(j, "model") or "?", fmt(num(j, "res"), digits=0), text(j, "pattern") or "?", fmt(num(j, "batch"), digits=0),
+            fmt(num(j, "rounds"), digits=0), os.path.relpath(pth, os.path.dirname(os.path.abspath(md_path))))
+        for b in ("dense_flash", "fixed", "scheduled"):
+            step = num(j, "step_ms_" + b)
+            if step is None:
+                continue
+            sp = num(j, "speedup_vs_dense_flash_" + b)
+            out.append("| %s | %s | %.2f s | %s | %s | %s | %s | %s | %s |" % (
+                wl, b.replace("_", " "), step / 1e3,
+                "%.0f%%" % (100 * num(j, "attn_share_" + b)) if num(j, "attn_share_" + b) is not None else "—",
+                "%s [%.2f, %.2f]" % (fx(sp), num(j, "speedup_vs_dense_flash_%s_q25" % b), num(j, "speedup_vs_dense_flash_%s_q75" % b))
+                if sp is not None else "—",
+                fx(num(j, "amdahl_bound")) if b != "dense_flash" else "—",
+                "%.0f%%" % (100 * num(j, "amdahl_fraction_" + b)) if num(j, "amdahl_fraction_" + b) is not None else "—",
+                "%.0f MiB" % (num(j, "peak_activation_bytes_" + b) / 2**20) if num(j, "peak_activation_bytes_" + b) else "—",
+                "%.2f CPUs" % num(j, "other_cpus") if num(j, "other_cpus") is not None else "?"))
     out.append("")
     return out
 
@@ -884,6 +986,10 @@ def render(rdir, md_path, svg_dir):
         out.extend(sparsity_section(md_path))
     except BadInput as e:
         out.extend(["## LLM activation sparsity (decode; issue 33)", "", "Not rendered: %s." % e, ""])
+    try:
+        out.extend(training_section(md_path))
+    except BadInput as e:
+        out.extend(["## Sparse attention training (issue 34)", "", "Not rendered: %s." % e, ""])
 
     # -- footer
     out.append("## This results set")
