@@ -121,9 +121,9 @@ ts_status ts_attn_bwd_create(ts_attn_bwd **out, const ts_context *ctx, const ts_
   b->seen = partf > 0 ? ts_calloc((size_t)(4 * n * b->nthreads), 1) : NULL;
   b->conv = ts_calloc((size_t)(3 * hf), sizeof(float));
   if (!b->ws || (partf > 0 && (!b->part || !b->seen)) || !b->conv) {
+    const double mb = (wsf * b->nthreads + partf + 3 * hf) * sizeof(float) / 1e6; /* before b is freed */
     ts_attn_bwd_destroy(b);
-    return ts_error(TS_ERR_OOM, "attn backward: cannot allocate %.3g MB of workspaces",
-                    (wsf * b->nthreads + partf + 3 * hf) * sizeof(float) / 1e6);
+    return ts_error(TS_ERR_OOM, "attn backward: cannot allocate %.3g MB of workspaces", mb);
   }
   for (int t = 0; t < b->nthreads; t++) {
     bwd_ws w = ws_bind(b, t);
