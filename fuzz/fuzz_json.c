@@ -1,7 +1,8 @@
 /* libFuzzer harness for tessera's JSON file readers (the files the cache directory holds): any JSON
  * document goes through every reader -- the attention schedule, the attention plan document (desc,
  * permutation, schedule), the attention tile profile, the machine profile, the gconv plan and the
- * gconv profile, the conv algorithm profile, the CUDA attention costs, the CNN conv plan (its public
+ * gconv profile, the conv algorithm profile, the CUDA attention costs, the ViT training memory
+ * planner's block timings, the CNN conv plan (its public
  * string reader) -- and each must either accept it or fail cleanly (no crash, leak or UB, and an
  * error message); what a reader with a writer accepts must survive writing and reading again and
  * write the same JSON the second time. A document that is not JSON is the cJSON parser's business
@@ -18,6 +19,7 @@
 #include "core/artifact_internal.h"
 #include "cuda/attn_cuda_internal.h"
 #include "gconv/gconv_internal.h"
+#include "nn/nn_internal.h"
 #include "tessera/llm_sparse.h"
 #include "tessera/attn.h"
 #include "tessera/attn_profile.h"
@@ -194,6 +196,17 @@ static void public_strings(const uint8_t *data, size_t size) {
   free(text);
 }
 
+/* the ViT training memory planner's block timings (artifact vit-train-mem) */
+static void vit_mem(const cJSON *j) {
+  double t[TS_NN_MEM_COUNT], u[TS_NN_MEM_COUNT];
+  ts_status st = ts__vit_mem_from_cjson(j, t);
+  failed_cleanly(st);
+  if (st != TS_OK) return;
+  cJSON *o = ts__vit_mem_to_cjson(t, 3);
+  if (!o || ts__vit_mem_from_cjson(o, u) != TS_OK || memcmp(t, u, sizeof t)) __builtin_trap();
+  same_json(o, ts__vit_mem_to_cjson(u, 3));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   public_strings(data, size);
   cJSON *j = cJSON_ParseWithLength((const char *)data, size);
@@ -207,6 +220,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   gconv_profile(j);
   conv_profile(j);
   cuda_costs(j);
+  vit_mem(j);
   cJSON_Delete(j);
   return 0;
 }

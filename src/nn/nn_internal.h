@@ -2,6 +2,8 @@
 #ifndef TS_NN_INTERNAL_H
 #define TS_NN_INTERNAL_H
 
+#include <cjson/cJSON.h>
+
 #include "tessera/attn_train.h"
 #include "tessera/nn.h"
 
@@ -154,5 +156,11 @@ ts_status ts__vit_block_bwd(ts_nn_vit *m, const ts__vit_layer *L, ts__vit_layer 
 ts_status ts__vit_train_reserve(ts_nn_vit *m, int64_t extra);
 /* gl = the gradient arena's view of layer L (same offsets). */
 void ts__vit_grad_layer(const ts_nn_vit *m, const ts__vit_layer *L, ts__vit_layer *gl);
+
+/* The "vit-train-mem" artifact's payload (vit_mem_plan.c, docs/FORMATS.md): {"time_s": [recompute,
+ * store_scores, checkpoint] (positive seconds), "rounds": N}. from_cjson: TS_ERR_FORMAT naming the
+ * field, t untouched on error; to_cjson: NULL on OOM. Shared with the JSON fuzz harness. */
+ts_status ts__vit_mem_from_cjson(const cJSON *data, double t[TS_NN_MEM_COUNT]);
+cJSON *ts__vit_mem_to_cjson(const double t[TS_NN_MEM_COUNT], int rounds);
 
 #endif

@@ -108,32 +108,37 @@ typedef struct cache_get {
   double t[TS_NN_MEM_COUNT];
 } cache_get;
 
-static ts_status cache_accept(void *ctx, const cJSON *data, const ts_provenance *prov) {
-  cache_get *g = ctx;
-  (void)prov; /* the key holds the CPU, kernels and threads */
-  const cJSON *ts = cJSON_GetObjectItemCaseSensitive(data, "time_s");
+ts_status ts__vit_mem_from_cjson(const cJSON *data, double t[TS_NN_MEM_COUNT]) {
+  const cJSON *ts = cJSON_IsObject(data) ? cJSON_GetObjectItemCaseSensitive(data, "time_s") : NULL;
   if (!cJSON_IsArray(ts) || cJSON_GetArraySize(ts) != TS_NN_MEM_COUNT)
     return ts_error(TS_ERR_FORMAT, "vit-train-mem: \"time_s\" is not an array of %d numbers", TS_NN_MEM_COUNT);
-  double t[TS_NN_MEM_COUNT];
+  double v[TS_NN_MEM_COUNT];
   for (int k = 0; k < TS_NN_MEM_COUNT; k++) {
-    const cJSON *v = cJSON_GetArrayItem(ts, k);
-    if (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && isfinite(v->valuedouble)))
+    const cJSON *x = cJSON_GetArrayItem(ts, k);
+    if (!cJSON_IsNumber(x) || !(x->valuedouble > 0 && isfinite(x->valuedouble)))
       return ts_error(TS_ERR_FORMAT, "vit-train-mem: time_s[%d] is not a positive number", k);
-    t[k] = v->valuedouble;
+    v[k] = x->valuedouble;
   }
-  memcpy(g->t, t, sizeof t);
+  memcpy(t, v, sizeof v);
   return TS_OK;
 }
 
-static cJSON *cache_json(const double t[TS_NN_MEM_COUNT], int rounds) {
+cJSON *ts__vit_mem_to_cjson(const double t[TS_NN_MEM_COUNT], int rounds) {
   cJSON *j = cJSON_CreateObject(), *a = cJSON_CreateArray();
   if (!j || !a || !cJSON_AddItemToObject(j, "time_s", a)) {
     cJSON_Delete(j), cJSON_Delete(a);
     return NULL;
   }
-  for (int k = 0; k < TS_NN_MEM_COUNT; k++) cJSON_AddItemToArray(a, cJSON_CreateNumber(t[k]));
-  cJSON_AddNumberToObject(j, "rounds", rounds);
+  for (int k = 0; k < TS_NN_MEM_COUNT; k++)
+    if (!cJSON_AddItemToArray(a, cJSON_CreateNumber(t[k]))) return cJSON_Delete(j), NULL;
+  if (!cJSON_AddNumberToObject(j, "rounds", rounds)) return cJSON_Delete(j), NULL;
   return j;
+}
+
+static ts_status cache_accept(void *ctx, const cJSON *data, const ts_provenance *prov) {
+  cache_get *g = ctx;
+  (void)prov; /* the key holds the CPU, kernels and threads */
+  return ts__vit_mem_from_cjson(data, g->t);
 }
 
 static ts_status cache_compute(void *ctx, cJSON **data, ts_provenance *prov) {
@@ -141,8 +146,8 @@ static ts_status cache_compute(void *ctx, cJSON **data, ts_provenance *prov) {
   TS_TRY(measure(g->m, g->rounds, g->t));
   ts_provenance_here(prov, ts_isa_active(), ts__vit_threads(g->m));
   snprintf(prov->clock, sizeof prov->clock, "%s", ts_clock_name(TS_CLOCK_WALL));
-  *data = cache_json(g->t, g->rounds);
-  return TS_OK;
+  *data = ts__vit_mem_to_cjson(g->t, g->rounds);
+  return *data ? TS_OK : ts_error(TS_ERR_OOM, "vit-train-mem: cannot build the payload");
 }
 
 static void cache_key(const ts_nn_vit *m, char key[17]) {
