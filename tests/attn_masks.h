@@ -1,12 +1,15 @@
-/* Attention masks the attention tests build by hand (n x n bitmaps, ts_calloc'd: free with
- * mk_free): a band with global rows/columns, a 2-D sliding window, a random pattern. */
+/* What the attention tests build by hand: masks (n x n bitmaps, ts_calloc'd: free with mk_free) --
+ * a band with global rows/columns, a 2-D sliding window, a random pattern -- and single-segment
+ * pass schedules. */
 #ifndef TS_TEST_ATTN_MASKS_H
 #define TS_TEST_ATTN_MASKS_H
 
 #include <stdlib.h>
 
+#include "tessera/attn.h"
 #include "tessera/core.h"
 #include "tessera/sparse.h"
+#include "tst.h"
 
 static inline ts_bitmap mk_alloc(int64_t n) {
   ts_bitmap b = {.rows = n, .cols = n, .stride = (n + 63) / 64};
@@ -47,6 +50,17 @@ static inline ts_bitmap mask_random(int64_t n, double density, uint64_t seed) {
     for (int64_t j = 0; j < n; j++)
       if (ts_rng_uniform(&r) < density) mk_set(&b, i, j);
   return b;
+}
+
+/* Panels of P rows, each one segment of the given kind over all columns with tile br x bc. */
+static inline void pass_schedule(ts_attn_schedule *s, int64_t n, int32_t P, int32_t br, int32_t bc, int32_t kind) {
+  int64_t np = (n + P - 1) / P;
+  CHECK_OK(ts_attn_schedule_alloc(s, n, np, np));
+  for (int64_t p = 0; p < np; p++) {
+    int32_t r0 = (int32_t)(p * P), nr = (int32_t)(n - r0 < P ? n - r0 : P);
+    s->panels[p] = (ts_attn_panel){r0, nr, p, 1};
+    s->segs[p] = (ts_attn_segment){r0, nr, 0, (int32_t)n, br, bc, kind};
+  }
 }
 
 #endif

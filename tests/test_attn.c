@@ -168,16 +168,6 @@ static void check_schedule(ts_attn_schedule *s, const ts_bitmap *m, data *D, con
   ts_attn_schedule_free(s);
 }
 
-/* Panels of P rows, each one segment of the given kind over all columns with tile br x bc. */
-static void pass_schedule(ts_attn_schedule *s, int64_t n, int32_t P, int32_t br, int32_t bc, int32_t kind) {
-  int64_t np = (n + P - 1) / P;
-  CHECK_OK(ts_attn_schedule_alloc(s, n, np, np));
-  for (int64_t p = 0; p < np; p++) {
-    int32_t r0 = (int32_t)(p * P), nr = (int32_t)(n - r0 < P ? n - r0 : P);
-    s->panels[p] = (ts_attn_panel){r0, nr, p, 1};
-    s->segs[p] = (ts_attn_segment){r0, nr, 0, (int32_t)n, br, bc, kind};
-  }
-}
 static void compact_schedule(ts_attn_schedule *s, int64_t n, int32_t P, int32_t br, int32_t bc) {
   pass_schedule(s, n, P, br, bc, TS_ATTN_SEG_COMPACT);
 }

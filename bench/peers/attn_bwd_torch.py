@@ -33,7 +33,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
 import attn_torch as at
@@ -136,12 +135,7 @@ def run_tessera(binary, spec, args):
 
 
 def measure(spec, args, torch, F, flex, np):
-    with tempfile.TemporaryDirectory(prefix="attn_bwd_torch_") as tmpdir:
-        path = os.path.join(tmpdir, "m.npy")
-        p = subprocess.run([args.tessera, "pattern", spec, "--out", path], capture_output=True, text=True)
-        if p.returncode != 0:
-            raise at.TesseraError("%s pattern %s exited %d: %s" % (args.tessera, spec, p.returncode, p.stderr.strip()))
-        mask = np.load(path).astype(bool)
+    mask = at.load_mask(args.tessera, spec, np)
     n = mask.shape[0]
     g = torch.Generator().manual_seed(at.SEED)
     shape = (args.batch, args.heads, n, args.head_dim)
@@ -159,12 +153,7 @@ def measure(spec, args, torch, F, flex, np):
         else:
             row["flex"].append(run_flex(torch, flex, q, k, v, do, mask_t, n, block, args, ref, np))
     row["tessera"] = run_tessera(args.tessera, spec, args)
-    base = row["sdpa_fp32"]["ms"]
-    flex_ms = [f["ms"] for f in row["flex"] if "ms" in f]
-    ilp = row["tessera"].get("ilp")
-    row["speedup_ilp_vs_sdpa_fp32"] = base / ilp if ilp else None
-    row["speedup_ilp_vs_flex_best"] = min(flex_ms) / ilp if ilp and flex_ms else None
-    return row
+    return at.speedups(row)
 
 
 def checks_ok(row):

@@ -245,16 +245,32 @@ def run_tessera_attn(binary, spec, args):
     return res
 
 
-def measure(spec, args, torch, F, flex, np, tessera_reason):
+def load_mask(binary, spec, np):
+    """The n x n boolean mask `tessera pattern SPEC` writes (TesseraError when it fails)."""
     with tempfile.TemporaryDirectory(prefix="attn_torch_") as tmpdir:
         path = os.path.join(tmpdir, "m.npy")
-        p = subprocess.run([args.tessera, "pattern", spec, "--out", path], capture_output=True, text=True)
+        p = subprocess.run([binary, "pattern", spec, "--out", path], capture_output=True, text=True)
         if p.returncode != 0:
-            raise TesseraError("%s pattern %s exited %d: %s" % (args.tessera, spec, p.returncode, p.stderr.strip()))
+            raise TesseraError("%s pattern %s exited %d: %s" % (binary, spec, p.returncode, p.stderr.strip()))
         mask = np.load(path).astype(bool)
-    n = mask.shape[0]
-    if mask.shape != (n, n):
+    if mask.ndim != 2 or mask.shape[0] != mask.shape[1]:
         raise TesseraError("tessera pattern %s wrote a %s mask, expected square" % (spec, mask.shape))
+    return mask
+
+
+def speedups(row):
+    """The ILP's speedups over SDPA fp32 and the best FlexAttention block size, into row."""
+    base = row["sdpa_fp32"]["ms"]
+    flex_ms = [f["ms"] for f in row["flex"] if "ms" in f]
+    ilp = row["tessera"].get("ilp")
+    row["speedup_ilp_vs_sdpa_fp32"] = base / ilp if ilp else None
+    row["speedup_ilp_vs_flex_best"] = min(flex_ms) / ilp if ilp and flex_ms else None
+    return row
+
+
+def measure(spec, args, torch, F, flex, np, tessera_reason):
+    mask = load_mask(args.tessera, spec, np)
+    n = mask.shape[0]
     g = torch.Generator().manual_seed(SEED)
     shape = (args.batch, args.heads, n, args.head_dim)
     q, k, v = (torch.randn(*shape, generator=g, dtype=torch.float32) for _ in range(3))
@@ -283,12 +299,7 @@ def measure(spec, args, torch, F, flex, np, tessera_reason):
             row["flex"].append(run_flex(torch, flex, q, k, v, mask_t, n, block, ref, valid, vmax, args, np))
 
     row["tessera"] = {"reason": tessera_reason} if tessera_reason else run_tessera_attn(args.tessera, spec, args)
-    base = row["sdpa_fp32"]["ms"]
-    flex_ms = [f["ms"] for f in row["flex"] if "ms" in f]
-    ilp = row["tessera"].get("ilp")
-    row["speedup_ilp_vs_sdpa_fp32"] = base / ilp if ilp else None
-    row["speedup_ilp_vs_flex_best"] = min(flex_ms) / ilp if ilp and flex_ms else None
-    return row
+    return speedups(row)
 
 
 def checks_ok(row):
