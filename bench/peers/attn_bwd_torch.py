@@ -27,11 +27,9 @@ Usage: attn_bwd_torch.py [TESSERA_BIN] [--json] [--json-out FILE] [--threads 2] 
                          [--no-flex] [--spec SPEC ...]
 Exit status: 0 ok, 1 when `tessera pattern` fails or a correctness check fails, 2 on bad usage."""
 import argparse
-import json
 import math
 import os
 import re
-import subprocess
 import sys
 import time
 
@@ -116,17 +114,9 @@ def run_flex(torch, flex, q, k, v, do, mask_t, n, block, args, ref, np):
 
 
 def run_tessera(binary, spec, args):
-    cmd = [binary, "attn", "bench", "--pattern", spec, "--pass", "backward", "--heads", str(args.heads),
-           "--head-dim", str(args.head_dim), "--batch", str(args.batch), "--threads", str(args.threads),
-           "--repeats", str(args.repeats), "--json"]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
-        return {"reason": "failed: %s" % (msg[-1] if msg else "exit %d" % p.returncode), "command": " ".join(cmd)}
-    try:
-        j = json.loads(p.stdout)
-    except ValueError as e:
-        return {"reason": "bad JSON: %s" % at.reason(e), "command": " ".join(cmd)}
+    j, err = at.attn_bench_json(binary, spec, args, ["--pass", "backward"])
+    if err:
+        return err
     res = {f: at.tessera_ms(j.get(f)) for f in TESSERA_FIELDS}
     res["forward_ms_ilp"] = j.get("forward_ms_ilp")
     res["max_rel_err"] = j.get("max_rel_err")

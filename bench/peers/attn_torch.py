@@ -228,18 +228,26 @@ def tessera_ms(v):
     return None
 
 
-def run_tessera_attn(binary, spec, args):
-    cmd = [binary, "attn", "bench", "--pattern", spec, "--heads", str(args.heads), "--head-dim",
-           str(args.head_dim), "--batch", str(args.batch), "--threads", str(args.threads), "--repeats",
-           str(args.repeats), "--json"]
+def attn_bench_json(binary, spec, args, extra=()):
+    """`tessera attn bench ... --json` on spec with the common options (and extra): (report, None),
+    or (None, {"reason", "command"}) when it failed or printed no JSON."""
+    cmd = [binary, "attn", "bench", "--pattern", spec] + list(extra) + [
+        "--heads", str(args.heads), "--head-dim", str(args.head_dim), "--batch", str(args.batch), "--threads",
+        str(args.threads), "--repeats", str(args.repeats), "--json"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
-        return {"reason": "failed: %s" % (msg[-1] if msg else "exit %d" % p.returncode), "command": " ".join(cmd)}
+        return None, {"reason": "failed: %s" % (msg[-1] if msg else "exit %d" % p.returncode), "command": " ".join(cmd)}
     try:
-        j = json.loads(p.stdout)
+        return json.loads(p.stdout), None
     except ValueError as e:
-        return {"reason": "bad JSON: %s" % reason(e), "command": " ".join(cmd)}
+        return None, {"reason": "bad JSON: %s" % reason(e), "command": " ".join(cmd)}
+
+
+def run_tessera_attn(binary, spec, args):
+    j, err = attn_bench_json(binary, spec, args)
+    if err:
+        return err
     res = {f: tessera_ms(j.get(f)) for f in TESSERA_FIELDS}
     res["raw"] = j
     return res

@@ -73,6 +73,9 @@ int ts__vit_threads(const ts_nn_vit *m);
 /* patches [B*n][pdim] of images in the model's token order (perm). */
 void ts__vit_unfold(const ts_nn_vit *m, const float *img, float *patches);
 /* x[r] (ld) += bias (+ pos[grid cell of r] when pos) over the B*n rows of cols. */
+/* Mean over the tokens of h [B*n][dim] into pooled [B][dim] (summed in double), then logits
+ * [B][classes] = b_head + pooled W_head: the head of the forward and of the training step. */
+ts_status ts__vit_pool_head(const ts_nn_vit *m, const float *h, float *pooled, float *logits);
 void ts__vit_add_rows(const ts_nn_vit *m, float *x, int64_t ld, int64_t cols, const float *bias, const float *pos);
 /* qkv [B*n][3 dim] (+ bias) -> q, k, v [B][heads][n][hd]. */
 void ts__vit_pack_qkv(const ts_nn_vit *m, const float *qkv, const float *bqkv, float *q, float *k, float *v);

@@ -132,26 +132,31 @@ static ts_status block(ts_nn_vit *m, const ts__vit_layer *L, double *attn_s) {
   return ts_sgemm(m->ctx, TS_NO_TRANS, TS_NO_TRANS, R, D, M, 1.0f, m->big, M, L->w2, D, 1.0f, m->x, D);
 }
 
+ts_status ts__vit_pool_head(const ts_nn_vit *m, const float *h, float *pooled, float *logits) {
+  const int64_t B = m->batch, D = m->cfg.dim, n = m->n, NC = m->cfg.classes;
+  /* Mean over tokens (any order: a permuted backend needs no un-permute). Summed in double. */
+#pragma omp parallel for num_threads(ts__vit_threads(m)) schedule(static) collapse(2)
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t j = 0; j < D; j++) {
+      double s = 0;
+      for (int64_t t = 0; t < n; t++) s += h[(b * n + t) * D + j];
+      pooled[b * D + j] = (float)(s / (double)n);
+    }
+  for (int64_t b = 0; b < B; b++) memcpy(logits + b * NC, m->b_head, (size_t)NC * sizeof(float));
+  return ts_sgemm(m->ctx, TS_NO_TRANS, TS_NO_TRANS, B, NC, D, 1.0f, pooled, D, m->w_head, NC, 1.0f, logits, NC);
+}
+
 ts_status ts_nn_vit_forward(ts_nn_vit *m, const float *images, float *logits) {
   if (!m || !images || !logits) return ts_error(TS_ERR_INVALID_ARG, "vit forward: NULL model, images or logits");
   if (!m->attn) return ts_error(TS_ERR_INVALID_ARG, "vit forward: no attention backend (ts_nn_vit_set_attn)");
-  const int64_t R = m->batch * m->n, D = m->cfg.dim, B = m->batch, n = m->n, NC = m->cfg.classes;
+  const int64_t R = m->batch * m->n, D = m->cfg.dim;
   double t0 = ts_now(), attn_s = 0;
   ts__vit_unfold(m, images, m->big);
   TS_TRY(ts_sgemm(m->ctx, TS_NO_TRANS, TS_NO_TRANS, R, D, m->pdim, 1.0f, m->big, m->pdim, m->w_pe, D, 0.0f, m->x, D));
   ts__vit_add_rows(m, m->x, D, D, m->b_pe, m->pos);
   for (int64_t l = 0; l < m->cfg.depth; l++) TS_TRY(block(m, &m->layers[l], &attn_s));
   TS_TRY(layernorm(m, m->x, m->lnf_g, m->lnf_b, m->h));
-  /* Mean over tokens (any order: a permuted backend needs no un-permute). Summed in double. */
-#pragma omp parallel for num_threads(ts__vit_threads(m)) schedule(static) collapse(2)
-  for (int64_t b = 0; b < B; b++)
-    for (int64_t j = 0; j < D; j++) {
-      double s = 0;
-      for (int64_t t = 0; t < n; t++) s += m->h[(b * n + t) * D + j];
-      m->pooled[b * D + j] = (float)(s / (double)n);
-    }
-  for (int64_t b = 0; b < B; b++) memcpy(logits + b * NC, m->b_head, (size_t)NC * sizeof(float));
-  TS_TRY(ts_sgemm(m->ctx, TS_NO_TRANS, TS_NO_TRANS, B, NC, D, 1.0f, m->pooled, D, m->w_head, NC, 1.0f, logits, NC));
+  TS_TRY(ts__vit_pool_head(m, m->h, m->pooled, logits));
   m->timing.total_s = ts_now() - t0;
   m->timing.attn_s = attn_s;
   return TS_OK;

@@ -146,21 +146,13 @@ typedef struct head_saved {
 /* LN -> mean over tokens -> logits; returns the mean cross-entropy in *loss. */
 static ts_status head_fwd(ts_nn_vit *m, const float *x, const int32_t *labels, const ts__vit_work *w, head_saved *hs,
                           double *loss) {
-  const int64_t R = m->batch * m->n, D = m->cfg.dim, B = m->batch, n = m->n, C = m->cfg.classes;
+  const int64_t R = m->batch * m->n, D = m->cfg.dim, B = m->batch, C = m->cfg.classes;
   ts__arena *a = &m->arena;
   if (!(hs->mean = ts__arena_lo(a, R)) || !(hs->rstd = ts__arena_lo(a, R)) || !(hs->pooled = ts__arena_lo(a, B * D)) ||
       !(hs->logits = ts__arena_lo(a, B * C)))
     return TS_ERR_INTERNAL;
   ts__ln_fwd(m, R, x, m->lnf_g, m->lnf_b, w->h, hs->mean, hs->rstd);
-#pragma omp parallel for num_threads(ts__vit_threads(m)) schedule(static) collapse(2)
-  for (int64_t b = 0; b < B; b++)
-    for (int64_t j = 0; j < D; j++) {
-      double s = 0;
-      for (int64_t t = 0; t < n; t++) s += w->h[(b * n + t) * D + j];
-      hs->pooled[b * D + j] = (float)(s / (double)n);
-    }
-  for (int64_t b = 0; b < B; b++) memcpy(hs->logits + b * C, m->b_head, (size_t)C * sizeof(float));
-  TS_TRY(ts_sgemm(m->ctx, TS_NO_TRANS, TS_NO_TRANS, B, C, D, 1.0f, hs->pooled, D, m->w_head, C, 1.0f, hs->logits, C));
+  TS_TRY(ts__vit_pool_head(m, w->h, hs->pooled, hs->logits));
   double sum = 0;
   for (int64_t b = 0; b < B; b++) {
     const float *z = hs->logits + b * C;
