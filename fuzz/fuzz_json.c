@@ -3,7 +3,8 @@
  * permutation, schedule), the attention tile profile, the machine profile, the gconv plan and the
  * gconv profile, the conv algorithm profile, the CUDA attention costs, the ViT training memory
  * planner's block timings, the CNN conv plan (its public
- * string reader) -- and each must either accept it or fail cleanly (no crash, leak or UB, and an
+ * string reader), the plan3d model, cluster, profile and plan (public string readers) -- and
+ * each must either accept it or fail cleanly (no crash, leak or UB, and an
  * error message); what a reader with a writer accepts must survive writing and reading again and
  * write the same JSON the second time. A document that is not JSON is the cJSON parser's business
  * (and is rejected before the cJSON readers run); the public string readers (ts_*_from_json) get
@@ -30,6 +31,7 @@
 #include "tessera/conv.h"
 #include "tessera/gconv.h"
 #include "tessera/hwinfo.h"
+#include "tessera/plan3d.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -193,6 +195,33 @@ static void public_strings(const uint8_t *data, size_t size) {
                       ts_llm_router_to_json(rt2, &o2) != TS_OK || strcmp(o, o2) != 0))
     __builtin_trap();
   ts_llm_router_destroy(rt), ts_llm_router_destroy(rt2), free(o), free(o2);
+  o = o2 = NULL;
+  /* plan3d inputs and plans: the model writes back and reads the same; a plan writes back and
+   * reads again (its times travel as milliseconds, so the last bit may round: not compared) */
+  ts_p3_model pm, pm2;
+  st = ts_p3_model_from_json(text, "fuzz.json", &pm);
+  failed_cleanly(st);
+  if (st == TS_OK && (ts_p3_model_to_json(&pm, &o) != TS_OK || ts_p3_model_from_json(o, "o", &pm2) != TS_OK ||
+                      ts_p3_model_to_json(&pm2, &o2) != TS_OK || strcmp(o, o2) != 0))
+    __builtin_trap();
+  free(o), free(o2);
+  o = o2 = NULL;
+  ts_p3_cluster pc;
+  failed_cleanly(ts_p3_cluster_from_json(text, "fuzz.json", &pc));
+  ts_p3_profile *pp = NULL;
+  st = ts_p3_profile_from_json(text, "fuzz.json", &pp);
+  failed_cleanly(st);
+  if (st != TS_OK && pp) __builtin_trap();
+  ts_p3_profile_destroy(pp);
+  ts_p3_plan *plan = malloc(sizeof *plan), *plan2 = malloc(sizeof *plan2);
+  if (plan && plan2) {
+    st = ts_p3_plan_from_json(text, "fuzz.json", plan);
+    failed_cleanly(st);
+    if (st == TS_OK && (ts_p3_plan_to_json(plan, &o) != TS_OK || ts_p3_plan_from_json(o, "o", plan2) != TS_OK))
+      __builtin_trap();
+    free(o);
+  }
+  free(plan), free(plan2);
   free(text);
 }
 

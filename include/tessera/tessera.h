@@ -26,4 +26,5 @@
 #include "tessera/quant.h"
 #include "tessera/llm.h"
 #include "tessera/llm_sparse.h"
+#include "tessera/plan3d.h"
 #endif
