@@ -169,7 +169,8 @@ typedef struct ts_attn_sched_info {
   double guard_blocks_s;       /* its measurement of the blocks on block-aligned panels (0: not built) */
   bool guard_retimed;          /* the best alternative was faster than the schedule but within the guard's margin, so
                                   the two were timed again over more rounds; guard_schedule_s and that alternative's
-                                  measurement are the second reading */
+                                  measurement are the second reading, the others their first reading's ratio to the
+                                  schedule times its second reading */
   bool block_panels;           /* the guard replaced the schedule by the blocks on block-aligned panels: panels cut
                                   where blocks start and end, each block's part one tile segment of 64 rows whose
                                   column tile spans the block (fallback {64, TS_ATTN_TILE_MAX}, kind MIXED) */

@@ -302,7 +302,14 @@ ts_status ts__sched_guard(const ts__sched_build *B, const ts_attn_sched_problem 
       ts_attn_plan *pair[2] = {plans[0], plans[w]};
       double m2[2];
       st = ts__attn_time_plans(&T, pair, 2, n, GUARD_RETIME_ROUNDS, m2);
-      if (st == TS_OK) meas[0] = m2[0], meas[w] = m2[1], info->guard_retimed = true;
+      if (st == TS_OK) {
+        /* the other candidates keep their first-reading ratio to the schedule, put on the second
+         * reading's scale: readings of different rounds on a shared machine are not comparable */
+        double k = m2[0] / meas[0];
+        for (int c = 1; c < nc; c++)
+          if (c != w) meas[c] *= k;
+        meas[0] = m2[0], meas[w] = m2[1], info->guard_retimed = true;
+      }
     }
     info->guarded = true;
     info->guard_schedule_s = meas[0];
