@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DTS_WERROR=ON
 endif
 
-.PHONY: all deps build test test-levels demo sanitize tsan fuzz bench results peer-vit-train peer-attn-bwd clean
+.PHONY: all deps build test test-levels demo sanitize tsan fuzz bench results peer-vit-train peer-attn-bwd peer-plan3d check-plan3d-engines bench-plan3d clean
 
 all: build
 
@@ -87,6 +87,27 @@ peer-vit-train: build
 # issue 34 masks at 64^2 tokens, 8 heads, d = 64; tessera's side is `attn bench --pass backward`.
 peer-attn-bwd: build
 	@python3 bench/peers/attn_bwd_torch.py $(BUILD)/tessera
+
+# The planner's launch files checked by the engines' own code: Megatron-Core's TransformerConfig and
+# layout parser, DeepSpeed's config and PipelineModule partition, torch's launcher (a venv made once
+# in bench/peers/.venv-engines; exit 77 = skipped when it cannot be made).
+PLAN3D_IN = --model bench/plan3d/gpt2-xl.model.json --cluster bench/plan3d/aws-1xp4d-6xg5.cluster.json \
+	--profile bench/plan3d/gpt2-xl-a100-a10g.profile.json
+check-plan3d-engines: build
+	@$(BUILD)/tessera plan3d search $(PLAN3D_IN) --uniform-tp --top 1 --out $(BUILD)/plan3d-best.json >/dev/null
+	@python3 tests/plan3d_engines.py --test-bin $(BUILD)/tests/test_plan3d_emit --tessera $(BUILD)/tessera \
+	  --plan $(BUILD)/plan3d-best.json
+
+# FASOP's paper-scale figures, simulated (GPT-2 1.5B on 8 A100 + 24 A10G; inputs derived from
+# datasheets by bench/plan3d/make_inputs.py): partitioner speed and quality, search, Pareto front.
+PLAN3D_OUT ?= results/$(shell date -u +%F)-plan3d
+bench-plan3d: build
+	@$(BUILD)/bench/bench_plan3d --out $(PLAN3D_OUT)
+
+# The planner's estimates against real multi-process pipeline-parallel training (torch.distributed,
+# gloo, 2 processes on this machine; torch from bench/peers/.venv-torch), >= 10 plans.
+peer-plan3d: build
+	@python3 bench/peers/plan3d_gloo.py --tessera $(BUILD)/tessera --out results/$(shell date -u +%F)-plan3d-gloo
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)

@@ -205,6 +205,9 @@ typedef struct ts_p3_search_result {
   ts_p3_plan *plans;          /* [nplans], fastest first, on the full cluster */
   bool has_baseline;
   ts_p3_plan baseline;        /* Megatron-LM's default: uniform TP, even split, file node order */
+  bool has_full;
+  ts_p3_plan full_best;       /* the fastest plan on the whole cluster (what the baseline compares
+                                 with; under a budget plans[0] may use a sub-cluster) */
   int npareto;
   ts_p3_plan *pareto;         /* [npareto] non-dominated (step, usd_per_step), fastest first */
   int64_t evaluated;          /* configurations priced */
@@ -269,10 +272,11 @@ enum {
 };
 
 typedef struct ts_p3_emit_opts {
-  /* GPUs per node of each of the plan's node types (type_name order); 0: inferred from the plan,
-   * the counts under which every stage sits on its node type, no tensor-parallel group spans two
-   * nodes and the nodes hold dp * pp * tp GPUs (TS_ERR_INVALID_ARG naming the candidates when
-   * more than one assignment fits). Only torchrun.sh needs them. */
+  /* GPUs per node of each of the plan's node types (type_name order); 0: the plan's own
+   * gpus_per_node, and where that is 0 too (a hand-made plan) inferred: the counts under which
+   * every stage sits on its node type, no tensor-parallel group spans two nodes and the nodes hold
+   * dp * pp * tp GPUs (TS_ERR_INVALID_ARG naming two candidates when more than one fits). Counts
+   * given or recorded are checked the same way. Only torchrun.sh needs them. */
   int gpus_per_node[TS_P3_MAX_TYPES];
 } ts_p3_emit_opts;
 
@@ -283,7 +287,7 @@ ts_status ts_p3_emit_check(const ts_p3_plan *p);
 /* Megatron-Core's pipeline_model_parallel_layout of the plan's split, "Et*5|t*10|t*9L"
  * (pp > 1; pp == 1 gives "Et*24L"): buf[cap], at most TS_P3_LAYOUT_MAX bytes. */
 ts_status ts_p3_emit_megatron_layout(const ts_p3_plan *p, char *buf, size_t cap);
-/* The GPUs per node of each node type: o's counts where given, the rest inferred (see above). */
+/* The GPUs per node of each node type: o's counts where given, else the plan's, else inferred. */
 ts_status ts_p3_emit_gpus_per_node(const ts_p3_plan *p, const ts_p3_emit_opts *o, int gpus_per_node[TS_P3_MAX_TYPES]);
 /* File texts (malloc'd, free()); o may be NULL (everything inferred). */
 ts_status ts_p3_emit_megatron(const ts_p3_plan *p, char **args_sh, char **config_json);

@@ -273,6 +273,7 @@ ts_status ts_p3_search(const ts_p3_model *m, const ts_p3_cluster *c, const ts_p3
   }
   if (st == TS_OK && o.budget_per_hour <= 0) {
     st = search_composition(&S, m, c, p, full, tp_opts, ntp, true, pg, &done);
+    if (st == TS_OK && S.comp_has) r->full_best = *S.comp_best, r->has_full = true;
     if (st == TS_OK && S.comp_has) {
       front = malloc(sizeof *front);
       if (!front) st = ts_error(TS_ERR_OOM, "out of memory for the Pareto front");
@@ -298,6 +299,7 @@ ts_status ts_p3_search(const ts_p3_model *m, const ts_p3_cluster *c, const ts_p3
       st = search_composition(&S, m, c, p, cur, tp_opts, ntp, is_full, NULL, &done);
       if (st != TS_OK) break;
       if (!S.comp_has) continue;
+      if (is_full) r->full_best = *S.comp_best, r->has_full = true;
       if (nfront == capfront) {
         capfront = capfront ? 2 * capfront : 16;
         ts_p3_plan *f = realloc(front, (size_t)capfront * sizeof *f);

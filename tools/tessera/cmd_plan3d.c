@@ -18,11 +18,6 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 int ts__cmd_plan3d_emit(int argc, char **argv);
-/* TEMPORARY until cmd_plan3d_emit.c lands */
-__attribute__((weak)) int ts__cmd_plan3d_emit(int argc, char **argv) {
-  (void)argc, (void)argv;
-  return cli_usage_error(CMD, "emit: not built");
-}
 
 static void usage(void) {
   printf("usage: tessera plan3d search   --model M.json --cluster C.json --profile P.json [--top K] [--budget USD_PER_HOUR]\n"
@@ -32,7 +27,8 @@ static void usage(void) {
          "                                [--tp N | --tp TYPE=N,...] [--split A,B,...] [--order TYPE,TYPE,...]\n"
          "                                [--partitioner P] [--out PLAN.json] [--gantt F.svg] [--json]\n"
          "       tessera plan3d explain  PLAN.json [--svg F.svg] [--json]\n"
-         "       tessera plan3d emit     PLAN.json --out DIR [--only megatron|deepspeed|torchrun]\n\n"
+         "       tessera plan3d emit     PLAN.json --out DIR [--only megatron,deepspeed,torchrun]\n"
+         "                                [--gpus-per-node TYPE=N,...] [--json]\n\n"
          "Chooses data (dp), tensor (tp, per GPU type) and pipeline (pp) parallel degrees, the micro-batch size,\n"
          "the order of the nodes and an uneven split of the layers over the stages, for training a Transformer\n"
          "on a cluster of mixed GPU types (FASOP, HPDC'24). Each configuration is split by the partitioner,\n"
@@ -46,7 +42,9 @@ static void usage(void) {
          "  --dp/--pp/--mbs N  fix a degree                    --split A,B  layers per stage (estimate)\n"
          "  --order T,T,...    node types in GPU order, one name per node (estimate; default: file order)\n"
          "  --out FILE         the best plan as JSON           --gantt F   its simulated schedule (SVG)\n"
-         "  --pareto-svg F     the Pareto front (with --budget)  --json    JSON report\n");
+         "  --pareto-svg F     the Pareto front (with --budget)  --json    JSON report\n"
+         "emit writes Megatron-LM arguments (Megatron-Core >= 0.13 layout of the split), a DeepSpeed config with\n"
+         "an explicit partition list and torchrun.sh; engines run one TP degree: plan with --uniform-tp for them.\n");
 }
 
 static ts_status read_text(const char *path, char **out) {
@@ -260,7 +258,8 @@ static int cmd_search(int argc, char **argv) {
   if (rc == CLI_OK && gantt && (s = ts_p3_plan_gantt_svg(&r.plans[0], gantt)) != TS_OK) rc = cli_fail(CMD, s);
   if (rc == CLI_OK && psvg && (s = ts_p3_pareto_svg(r.pareto, r.npareto, r.has_baseline ? &r.baseline : NULL, psvg)) != TS_OK)
     rc = cli_fail(CMD, s);
-  double ratio = r.has_baseline ? r.baseline.step / r.plans[0].step : NAN;
+  /* the baseline runs on the whole cluster: compared with the best plan there */
+  double ratio = r.has_baseline && r.has_full ? r.baseline.step / r.full_best.step : NAN;
   if (rc == CLI_OK && co.json) {
     cJSON *j = cJSON_CreateObject();
     cJSON *sr = cJSON_AddObjectToObject(j, "search");
@@ -276,10 +275,9 @@ static int cmd_search(int argc, char **argv) {
     cJSON_AddNumberToObject(sr, "seconds", r.seconds);
     cJSON *pl = cJSON_AddArrayToObject(j, "plans");
     for (int i = 0; i < r.nplans; i++) cJSON_AddItemToArray(pl, plan_cjson(&r.plans[i]));
-    if (r.has_baseline) {
-      cJSON_AddItemToObject(j, "baseline", plan_cjson(&r.baseline));
-      cJSON_AddNumberToObject(j, "speedup_vs_baseline", ratio);
-    }
+    if (r.has_baseline) cJSON_AddItemToObject(j, "baseline", plan_cjson(&r.baseline));
+    if (r.has_baseline && r.has_full) cJSON_AddNumberToObject(j, "speedup_vs_baseline", ratio);
+    if (o.budget_per_hour > 0 && r.has_full) cJSON_AddItemToObject(j, "best_full_cluster", plan_cjson(&r.full_best));
     if (o.budget_per_hour > 0) {
       cJSON *pa = cJSON_AddArrayToObject(j, "pareto");
       for (int i = 0; i < r.npareto; i++) cJSON_AddItemToArray(pa, plan_cjson(&r.pareto[i]));
@@ -296,7 +294,8 @@ static int cmd_search(int argc, char **argv) {
     if (r.has_baseline) {
       printf("\nMegatron-LM default (one TP degree, even split, file node order):\n");
       print_plan_row(0, &r.baseline);
-      printf("best plan vs Megatron-LM default: %.3fx\n", ratio);
+      if (r.has_full) printf("best plan on the whole cluster vs Megatron-LM default: %.3fx\n", ratio);
+      else printf("(the whole cluster is over the price limit: not searched, no ratio)\n");
     } else {
       printf("\nMegatron-LM default: no configuration with an even split fits\n");
     }
