@@ -91,7 +91,9 @@ ts_status ts_p3_plan_gantt_svg(const ts_p3_plan *p, const char *path) {
   }
   ts_svg_frame(svg, left, top - 4, pw, S * row + 4, INK, 1);
   free(ev);
-  return ts_svg_write(svg, path);
+  ts_status w = ts_svg_write(svg, path);
+  ts_svg_destroy(svg);
+  return w;
 }
 
 static void composition(const ts_p3_plan *p, char *buf, size_t cap) {
@@ -162,5 +164,7 @@ ts_status ts_p3_pareto_svg(const ts_p3_plan *front, int n, const ts_p3_plan *bas
 #undef PX
 #undef PY
   ts_svg_frame(svg, left, top, pw, ph, INK, 1);
-  return ts_svg_write(svg, path);
+  ts_status w = ts_svg_write(svg, path);
+  ts_svg_destroy(svg);
+  return w;
 }
