@@ -31,7 +31,7 @@ ts_status ts_p3_plan_gantt_svg(const ts_p3_plan *p, const char *path) {
     return st;
   }
   double total = p->step > span ? p->step : span;
-  double left = 150, right = 30, top = 58, row = S > 24 ? 14 : 26, W = 1100, H = top + S * row + 70;
+  double left = 150, right = 30, top = 62, row = S > 24 ? 14 : 26, W = 1100, H = top + S * row + 70;
   double pw = W - left - right, sx = pw / total;
   ts_svg *svg;
   st = ts_svg_create(&svg, W, H);
@@ -40,10 +40,12 @@ ts_status ts_p3_plan_gantt_svg(const ts_p3_plan *p, const char *path) {
     return st;
   }
   char t[256];
-  snprintf(t, sizeof t, "%s on %s: dp %d, pp %d, micro-batch %d x %d; step %.1f ms (pipeline %.1f ms)", p->model.name,
-           p->cluster, p->dp, p->pp, p->mbs, m, p->step * 1e3, p->pipeline * 1e3);
-  ts_svg_text(svg, left, 22, 14, 's', INK, t);
-  ts_svg_text(svg, left, 40, 11, 's', 0x555555u,
+  snprintf(t, sizeof t, "%s on %s", p->model.name, p->cluster);
+  ts_svg_text(svg, 10, 16, 13, 's', INK, t);
+  snprintf(t, sizeof t, "dp %d, pp %d, micro-batch %d x %d; step %.1f ms (pipeline %.1f ms)", p->dp, p->pp, p->mbs, m,
+           p->step * 1e3, p->pipeline * 1e3);
+  ts_svg_text(svg, 10, 32, 12, 's', INK, t);
+  ts_svg_text(svg, 10, 47, 10, 's', 0x555555u,
               "simulated 1F1B: blue forward, orange backward (shade: micro-batch); grey data-parallel all-reduce, "
               "purple embedding all-reduce, green optimizer");
   /* time grid */
