@@ -197,29 +197,46 @@ static void print_stages(const ts_p3_plan *p) {
          p->usd_per_hour, p->usd_per_step);
 }
 
+/* The options search and estimate share: the three input files, --out, --gantt, --partitioner.
+ * 1: argv[*i] (and its value) consumed; 0: not one of them; -1: bad usage (message printed). */
+typedef struct file_opts {
+  const char *model, *cluster, *profile, *out, *gantt;
+  ts_p3_partitioner partitioner;
+} file_opts;
+
+static int file_opt(int argc, char **argv, int *i, file_opts *f) {
+  const char *a = argv[*i];
+  const char **slot = !strcmp(a, "--model")     ? &f->model
+                      : !strcmp(a, "--cluster") ? &f->cluster
+                      : !strcmp(a, "--profile") ? &f->profile
+                      : !strcmp(a, "--out")     ? &f->out
+                      : !strcmp(a, "--gantt")   ? &f->gantt
+                                                : NULL;
+  bool part = !strcmp(a, "--partitioner");
+  if (!slot && !part) return 0;
+  const char *val = cli_value(CMD, argc, argv, i);
+  if (!val) return -1;
+  if (slot) *slot = val;
+  else if (ts_p3_partitioner_parse(val, &f->partitioner) != TS_OK) return cli_usage_error(CMD, "%s", ts_last_error()), -1;
+  return 1;
+}
+
 static int cmd_search(int argc, char **argv) {
-  const char *mf = NULL, *cf = NULL, *pf = NULL, *out = NULL, *gantt = NULL, *psvg = NULL;
+  const char *psvg = NULL;
   ts_p3_search_opts o;
   ts_p3_search_opts_default(&o);
+  file_opts f = {.partitioner = o.partitioner};
   cli_common_opts co = {0};
   for (int i = 2; i < argc; i++) {
     int c = cli_common(CMD, argc, argv, &i, &co);
+    if (c == 0) c = file_opt(argc, argv, &i, &f);
     if (c < 0) return CLI_USAGE;
     if (c > 0) continue;
     const char *a = argv[i];
     long v;
     double d;
-    if (!strcmp(a, "--model") || !strcmp(a, "--cluster") || !strcmp(a, "--profile") || !strcmp(a, "--out") ||
-        !strcmp(a, "--gantt") || !strcmp(a, "--pareto-svg") || !strcmp(a, "--partitioner")) {
-      const char *val = cli_value(CMD, argc, argv, &i);
-      if (!val) return CLI_USAGE;
-      if (!strcmp(a, "--model")) mf = val;
-      else if (!strcmp(a, "--cluster")) cf = val;
-      else if (!strcmp(a, "--profile")) pf = val;
-      else if (!strcmp(a, "--out")) out = val;
-      else if (!strcmp(a, "--gantt")) gantt = val;
-      else if (!strcmp(a, "--pareto-svg")) psvg = val;
-      else if (ts_p3_partitioner_parse(val, &o.partitioner) != TS_OK) return cli_usage_error(CMD, "%s", ts_last_error());
+    if (!strcmp(a, "--pareto-svg")) {
+      if (!(psvg = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
     } else if (!strcmp(a, "--top") || !strcmp(a, "--max-orders") || !strcmp(a, "--dp") || !strcmp(a, "--pp") ||
                !strcmp(a, "--mbs")) {
       const char *val = cli_value(CMD, argc, argv, &i);
@@ -240,6 +257,8 @@ static int cmd_search(int argc, char **argv) {
     }
   }
   if (co.help) return usage(), CLI_OK;
+  const char *mf = f.model, *cf = f.cluster, *pf = f.profile, *out = f.out, *gantt = f.gantt;
+  o.partitioner = f.partitioner;
   if (!mf || !cf || !pf) return cli_usage_error(CMD, "search needs --model, --cluster and --profile");
   if (psvg && o.budget_per_hour <= 0) return cli_usage_error(CMD, "--pareto-svg needs --budget (the front is over sub-clusters)");
   inputs in;
@@ -320,12 +339,14 @@ static int cmd_search(int argc, char **argv) {
 }
 
 static int cmd_estimate(int argc, char **argv) {
-  const char *mf = NULL, *cf = NULL, *pf = NULL, *out = NULL, *gantt = NULL, *tps = NULL, *splits = NULL, *orders = NULL;
+  const char *tps = NULL, *splits = NULL, *orders = NULL;
   ts_p3_config cfg;
   memset(&cfg, 0, sizeof cfg);
+  file_opts f = {.partitioner = TS_P3_GREEDY};
   cli_common_opts co = {0};
   for (int i = 2; i < argc; i++) {
     int c = cli_common(CMD, argc, argv, &i, &co);
+    if (c == 0) c = file_opt(argc, argv, &i, &f);
     if (c < 0) return CLI_USAGE;
     if (c > 0) continue;
     const char *a = argv[i];
@@ -336,25 +357,19 @@ static int cmd_estimate(int argc, char **argv) {
       if (!strcmp(a, "--dp")) cfg.dp = (int)v;
       else if (!strcmp(a, "--pp")) cfg.pp = (int)v;
       else cfg.mbs = (int)v;
-    } else if (!strcmp(a, "--model") || !strcmp(a, "--cluster") || !strcmp(a, "--profile") || !strcmp(a, "--out") ||
-               !strcmp(a, "--gantt") || !strcmp(a, "--tp") || !strcmp(a, "--split") || !strcmp(a, "--order") ||
-               !strcmp(a, "--partitioner")) {
+    } else if (!strcmp(a, "--tp") || !strcmp(a, "--split") || !strcmp(a, "--order")) {
       const char *val = cli_value(CMD, argc, argv, &i);
       if (!val) return CLI_USAGE;
-      if (!strcmp(a, "--model")) mf = val;
-      else if (!strcmp(a, "--cluster")) cf = val;
-      else if (!strcmp(a, "--profile")) pf = val;
-      else if (!strcmp(a, "--out")) out = val;
-      else if (!strcmp(a, "--gantt")) gantt = val;
-      else if (!strcmp(a, "--tp")) tps = val;
+      if (!strcmp(a, "--tp")) tps = val;
       else if (!strcmp(a, "--split")) splits = val;
-      else if (!strcmp(a, "--order")) orders = val;
-      else if (ts_p3_partitioner_parse(val, &cfg.partitioner) != TS_OK) return cli_usage_error(CMD, "%s", ts_last_error());
+      else orders = val;
     } else {
       return cli_usage_error(CMD, "estimate: unknown option '%s' (see tessera plan3d --help)", a);
     }
   }
   if (co.help) return usage(), CLI_OK;
+  const char *mf = f.model, *cf = f.cluster, *pf = f.profile, *out = f.out, *gantt = f.gantt;
+  cfg.partitioner = f.partitioner;
   if (!mf || !cf || !pf) return cli_usage_error(CMD, "estimate needs --model, --cluster and --profile");
   if (!cfg.dp || !cfg.mbs) return cli_usage_error(CMD, "estimate needs --dp and --mbs");
   inputs in;
