@@ -1,5 +1,6 @@
-/* plan3d internals shared by its files: the profile's entries, the GPU layout of a configuration,
- * and the JSON field readers that name the document and the field path in every error. */
+/* plan3d internals shared by its files: the profile's entries and lookups, a stage's memory, the
+ * model's JSON both ways, and the JSON field readers that name the document and the field path in
+ * every error. (The GPU layout and pricing live in plan3d_estimate.h.) */
 #ifndef TS_PLAN3D_INTERNAL_H
 #define TS_PLAN3D_INTERNAL_H
 
