@@ -47,7 +47,7 @@ gloo's thread CPU per step are kept per rank in gloo.json.
 Noise: every run records the CPU time other processes took meanwhile (/proc/stat less this
 script's own; > 5% of the machine flags the run NOT QUIET), and two sentinel plans (1 process,
 fast mbs 4 and slow mbs 2) run before, halfway through and after the plans: their spread is the
-machine's drift during the session. --rounds R runs the list R times (odd rounds reversed) and
+machine's drift during the run. --rounds R runs the list R times (odd rounds reversed) and
 pools the steps. --corun adds a second profile taken with a second process of the same type
 training beside the one measured, and prices every plan with it too.
 
@@ -795,7 +795,7 @@ def build_runs(args, cfg, clusters, profile, link, G, planner):
 
 # Sentinels: one fixed 1-process plan per device type, run before the plans, halfway and after
 # them (1 warm-up + 3 timed steps): the spread of their times is the machine's drift during the
-# session, the floor under which an estimate's error is not the cost model's.
+# run, the floor under which an estimate's error is not the cost model's.
 SENTINELS = [("f", 4, "fast"), ("s", 2, "slow")]
 
 
