@@ -51,11 +51,16 @@ static void test_sim_transfers(void) {
 }
 
 static void test_allreduce(void) {
-  ts_p3_link l = {10e9, 5e-6};
+  ts_p3_link l = {10e9, 5e-6, 0, 0};
   CHECK(ts_p3_allreduce_time(1e9, 1, l, 1) == 0, "one rank: no time");
   double t = ts_p3_allreduce_time(1e9, 4, l, 2);
   double want = 2.0 * 3 / 4 * 1e9 * 2 / 10e9 + 6 * 5e-6;
   CHECK(fabs(t - want) < 1e-15, "ring 4, shared by 2: %g vs %g", t, want);
+  /* the link's own all-reduce figures replace the point-to-point ones */
+  ts_p3_link la = {10e9, 5e-6, 4e9, 20e-6};
+  t = ts_p3_allreduce_time(1e9, 4, la, 2);
+  want = 2.0 * 3 / 4 * 1e9 * 2 / 4e9 + 6 * 20e-6;
+  CHECK(fabs(t - want) < 1e-15, "ring 4 on all-reduce figures: %g vs %g", t, want);
 }
 
 static uint64_t rng_state = 12345;
@@ -160,7 +165,25 @@ static void test_inputs(void) {
   CHECK_ERR_CONTAINS(ts_p3_model_from_json("{\"model\": \"x\", \"layers\": 4}", "m.json", &m), "'hidden' is missing");
   ts_p3_cluster c;
   CHECK_OK(ts_p3_cluster_from_json(CLUSTER, "c.json", &c));
-  CHECK(c.ntypes == 2 && c.types[1].inter.bandwidth == 5e9 && c.types[0].memory == 8 * GIB, "cluster fields");
+  CHECK(c.ntypes == 2 && c.types[1].inter.bandwidth == 5e9 && c.types[0].memory == 8 * GIB && c.types[1].inter.ar_bandwidth == 0,
+        "cluster fields");
+  char *arc = strdup(CLUSTER);
+  char *ins = strstr(arc, "\"inter_node\": {\"bandwidth_gbs\": 5, \"latency_us\": 20}");
+  CHECK(ins != NULL, "slow inter_node in the test cluster");
+  if (ins) {
+    char buf[2048];
+    size_t pre = (size_t)(ins - arc);
+    snprintf(buf, sizeof buf, "%.*s\"inter_node\": {\"bandwidth_gbs\": 5, \"latency_us\": 20, \"allreduce\": "
+             "{\"bandwidth_gbs\": 2.5, \"latency_us\": 40}}%s",
+             (int)pre, arc, ins + strlen("\"inter_node\": {\"bandwidth_gbs\": 5, \"latency_us\": 20}"));
+    CHECK_OK(ts_p3_cluster_from_json(buf, "c.json", &c));
+    CHECK(c.types[1].inter.ar_bandwidth == 2.5e9 && fabs(c.types[1].inter.ar_latency - 40e-6) < 1e-18,
+          "inter_node.allreduce read: %g, %g", c.types[1].inter.ar_bandwidth, c.types[1].inter.ar_latency);
+    char *neg = strstr(buf, "\"bandwidth_gbs\": 2.5");
+    memcpy(neg, "\"bandwidth_gbs\":-2.5", 20);
+    CHECK_ERR_CONTAINS(ts_p3_cluster_from_json(buf, "c.json", &c), "node_types[1].inter_node.allreduce.bandwidth_gbs");
+  }
+  free(arc);
   char *bad = strdup(CLUSTER);
   char *at = strstr(bad, "\"bandwidth_gbs\": 10,");
   memcpy(at, "\"bandwidth_gbs\":-10,", 20);

@@ -615,8 +615,12 @@ CLUSTERS = {  # name -> [(node type, count)]
 }
 
 
-def cluster_json(name, link):
+def cluster_json(name, link, ar=None):
+    """ar: the ring model fitted on gloo's all_reduce (comm.json's allreduce_as_ring_d2_fit): the
+    planner prices its all-reduces with it instead of the send/recv fit."""
     lk = {"bandwidth_gbs": round(link["bandwidth_gbs"], 4), "latency_us": round(link["latency_us"], 3)}
+    if ar:
+        lk["allreduce"] = {"bandwidth_gbs": round(ar["bandwidth_gbs"], 4), "latency_us": round(ar["latency_us"], 3)}
     price = {"fast": 1.0, "slow": 0.5}
     return {"cluster": "cpu-gloo-" + name,
             "node_types": [{"name": t, "gpu": t, "gpus_per_node": 1, "count": c, "memory_gib": 8,
@@ -1073,6 +1077,9 @@ def main():
     ap.add_argument("--corun", action="store_true",
                     help="also profile each device type with a second process training beside it, and price "
                          "every plan with that profile too (estimate_corun_ms)")
+    ap.add_argument("--p2p-allreduce", action="store_true",
+                    help="price all-reduces with the send/recv fit instead of the all_reduce fit (what the "
+                         "2026-12-07 results did, before the cluster file took an all-reduce term)")
     ap.add_argument("--dry-run", action="store_true", help="list the plans and the expected time, run none")
     ap.add_argument("--only", default="", choices=["", "profile", "comm", "check"],
                     help="stop after this step (development)")
@@ -1176,8 +1183,11 @@ def main():
                                                           100 * comm["allreduce_ring_fit"]["mean_abs_rel_err"],
                                                           100 * (comm["allreduce_ring_fit"]["mean_rel_err_ge_1MiB"] or 0)))
     clusters = {}
+    ar_fit = None if args.p2p_allreduce else comm.get("allreduce_as_ring_d2_fit")
+    if ar_fit:  # the peer's own model prices all-reduces as the planner does
+        link = dict(link, allreduce=ar_fit)
     for c in CLUSTERS:
-        clusters[c] = cluster_json(c, link)
+        clusters[c] = cluster_json(c, link, ar_fit)
         files["cluster-" + c] = os.path.join(args.out, "cluster-%s.json" % c)
         with open(files["cluster-" + c], "w") as f:
             json.dump(clusters[c], f, indent=1)

@@ -400,10 +400,11 @@ def peer_estimate(plan, cfg, profile, link, measured=None):
         for s in range(p):
             finish[s] = max(finish[s], clock[s])
     ends, ars, emb, upd = [], [], 0.0, []
+    arl = link.get("allreduce") or link  # the all_reduce fit where the cluster file has one
     for s, st in enumerate(stages):
         n = st["layers"][1] * pc["layer"] + (pc["embed"] if st["embedding"] else 0) + \
             (pc["head"] + (pc["tied"] if not st["embedding"] else 0) if st["head"] else 0)
-        ar = ring_allreduce_ms(4 * n, dp, link["latency_us"], link["bandwidth_gbs"])
+        ar = ring_allreduce_ms(4 * n, dp, arl["latency_us"], arl["bandwidth_gbs"])
         ars.append(ar)
         types = [plan["rank_types"][st["gpus"][0] + d] for d in range(dp)]
         u = max(prof[(t, mbs)]["update_ms_per_mparam"] for t in types) * n / 1e6
@@ -412,7 +413,7 @@ def peer_estimate(plan, cfg, profile, link, measured=None):
         upd.append(u)
         ends.append(finish[s] + ar)
     if p > 1:
-        emb = ring_allreduce_ms(4 * pc["tied"], 2, link["latency_us"], link["bandwidth_gbs"])
+        emb = ring_allreduce_ms(4 * pc["tied"], 2, arl["latency_us"], arl["bandwidth_gbs"])
         t_emb = max(ends[0], ends[-1]) + emb
         ends[0] = ends[-1] = t_emb
     step = max(e + u for e, u in zip(ends, upd))

@@ -43,6 +43,10 @@ typedef struct ts_p3_model {
 typedef struct ts_p3_link {
   double bandwidth;  /* bytes/s, one direction */
   double latency;    /* seconds per message */
+  /* A ring all-reduce's hop, where it was measured on all-reduces rather than point to point
+   * (collective libraries rarely reach the send/recv figures: gloo's 2-rank all_reduce took 2x
+   * the ring formula on this VM's send/recv fit); ar_bandwidth 0: the figures above. */
+  double ar_bandwidth, ar_latency;
 } ts_p3_link;
 
 typedef struct ts_p3_node_type {
@@ -130,7 +134,8 @@ ts_status ts_p3_simulate_1f1b(int S, int m, const double *fwd, const double *bwd
                               ts_p3_event *events);
 
 /* Ring all-reduce of `bytes` over d ranks whose slowest hop is `link` shared by `sharing`
- * concurrent rings: 2 (d-1)/d * bytes * sharing / bandwidth + 2 (d-1) * latency. */
+ * concurrent rings: 2 (d-1)/d * bytes * sharing / bandwidth + 2 (d-1) * latency, with the link's
+ * all-reduce figures where it has them. */
 double ts_p3_allreduce_time(double bytes, int d, ts_p3_link link, int sharing);
 
 /* ---- plans --------------------------------------------------------------------------------- */

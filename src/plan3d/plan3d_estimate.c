@@ -87,10 +87,24 @@ ts_status ts__p3_layout(const p3_ctx *x, int dp, const int *tp, p3_stage_layout 
   return TS_OK;
 }
 
+/* acc becomes the slower of acc and l, point to point and for all-reduces (each side's own
+ * all-reduce figures where it has them, else its point-to-point ones). */
+static void link_worst(ts_p3_link *acc, ts_p3_link l) {
+  double abw = l.ar_bandwidth > 0 ? l.ar_bandwidth : l.bandwidth, alat = l.ar_bandwidth > 0 ? l.ar_latency : l.latency;
+  if (l.bandwidth < acc->bandwidth) acc->bandwidth = l.bandwidth;
+  if (l.latency > acc->latency) acc->latency = l.latency;
+  if (abw < acc->ar_bandwidth) acc->ar_bandwidth = abw;
+  if (alat > acc->ar_latency) acc->ar_latency = alat;
+}
+
+static const ts_p3_link LINK_NONE = {INFINITY, 0, INFINITY, 0};
+
 /* The slowest NIC of two nodes. */
 static ts_p3_link nic_pair(const p3_ctx *x, int n1, int n2) {
-  ts_p3_link a = x->c->types[x->order[n1]].inter, b = x->c->types[x->order[n2]].inter;
-  return (ts_p3_link){a.bandwidth < b.bandwidth ? a.bandwidth : b.bandwidth, a.latency > b.latency ? a.latency : b.latency};
+  ts_p3_link w = LINK_NONE;
+  link_worst(&w, x->c->types[x->order[n1]].inter);
+  link_worst(&w, x->c->types[x->order[n2]].inter);
+  return w;
 }
 
 /* Looks up (gpu of type k, tp, mbs); fills why when missing. */
@@ -169,16 +183,14 @@ ts_status ts__p3_price(const p3_ctx *x, int dp, const p3_stage_layout *ls, int p
     int streams[TS_P3_MAX_NODES] = {0};
     bool cross = false;
     double t_intra = 0;
-    ts_p3_link worst = {INFINITY, 0};
+    ts_p3_link worst = LINK_NONE;
     for (int r = 0; r < dp; r++) {
       int a = ls[s].first_gpu + r * ls[s].tp, b = ls[s + 1].first_gpu + r * ls[s + 1].tp;
       int na = x->gpu_node[a], nb = x->gpu_node[b];
       if (na != nb) {
         cross = true;
         streams[na]++;
-        ts_p3_link l = nic_pair(x, na, nb);
-        if (l.bandwidth < worst.bandwidth) worst.bandwidth = l.bandwidth;
-        if (l.latency > worst.latency) worst.latency = l.latency;
+        link_worst(&worst, nic_pair(x, na, nb));
       } else {
         ts_p3_link l = c->types[x->order[na]].intra;
         int t = ls[s].tp < ls[s + 1].tp ? ls[s].tp : ls[s + 1].tp;
@@ -296,12 +308,10 @@ ts_status ts__p3_price(const p3_ctx *x, int dp, const p3_stage_layout *ls, int p
           if (n != n0) multi = true;
         }
         if (multi) {
-          link = (ts_p3_link){INFINITY, 0};
+          link = LINK_NONE;
           for (int r = 0; r < dp; r++) {
             int n = x->gpu_node[ls[s].first_gpu + r * ls[s].tp + j];
-            ts_p3_link l = nic_pair(x, n, n0);
-            if (l.bandwidth < link.bandwidth) link.bandwidth = l.bandwidth;
-            if (l.latency > link.latency) link.latency = l.latency;
+            link_worst(&link, nic_pair(x, n, n0));
             if (rings_on[n] > sharing) sharing = rings_on[n];
           }
         }
@@ -317,7 +327,7 @@ ts_status ts__p3_price(const p3_ctx *x, int dp, const p3_stage_layout *ls, int p
     int t = ls[0].tp < ls[pp - 1].tp ? ls[0].tp : ls[pp - 1].tp;
     double bytes = (double)md->vocab * md->hidden * grad_elem / t;
     int streams[TS_P3_MAX_NODES] = {0};
-    ts_p3_link link = {INFINITY, 0};
+    ts_p3_link link = LINK_NONE;
     bool cross = false;
     for (int r = 0; r < dp; r++)
       for (int j = 0; j < t; j++) {
@@ -325,9 +335,7 @@ ts_status ts__p3_price(const p3_ctx *x, int dp, const p3_stage_layout *ls, int p
         if (na != nb) {
           cross = true;
           streams[na]++, streams[nb]++;
-          ts_p3_link l = nic_pair(x, na, nb);
-          if (l.bandwidth < link.bandwidth) link.bandwidth = l.bandwidth;
-          if (l.latency > link.latency) link.latency = l.latency;
+          link_worst(&link, nic_pair(x, na, nb));
         }
       }
     if (cross) {

@@ -169,6 +169,18 @@ static ts_status parse_link(const cJSON *nt, const char *what, const char *path,
   TS_TRY(ts__p3_num(o, what, p, "latency_us", true, 0, &lat));
   l->bandwidth = bw * 1e9;
   l->latency = lat * 1e-6;
+  l->ar_bandwidth = l->ar_latency = 0;
+  const cJSON *ar = cJSON_GetObjectItemCaseSensitive(o, "allreduce");
+  if (ar) { /* optional: the hop as all-reduces measured it */
+    char pa[112];
+    snprintf(pa, sizeof pa, "%s.allreduce", p);
+    TS_TRY(need_object(ar, what, pa));
+    double abw = 0, alat = 0;
+    TS_TRY(ts__p3_num(ar, what, pa, "bandwidth_gbs", true, 0, &abw));
+    if (!(abw > 0)) return ts_error(TS_ERR_FORMAT, "%s: %s.bandwidth_gbs must be > 0, found %g", what, pa, abw);
+    TS_TRY(ts__p3_num(ar, what, pa, "latency_us", true, 0, &alat));
+    l->ar_bandwidth = abw * 1e9, l->ar_latency = alat * 1e-6;
+  }
   return TS_OK;
 }
 

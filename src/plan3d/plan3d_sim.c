@@ -8,7 +8,9 @@
 double ts_p3_allreduce_time(double bytes, int d, ts_p3_link link, int sharing) {
   if (d <= 1 || bytes <= 0) return 0;
   if (sharing < 1) sharing = 1;
-  return 2.0 * (d - 1) / d * bytes * sharing / link.bandwidth + 2.0 * (d - 1) * link.latency;
+  double bw = link.ar_bandwidth > 0 ? link.ar_bandwidth : link.bandwidth;
+  double lat = link.ar_bandwidth > 0 ? link.ar_latency : link.latency;
+  return 2.0 * (d - 1) / d * bytes * sharing / bw + 2.0 * (d - 1) * lat;
 }
 
 /* Stage s's k-th op in 1F1B order: warm-up forwards, then forward/backward pairs, then the
