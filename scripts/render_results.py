@@ -831,8 +831,9 @@ def plan3d_section(md_path):
             fmt(num(sm, "plans_run"), digits=0), num(sm, "mean_abs_error_pct") or float("nan"),
             num(sm, "median_abs_error_pct") or float("nan"), num(w, "error_pct") or float("nan"),
             md_escape(text(w, "plan") or "?"), num(sm, "mean_abs_replay_error_pct") or float("nan"), ok, len(pc)))
-        out += ["", "The machine's compute speed drifted 0.84-1.23× against its profile between runs; with each run's measured "
-                "compute put back into the same cost model the error is the last column (docs/notes/plan3d.md).", ""]
+        out += ["", "On this VM the compute speed drifts between profiling and running (the same plan by 21-31% within one run); "
+                "with each run's measured compute put back into the same cost model the error is the fifth column "
+                "(docs/notes/plan3d.md, which also gives the earlier run of the same day).", ""]
     return out
 
 
