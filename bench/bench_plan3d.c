@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/artifact_internal.h"
 #include "io/json_internal.h"
 #include "plan3d/plan3d_estimate.h"
 #include "tessera/measure.h"
@@ -87,9 +88,8 @@ static void gap_add(gap_stats *g, double jg, double jd, double tg, double td) {
 /* Every configuration of the 32-GPU search (node orders x TP per type x dp x micro-batch) as a
  * partition instance: greedy vs DP on the planner's own cost matrices. */
 static ts_status real_instances(const ts_p3_model *m, const ts_p3_cluster *c, const ts_p3_profile *p, gap_stats *g) {
-  int order[TS_P3_MAX_NODES], n = 0;
-  for (int k = 0; k < c->ntypes; k++)
-    for (int i = 0; i < c->types[k].count; i++) order[n++] = k;
+  int order[TS_P3_MAX_NODES];
+  int n = ts__p3_full_order(c, order);
   p3_scratch w;
   TS_TRY(ts__p3_scratch_init(&w, m->layers, m->global_batch));
   ts_p3_plan *plan = malloc(sizeof *plan);
@@ -208,9 +208,8 @@ int main(int argc, char **argv) {
   printf("bench_plan3d: %s, %s (%s)\n\n", m.name, c.name, prov.cpu_model);
 
   /* 1. one 32-stage x 48-layer instance: the 32 GPUs as 32 stages (tp 1, dp 1), micro-batch 1 */
-  int order[TS_P3_MAX_NODES], n = 0;
-  for (int k = 0; k < c.ntypes; k++)
-    for (int i = 0; i < c.types[k].count; i++) order[n++] = k;
+  int order[TS_P3_MAX_NODES];
+  int n = ts__p3_full_order(&c, order);
   p3_ctx x;
   p3_scratch w;
   ts_p3_plan *plan = malloc(sizeof *plan);
@@ -326,10 +325,7 @@ int main(int argc, char **argv) {
   }
   if (json || out) {
     cJSON *j = cJSON_CreateObject();
-    char *pj = NULL;
-    ts_provenance_to_json(&prov, &pj);
-    cJSON_AddItemToObject(j, "provenance", pj ? cJSON_Parse(pj) : cJSON_CreateNull());
-    free(pj);
+    cJSON_AddItemToObject(j, "provenance", ts__provenance_json(&prov));
     cJSON *a = cJSON_AddObjectToObject(j, "partitioner_32x48");
     cJSON_AddNumberToObject(a, "stages", pp);
     cJSON_AddNumberToObject(a, "layers", m.layers);
@@ -362,9 +358,7 @@ int main(int argc, char **argv) {
       cJSON_AddNumberToObject(sr, "megatron_step_ms", rg.baseline.step * 1e3);
       cJSON_AddNumberToObject(sr, "speedup_vs_megatron", rg.baseline.step / rg.plans[0].step);
     }
-    char *bj = NULL;
-    if (ts_p3_plan_to_json(&rg.plans[0], &bj) == TS_OK) cJSON_AddItemToObject(sr, "best_plan", cJSON_Parse(bj));
-    free(bj);
+    cJSON_AddItemToObject(sr, "best_plan", ts__p3_plan_cjson(&rg.plans[0]));
     if (s4 == TS_OK) {
       cJSON *pa = cJSON_AddArrayToObject(j, "pareto");
       for (int i = 0; i < rp.npareto; i++) {

@@ -72,49 +72,40 @@ static void build(ts_p3_plan *p, const spec *s) {
 /* ---- Megatron-Core's layout grammar, re-done ------------------------------------------------
  * pipeline_parallel_layer_layout.py parse_str_to_list: drop ',', unroll "(X)*n" then "c*n"
  * (one character), split on '|'; E embedding, L loss, t decoder, m mtp. */
-static char *unroll_parens(const char *s) {
+/* Appends g bytes of src to the growing string o[n] (capacity *cap). */
+static char *put(char *o, size_t *n, size_t *cap, const char *src, size_t g) {
+  while (*n + g + 1 > *cap) o = realloc(o, *cap *= 2);
+  memcpy(o + *n, src, g), *n += g;
+  return o;
+}
+
+/* One unrolling pass: "(X)*n" (parens) or "c*n" (one character) repeated n times. */
+static char *unroll(const char *s, bool parens) {
   size_t cap = 4096, n = 0;
   char *o = malloc(cap);
   for (size_t i = 0; s[i];) {
-    const char *close = s[i] == '(' ? strchr(s + i, ')') : NULL;
-    if (close && close[1] == '*' && isdigit((unsigned char)close[2])) {
-      const int k = atoi(close + 2);
-      const size_t g = (size_t)(close - (s + i) - 1);
-      for (int r = 0; r < k; r++) {
-        while (n + g + 1 > cap) o = realloc(o, cap *= 2);
-        memcpy(o + n, s + i + 1, g), n += g;
-      }
-      i = (size_t)(close + 2 - s);
-      while (isdigit((unsigned char)s[i])) i++;
-    } else {
-      if (n + 2 > cap) o = realloc(o, cap *= 2);
-      o[n++] = s[i++];
+    const char *body = NULL, *star = NULL;
+    if (parens && s[i] == '(') {
+      const char *close = strchr(s + i, ')');
+      if (close && close[1] == '*' && isdigit((unsigned char)close[2])) body = s + i + 1, star = close + 1;
+    } else if (!parens && s[i + 1] == '*' && isdigit((unsigned char)s[i + 2])) {
+      body = s + i, star = s + i + 1;
     }
+    if (!body) {
+      o = put(o, &n, &cap, s + i++, 1);
+      continue;
+    }
+    const int k = atoi(star + 1);
+    for (int r = 0; r < k; r++) o = put(o, &n, &cap, body, (size_t)(star - body) - (parens ? 1 : 0));
+    i = (size_t)(star + 1 - s);
+    while (isdigit((unsigned char)s[i])) i++;
   }
   o[n] = '\0';
   return o;
 }
 
-static char *unroll_chars(const char *s) {
-  size_t cap = 4096, n = 0;
-  char *o = malloc(cap);
-  for (size_t i = 0; s[i];) {
-    if (s[i + 1] == '*' && isdigit((unsigned char)s[i + 2])) {
-      const int k = atoi(s + i + 2);
-      for (int r = 0; r < k; r++) {
-        if (n + 2 > cap) o = realloc(o, cap *= 2);
-        o[n++] = s[i];
-      }
-      i += 2;
-      while (isdigit((unsigned char)s[i])) i++;
-    } else {
-      if (n + 2 > cap) o = realloc(o, cap *= 2);
-      o[n++] = s[i++];
-    }
-  }
-  o[n] = '\0';
-  return o;
-}
+static char *unroll_parens(const char *s) { return unroll(s, true); }
+static char *unroll_chars(const char *s) { return unroll(s, false); }
 
 /* Per stage: decoder layers in t[], embedding / loss positions checked. Returns the stage count,
  * -1 on a character Megatron rejects or an E / L out of place. */

@@ -296,29 +296,24 @@ def profile_device(cfg, mode, mbs_list, warmup, repeats, lr=1e-4):
         res["per_layer"][str(mbs)] = [{"fwd_ms": med(a), "bwd_ms": med(b)}
                                       for a, b in zip(rec["layer_f"], rec["layer_b"])]
     # Optimizer: Adam (as the runs) on the whole model with gradients present.
-    params = [p for p in st.parameters()]
-    for p in params:
+    for p in st.parameters():
         p.grad = torch.randn_like(p) * 1e-3
-    opt = torch.optim.Adam(params, lr=lr)
-    ts = []
-    for rep in range(warmup + repeats):
-        _, t = _timed(opt.step)
-        if rep >= warmup:
-            ts.append(t)
-    n = sum(p.numel() for p in params)
-    upd = statistics.median(ts)
-    res["update"] = {"ms": upd, "params": n, "ms_per_mparam": upd / (n / 1e6)}
+
+    def adam_step(params):
+        """Median ms of Adam's step over `params`, with their count and ms per million."""
+        opt = torch.optim.Adam(params, lr=lr)
+        ts = []
+        for rep in range(warmup + repeats):
+            _, t = _timed(opt.step)
+            if rep >= warmup:
+                ts.append(t)
+        n = sum(p.numel() for p in params)
+        ms = statistics.median(ts)
+        return {"ms": ms, "params": n, "ms_per_mparam": ms / (n / 1e6)}
+
+    res["update"] = adam_step(list(st.parameters()))
     # The same on one block's parameters alone (the per-tensor overhead shows here).
-    bp = list(st.blocks[0].parameters())
-    opt2 = torch.optim.Adam(bp, lr=lr)
-    ts = []
-    for rep in range(warmup + repeats):
-        _, t = _timed(opt2.step)
-        if rep >= warmup:
-            ts.append(t)
-    nb = sum(p.numel() for p in bp)
-    res["update_one_layer"] = {"ms": statistics.median(ts), "params": nb,
-                               "ms_per_mparam": statistics.median(ts) / (nb / 1e6)}
+    res["update_one_layer"] = adam_step(list(st.blocks[0].parameters()))
     return res
 
 

@@ -442,7 +442,7 @@ void ts__p3_scratch_free(p3_scratch *w) {
   memset(w, 0, sizeof *w);
 }
 
-static ts_status check_inputs(const ts_p3_model *m, const ts_p3_cluster *c, const ts_p3_profile *p) {
+ts_status ts__p3_check_inputs(const ts_p3_model *m, const ts_p3_cluster *c, const ts_p3_profile *p) {
   if (!m || !c || !p) return ts_error(TS_ERR_INVALID_ARG, "plan3d: NULL model, cluster or profile");
   if (m->layers < 1 || m->hidden < 1 || m->heads < 1 || m->seq < 1 || m->global_batch < 1 || m->vocab < 1)
     return ts_error(TS_ERR_INVALID_ARG, "plan3d: model '%s' has a zero dimension", m->name);
@@ -457,13 +457,9 @@ static ts_status check_inputs(const ts_p3_model *m, const ts_p3_cluster *c, cons
   return TS_OK;
 }
 
-ts_status ts__p3_check_inputs(const ts_p3_model *m, const ts_p3_cluster *c, const ts_p3_profile *p) {
-  return check_inputs(m, c, p);
-}
-
 ts_status ts_p3_estimate(const ts_p3_model *m, const ts_p3_cluster *c, const ts_p3_profile *p, const ts_p3_config *cfg,
                          ts_p3_plan *plan) {
-  TS_TRY(check_inputs(m, c, p));
+  TS_TRY(ts__p3_check_inputs(m, c, p));
   if (!cfg || !plan) return ts_error(TS_ERR_INVALID_ARG, "ts_p3_estimate: NULL config or plan");
   if (cfg->dp < 1 || cfg->mbs < 1)
     return ts_error(TS_ERR_INVALID_ARG, "estimate: dp (%d) and micro-batch size (%d) must be given (>= 1)", cfg->dp, cfg->mbs);
@@ -474,8 +470,7 @@ ts_status ts_p3_estimate(const ts_p3_model *m, const ts_p3_cluster *c, const ts_
     memcpy(order, cfg->order, (size_t)cfg->norder * sizeof *order);
     norder = cfg->norder;
   } else {
-    for (int k = 0; k < c->ntypes; k++)
-      for (int i = 0; i < c->types[k].count && norder < TS_P3_MAX_NODES; i++) order[norder++] = k;
+    norder = ts__p3_full_order(c, order);
   }
   p3_ctx x;
   TS_TRY(ts__p3_ctx_init(&x, m, c, p, order, norder));

@@ -228,6 +228,13 @@ static ts_status cluster_parse(const cJSON *j, void *obj) {
   return TS_OK;
 }
 
+int ts__p3_full_order(const ts_p3_cluster *c, int order[TS_P3_MAX_NODES]) {
+  int n = 0;
+  for (int k = 0; k < c->ntypes; k++)
+    for (int i = 0; i < c->types[k].count && n < TS_P3_MAX_NODES; i++) order[n++] = k;
+  return n;
+}
+
 ts_status ts_p3_cluster_from_json(const char *json, const char *what, ts_p3_cluster *c) {
   if (!json || !c) return ts_error(TS_ERR_INVALID_ARG, "ts_p3_cluster_from_json: NULL argument");
   if (!what) what = "cluster";

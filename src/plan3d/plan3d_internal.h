@@ -47,6 +47,10 @@ ts_status ts__p3_bool(const cJSON *o, const char *what, const char *path, const 
 ts_status ts__p3_partition_dp_unpruned(int S, int L, const double *cost, const double *fixed, const int *max_layers, int m,
                                        int *counts, double *objective);
 cJSON *ts__p3_model_cjson(const ts_p3_model *m);
+/* The plan's JSON object (ts_p3_plan_to_json's tree; NULL on OOM), for writers that embed plans. */
+cJSON *ts__p3_plan_cjson(const ts_p3_plan *p);
+/* Every node of the cluster, types in file order: the node order when none is given. The count. */
+int ts__p3_full_order(const ts_p3_cluster *c, int order[TS_P3_MAX_NODES]);
 ts_status ts__p3_model_parse(const cJSON *j, const char *what, ts_p3_model *m);
 
 #endif

@@ -19,7 +19,7 @@ static cJSON *pair(int a, int b) {
 
 static bool add_num(cJSON *o, const char *k, double v) { return cJSON_AddNumberToObject(o, k, v) != NULL; }
 
-static cJSON *plan_cjson(const ts_p3_plan *p) {
+cJSON *ts__p3_plan_cjson(const ts_p3_plan *p) {
   cJSON *j = cJSON_CreateObject();
   if (!j) return NULL;
   bool ok = add_num(j, "plan3d", PLAN_VERSION);
@@ -69,7 +69,7 @@ static cJSON *plan_cjson(const ts_p3_plan *p) {
 
 ts_status ts_p3_plan_to_json(const ts_p3_plan *plan, char **json) {
   if (!plan || !json) return ts_error(TS_ERR_INVALID_ARG, "ts_p3_plan_to_json: NULL argument");
-  return ts__json_out(plan_cjson(plan), "plan3d plan", json);
+  return ts__json_out(ts__p3_plan_cjson(plan), "plan3d plan", json);
 }
 
 static ts_status get_pair(const cJSON *o, const char *what, const char *path, const char *key, int *a, int *b) {

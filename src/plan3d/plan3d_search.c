@@ -180,9 +180,8 @@ static ts_status search_composition(search_state *S, const ts_p3_model *m, const
  * the best dp and micro-batch. */
 static void baseline(search_state *S, const ts_p3_model *m, const ts_p3_cluster *c, const ts_p3_profile *p,
                      const int *tp_opts, const int *ntp) {
-  int order[TS_P3_MAX_NODES], n = 0;
-  for (int k = 0; k < c->ntypes; k++)
-    for (int i = 0; i < c->types[k].count; i++) order[n++] = k;
+  int order[TS_P3_MAX_NODES];
+  int n = ts__p3_full_order(c, order);
   p3_ctx x;
   if (ts__p3_ctx_init(&x, m, c, p, order, n) != TS_OK) return;
   int first = -1;

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "io/json_internal.h"
+#include "plan3d/plan3d_internal.h"
 #include "tessera/plan3d.h"
 
 #define CMD "plan3d"
@@ -106,23 +107,12 @@ static void print_plan_row(int rank, const ts_p3_plan *p) {
          p->micro_batches, o, d);
 }
 
-static cJSON *plan_cjson(const ts_p3_plan *p) {
-  char *t = NULL;
-  if (ts_p3_plan_to_json(p, &t) != TS_OK) return NULL;
-  cJSON *j = cJSON_Parse(t);
-  free(t);
-  return j;
-}
+static cJSON *plan_cjson(const ts_p3_plan *p) { return ts__p3_plan_cjson(p); }
 
 static int write_plan(const ts_p3_plan *p, const char *path) {
-  char *t = NULL;
-  ts_status s = ts_p3_plan_to_json(p, &t);
-  if (s == TS_OK) {
-    cJSON *j = cJSON_Parse(t);
-    s = j ? ts__json_write_file(path, j) : ts_error(TS_ERR_OOM, "re-reading the plan");
-    cJSON_Delete(j);
-  }
-  free(t);
+  cJSON *j = ts__p3_plan_cjson(p);
+  ts_status s = j ? ts__json_write_file(path, j) : ts_error(TS_ERR_OOM, "out of memory writing the plan");
+  cJSON_Delete(j);
   return s == TS_OK ? CLI_OK : cli_fail(CMD, s);
 }
 
