@@ -27,4 +27,5 @@
 #include "tessera/llm.h"
 #include "tessera/llm_sparse.h"
 #include "tessera/plan3d.h"
+#include "tessera/pipe.h"
 #endif

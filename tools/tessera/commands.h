@@ -14,3 +14,4 @@ TS_CMD(attn, "tile-aware sparse attention: plan (reorder, blocks, ILP/greedy sch
 TS_CMD(conv, "convolution algorithms with per-layer selection on VGG16, ResNet-101, Inception-v4: bench, plan")
 TS_CMD(gconv, "unstructured group convolution: plan (reorder, knapsack sizes, ILP assignment), bench, export")
 TS_CMD(plan3d, "data/tensor/pipeline parallel plans for Transformer training on mixed GPU clusters (FASOP): search, estimate, explain, emit")
+TS_CMD(pipe, "stencil pipelines with automatic task granularity (GOPipe) and HiWayLib queues: apps, bench, tune, stress")
