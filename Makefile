@@ -46,15 +46,16 @@ sanitize: deps
 	  TESSERA_SANITIZE=1 ctest --output-on-failure -j $(JOBS)
 
 # ThreadSanitizer build running the concurrency tests (tests/test_concurrency.c: two threads on what
-# the headers say may be shared). OpenMP runs one thread (OMP_NUM_THREADS=1, and the tests' contexts
+# the headers say may be shared) and the pipeline runtime's (tests/test_pipe.c: its own pthread
+# workers, deques, counters and the termination stress runs). OpenMP runs one thread (OMP_NUM_THREADS=1, and the tests' contexts
 # have one), so only the test's own pthreads run at once: libgomp is not instrumented and its
 # barriers would show as false races, while a suppression of libgomp would hide every race inside
 # an OpenMP region (its frames are on their stacks). No suppressions are needed.
 tsan: deps
 	@cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTS_TSAN=ON -DTS_CUDA=OFF $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_concurrency
+	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_concurrency test_pipe
 	@cd $(TSAN_BUILD) && OMP_NUM_THREADS=1 TESSERA_THREADS=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	  ctest --output-on-failure -R '^test_concurrency$$'
+	  ctest --output-on-failure -R '^(test_concurrency|test_pipe)$$'
 
 # libFuzzer harnesses for the file readers, each run for FUZZ_SECONDS.
 fuzz: deps

@@ -3,7 +3,8 @@
  * permutation, schedule), the attention tile profile, the machine profile, the gconv plan and the
  * gconv profile, the conv algorithm profile, the CUDA attention costs, the ViT training memory
  * planner's block timings, the CNN conv plan (its public
- * string reader), the plan3d model, cluster, profile and plan (public string readers) -- and
+ * string reader), the plan3d model, cluster, profile and plan (public string readers), the pipeline
+ * tuner's offline granularity table (artifact pipe-gran) -- and
  * each must either accept it or fail cleanly (no crash, leak or UB, and an
  * error message); what a reader with a writer accepts must survive writing and reading again and
  * write the same JSON the second time. A document that is not JSON is the cJSON parser's business
@@ -21,6 +22,7 @@
 #include "cuda/attn_cuda_internal.h"
 #include "gconv/gconv_internal.h"
 #include "nn/nn_internal.h"
+#include "pipe/pipe_internal.h"
 #include "tessera/llm_sparse.h"
 #include "tessera/attn.h"
 #include "tessera/attn_profile.h"
@@ -236,6 +238,20 @@ static void vit_mem(const cJSON *j) {
   same_json(o, ts__vit_mem_to_cjson(u, 3));
 }
 
+/* the pipeline tuner's offline granularity table (artifact pipe-gran) */
+static void pipe_gran(const cJSON *j) {
+  ts_pipe_tune_result r, r2;
+  ts_status st = ts__pipe_tune_from_cjson(j, &r);
+  failed_cleanly(st);
+  if (st != TS_OK) return;
+  cJSON *o = ts__pipe_tune_to_cjson(&r);
+  if (!o || ts__pipe_tune_from_cjson(o, &r2) != TS_OK || r2.n != r.n || r2.best != r.best) __builtin_trap();
+  for (int i = 0; i < r.n; i++)
+    if (r2.e[i].tile_w != r.e[i].tile_w || r2.e[i].tile_h != r.e[i].tile_h || r2.e[i].pruned != r.e[i].pruned)
+      __builtin_trap();
+  same_json(o, ts__pipe_tune_to_cjson(&r2));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   public_strings(data, size);
   cJSON *j = cJSON_ParseWithLength((const char *)data, size);
@@ -250,6 +266,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   conv_profile(j);
   cuda_costs(j);
   vit_mem(j);
+  pipe_gran(j);
   cJSON_Delete(j);
   return 0;
 }

@@ -47,7 +47,11 @@ static bool feedback_app(const ts_pipe_desc *d) {
 }
 
 static void test_apps_exact(void) {
+#if defined(TS_TSAN)
+  const int sizes[][2] = {{1, 1}, {7, 5}, {45, 29}, {45, 29}};
+#else
   const int sizes[][2] = {{1, 1}, {7, 5}, {45, 29}, {96, 64}};
+#endif
   const int tiles[][2] = {{1, 1}, {3, 2}, {8, 8}, {32, 4}, {1000, 1000}};
   const int64_t frames = 3;
   int runs = 0;
@@ -160,7 +164,11 @@ static void test_rows(void) {
 
 static void test_stress(void) {
   ts_pipe_stress_result r;
-  int64_t runs = getenv("TESSERA_SANITIZE") ? 150 : 600;
+#if defined(TS_TSAN) || defined(TS_SANITIZE)
+  int64_t runs = 200; /* ~10x slower under the sanitizers */
+#else
+  int64_t runs = 600;
+#endif
   CHECK_OK(ts_pipe_stress(runs, 7, 4, NULL, NULL, &r));
   CHECK(r.runs == runs, "stress: %lld of %lld runs", (long long)r.runs, (long long)runs);
   CHECK(r.lost == 0 && r.duplicated == 0, "stress: %lld lost, %lld duplicated of %lld", (long long)r.lost,

@@ -201,9 +201,16 @@ static ts_status thresholds_parse(const cJSON *j, const char *what, const ts_llm
     ts_llm_layer_thresholds *lt = &t->layer[l];
     st = threshold_field(o, "act", what, (int)l, &lt->act);
     for (int p = 0; p < TS_LLM_NPROJ && st == TS_OK; p++) st = threshold_field(o, ts_llm_proj_name((ts_llm_proj)p), what, (int)l, &lt->in[p]);
+    /* informational figures: a value that is not finite (JSON cannot write it back) is refused */
     double v;
-    if (ts__json_get_number(o, "sparsity", &v) == TS_OK) t->sparsity[l] = v;
-    if (ts__json_get_number(o, "proxy", &v) == TS_OK) t->proxy[l] = v;
+    if (st == TS_OK && ts__json_get_number(o, "sparsity", &v) == TS_OK) {
+      if (!isfinite(v)) st = ts_error(TS_ERR_FORMAT, "%s: layer %lld: sparsity is not finite", what, (long long)l);
+      t->sparsity[l] = v;
+    }
+    if (st == TS_OK && ts__json_get_number(o, "proxy", &v) == TS_OK) {
+      if (!isfinite(v)) st = ts_error(TS_ERR_FORMAT, "%s: layer %lld: proxy is not finite", what, (long long)l);
+      t->proxy[l] = v;
+    }
   }
   for (int64_t l = 0; st == TS_OK && l < nl; l++)
     if (!seen[l]) st = ts_error(TS_ERR_FORMAT, "%s: layer %lld is missing", what, (long long)l);

@@ -17,6 +17,12 @@
 
 #include "tessera/pipe.h"
 
+/* gcc in ISO C mode contracts nothing; clang would fuse a * b + c within an expression where the
+ * target has FMA, differently in a kernel and its reference */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 enum { TS__PIPE_EDGE, TS__PIPE_HEAT, TS__PIPE_ISP, TS__PIPE_FLOW, TS__PIPE_LIFE, TS__PIPE_CNN, TS__PIPE_NAPPS };
 
 /* cnn weights: conv1 [8][3][3][3] (out, in, ky, kx), conv2 [8][8][3][3], conv1x1 [4][8] */

@@ -94,4 +94,12 @@ int ts__gran_next(ts__gran *g);
 /* The smallest tile area of the ladder (sizes the bounded queues). */
 void ts__gran_min_tile(const ts__gran *g, int *w, int *h);
 
+/* ---- the offline tuner's artifact payload (pipe_tune.c; fuzzed) ------------------------------ */
+
+typedef struct cJSON cJSON;
+/* {"best": i, "candidates": [{"tile_w", "tile_h", "median_s" (null: pruned)}]} and back; the reader
+ * names the first bad field (TS_ERR_FORMAT). to_cjson: NULL when out of memory. */
+ts_status ts__pipe_tune_from_cjson(const cJSON *data, ts_pipe_tune_result *out);
+cJSON *ts__pipe_tune_to_cjson(const ts_pipe_tune_result *r);
+
 #endif

@@ -43,18 +43,14 @@ static ts_status run_cand(void *arg) {
   return ts_pipe_run(c->d, &c->o, NULL);
 }
 
-static ts_status tune_accept(void *arg, const cJSON *data, const ts_provenance *prov) {
-  tune_ctx *c = arg;
-  ts_provenance here;
-  ts_provenance_here(&here, ts_isa_active(), c->o.threads);
-  if (!ts_provenance_matches(prov, &here, TS_PROV_THREADS, NULL, 0))
-    return ts_error(TS_ERR_NOT_FOUND, "pipe-gran: made on another machine");
+ts_status ts__pipe_tune_from_cjson(const cJSON *data, ts_pipe_tune_result *out) {
   const cJSON *arr = cJSON_GetObjectItemCaseSensitive(data, "candidates");
   const cJSON *best = cJSON_GetObjectItemCaseSensitive(data, "best");
   int n = cJSON_GetArraySize(arr);
-  if (!cJSON_IsArray(arr) || n < 1 || n > TS_PIPE_TUNE_MAX || !cJSON_IsNumber(best) || best->valuedouble < 0 ||
-      best->valuedouble >= n)
-    return ts_error(TS_ERR_FORMAT, "pipe-gran: expected candidates[1..%d] and best", TS_PIPE_TUNE_MAX);
+  if (!cJSON_IsArray(arr) || n < 1 || n > TS_PIPE_TUNE_MAX || !cJSON_IsNumber(best) || !(best->valuedouble >= 0) ||
+      best->valuedouble >= n || best->valuedouble != (int)best->valuedouble)
+    return ts_error(TS_ERR_FORMAT, "pipe-gran: expected candidates[1..%d] and an integer best below their count",
+                    TS_PIPE_TUNE_MAX);
   ts_pipe_tune_result r;
   memset(&r, 0, sizeof r);
   r.n = n;
@@ -63,15 +59,45 @@ static ts_status tune_accept(void *arg, const cJSON *data, const ts_provenance *
     const cJSON *e = cJSON_GetArrayItem(arr, i);
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(e, "tile_w"), *h = cJSON_GetObjectItemCaseSensitive(e, "tile_h");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "median_s");
-    if (!cJSON_IsNumber(w) || !cJSON_IsNumber(h) || w->valuedouble < 1 || h->valuedouble < 1 ||
-        w->valuedouble > 1 << 20 || h->valuedouble > 1 << 20 || !(cJSON_IsNumber(m) || cJSON_IsNull(m)))
-      return ts_error(TS_ERR_FORMAT, "pipe-gran: candidate %d is not {tile_w, tile_h, median_s}", i);
+    if (!cJSON_IsNumber(w) || !cJSON_IsNumber(h) || !(w->valuedouble >= 1) || !(h->valuedouble >= 1) ||
+        w->valuedouble > 1 << 20 || h->valuedouble > 1 << 20 || w->valuedouble != (int)w->valuedouble ||
+        h->valuedouble != (int)h->valuedouble || !((cJSON_IsNumber(m) && m->valuedouble >= 0) || cJSON_IsNull(m)))
+      return ts_error(TS_ERR_FORMAT, "pipe-gran: candidate %d is not {tile_w, tile_h >= 1, median_s >= 0 or null}", i);
     r.e[i].tile_w = (int)w->valuedouble;
     r.e[i].tile_h = (int)h->valuedouble;
     r.e[i].pruned = cJSON_IsNull(m);
     r.e[i].median_s = r.e[i].pruned ? NAN : m->valuedouble;
   }
   if (r.e[r.best].pruned) return ts_error(TS_ERR_FORMAT, "pipe-gran: the best candidate has no time");
+  *out = r;
+  return TS_OK;
+}
+
+cJSON *ts__pipe_tune_to_cjson(const ts_pipe_tune_result *r) {
+  cJSON *j = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(j, "candidates");
+  bool ok = j && arr && cJSON_AddNumberToObject(j, "best", r->best);
+  for (int i = 0; ok && i < r->n; i++) {
+    cJSON *e = cJSON_CreateObject();
+    ok = e && cJSON_AddItemToArray(arr, e) && cJSON_AddNumberToObject(e, "tile_w", r->e[i].tile_w) &&
+         cJSON_AddNumberToObject(e, "tile_h", r->e[i].tile_h) &&
+         (r->e[i].pruned ? cJSON_AddNullToObject(e, "median_s") != NULL
+                         : cJSON_AddNumberToObject(e, "median_s", r->e[i].median_s) != NULL);
+  }
+  if (!ok) {
+    cJSON_Delete(j);
+    return NULL;
+  }
+  return j;
+}
+
+static ts_status tune_accept(void *arg, const cJSON *data, const ts_provenance *prov) {
+  tune_ctx *c = arg;
+  ts_provenance here;
+  ts_provenance_here(&here, ts_isa_active(), c->o.threads);
+  if (!ts_provenance_matches(prov, &here, TS_PROV_THREADS, NULL, 0))
+    return ts_error(TS_ERR_NOT_FOUND, "pipe-gran: made on another machine");
+  ts_pipe_tune_result r;
+  TS_TRY(ts__pipe_tune_from_cjson(data, &r));
   r.cached = true;
   r.prov = *prov;
   *c->r = r;
@@ -123,20 +149,7 @@ static ts_status tune_compute(void *arg, cJSON **data, ts_provenance *prov) {
   ts_provenance_here(prov, ts_isa_active(), c->o.threads);
   snprintf(prov->clock, sizeof prov->clock, "%s", ts_clock_name(TS_CLOCK_WALL));
   r->prov = *prov;
-  cJSON *j = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(j, "candidates");
-  bool ok = j && arr && cJSON_AddNumberToObject(j, "best", r->best);
-  for (int i = 0; ok && i < n; i++) {
-    cJSON *e = cJSON_CreateObject();
-    ok = e && cJSON_AddItemToArray(arr, e) && cJSON_AddNumberToObject(e, "tile_w", tw[i]) &&
-         cJSON_AddNumberToObject(e, "tile_h", th[i]) &&
-         (r->e[i].pruned ? cJSON_AddNullToObject(e, "median_s") != NULL
-                         : cJSON_AddNumberToObject(e, "median_s", r->e[i].median_s) != NULL);
-  }
-  if (!ok) {
-    cJSON_Delete(j);
-    return TS_OK; /* the result stands; nothing is kept */
-  }
-  *data = j;
+  *data = ts__pipe_tune_to_cjson(r); /* NULL (out of memory): the result stands, nothing is kept */
   return TS_OK;
 }
 
