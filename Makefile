@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DTS_WERROR=ON
 endif
 
-.PHONY: all deps build test test-levels demo sanitize tsan fuzz bench results peer-vit-train peer-attn-bwd peer-plan3d check-plan3d-engines bench-plan3d clean
+.PHONY: all deps build test test-levels demo sanitize tsan fuzz bench results peer-vit-train peer-attn-bwd peer-plan3d check-plan3d-engines bench-plan3d bench-pipe peer-pipe clean
 
 all: build
 
@@ -109,6 +109,18 @@ bench-plan3d: build
 # gloo, 2 processes on this machine; torch from bench/peers/.venv-torch), >= 10 plans.
 peer-plan3d: build
 	@python3 bench/peers/plan3d_gloo.py --tessera $(BUILD)/tessera --out results/$(shell date -u +%F)-plan3d-gloo
+
+# The pipeline runtime's targets (issue 37): auto granularity vs the offline best fixed tile at a
+# small and a large frame size, the three queues at the finest granularity, lazy vs eager copies,
+# 10^4 termination stress runs (bench/bench_pipe.c; about 15 minutes on 2 cores).
+PIPE_OUT ?= results/$(shell date -u +%F)-pipe
+bench-pipe: build
+	@$(BUILD)/bench/bench_pipe --out $(PIPE_OUT)
+
+# The same six apps with OpenMP tasks (depend clauses) and a oneTBB flow graph, each at its best
+# tile, interleaved with tessera's auto granularity (bench/peers/pipe_peers.py).
+peer-pipe: build
+	@python3 bench/peers/pipe_peers.py --build $(BUILD) --out results/$(shell date -u +%F)-pipe-peers
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)
