@@ -136,9 +136,9 @@ static void k_conv1x1(const ts_pipe_buf *const *in, const ts_pipe_buf *out, ts_p
 
 void ts__pipe_cnn_build(ts_pipe_app *app) {
   ts_pipe_desc *d = &app->desc;
-  /* flops: generator integer ops; conv3x3 cout x (cin x 9) x (mul + add) + cout ReLU compares;
-   * pool 3 compares a channel; conv1x1 4 x 8 x 2 */
-  int s0 = ts__pipe_add_stage(d, "src", 0, 3, k_src, app, 50);
+  /* arithmetic per pixel: the generator's integer ops + 3 muls; conv3x3 cout x (cin x 9) x
+   * (mul + add) + cout ReLU compares; pool 3 compares a channel; conv1x1 4 x 8 x (mul + add) */
+  int s0 = ts__pipe_add_stage(d, "src", 0, 3, k_src, app, 80);
   int s1 = ts__pipe_add_stage(d, "conv1", 0, 8, k_conv1, app, 8 * 27 * 2 + 8);
   ts__pipe_add_input(d, s1, s0, 1);
   int s2 = ts__pipe_add_stage(d, "pool1", 1, 8, k_pool, app, 24);

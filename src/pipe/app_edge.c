@@ -21,7 +21,7 @@ static inline int grey(const ts__pipe_scene *s, int x, int y) {
   int v = ts__pipe_tri(x + 2 * y + 3 * s->fm, 512) >> 2; /* 0..64 */
   if (ts__pipe_in_disc(x, y, s->cx[0], s->cy[0], s->r, s->w, s->h)) v += 120;
   if (ts__pipe_in_disc(x, y, s->cx[1], s->cy[1], s->r, s->w, s->h)) v += 80;
-  int dx = x - s->cx[2], dy = y - s->cy[2]; /* a bar 2r x r/2 on the torus */
+  int dx = x - s->cx[2], dy = y - s->cy[2]; /* a bar about 2r x r on the torus */
   if (dx < 0) dx = -dx;
   if (dy < 0) dy = -dy;
   if (dx > s->w - dx) dx = s->w - dx;
@@ -32,6 +32,9 @@ static inline int grey(const ts__pipe_scene *s, int x, int y) {
 }
 
 /* ---- kernels --------------------------------------------------------------------------------- */
+
+/* a column clamped to the input plane (w: its width, in scope) */
+#define CL(v) ts__pipe_clampi(v, 0, w - 1)
 
 static void k_src(const ts_pipe_buf *const *in, const ts_pipe_buf *out, ts_pipe_rect r, int64_t frame,
                   const void *params) {
@@ -65,7 +68,6 @@ static void k_blur(const ts_pipe_buf *const *in, const ts_pipe_buf *out, ts_pipe
     for (int k = 0; k < 5; k++) p[k] = ts__pipe_in_row(b, 0, y + k - 2);
     float *o = ts__pipe_out_row(out, 0, y);
     int x = r.x0;
-#define CL(v) ts__pipe_clampi(v, 0, w - 1)
     for (; x < ia; x++) o[x] = blur_px(p, CL(x - 2), CL(x - 1), x, CL(x + 1), CL(x + 2));
     for (; x < ib; x++) o[x] = blur_px(p, x - 2, x - 1, x, x + 1, x + 2);
     for (; x < r.x1; x++) o[x] = blur_px(p, CL(x - 2), CL(x - 1), x, CL(x + 1), CL(x + 2));
@@ -147,20 +149,21 @@ static void k_thresh(const ts_pipe_buf *const *in, const ts_pipe_buf *out, ts_pi
     for (; x < ia; x++) o[x] = thr_px(t0, t1, t2, CL(x - 1), x, CL(x + 1));
     for (; x < ib; x++) o[x] = thr_px(t0, t1, t2, x - 1, x, x + 1);
     for (; x < r.x1; x++) o[x] = thr_px(t0, t1, t2, CL(x - 1), x, CL(x + 1));
-#undef CL
   }
 }
+#undef CL
 
 void ts__pipe_edge_build(ts_pipe_app *app) {
   ts_pipe_desc *d = &app->desc;
-  /* flops: integer ops of the generator; blur 5 x (5 mul + 4 add) + 5 mul + 4 add; Sobel 2 x 7,
-   * two abs, one add, 2 mul + 3 compares; nms 6 selects + 2 compares; thresh 7 max + 3 compares */
-  int s0 = ts__pipe_add_stage(d, "src", 0, 1, k_src, app, 40);
+  /* arithmetic per pixel: the generator's integer ops (ramp, three shape tests, hash); blur
+   * 5 x (5 mul + 4 add) + 5 mul + 4 add; Sobel 2 x (2 mul + 5 add), an add, 2 mul + 4 compares;
+   * nms 3 + 2 compares; thresh 7 max + 3 compares */
+  int s0 = ts__pipe_add_stage(d, "src", 0, 1, k_src, app, 55);
   int s1 = ts__pipe_add_stage(d, "blur", 0, 1, k_blur, app, 54);
   ts__pipe_add_input(d, s1, s0, 2);
-  int s2 = ts__pipe_add_stage(d, "sobel", 0, 2, k_sobel, app, 22);
+  int s2 = ts__pipe_add_stage(d, "sobel", 0, 2, k_sobel, app, 21);
   ts__pipe_add_input(d, s2, s1, 1);
-  int s3 = ts__pipe_add_stage(d, "nms", 0, 1, k_nms, app, 8);
+  int s3 = ts__pipe_add_stage(d, "nms", 0, 1, k_nms, app, 5);
   ts__pipe_add_input(d, s3, s2, 1);
   int s4 = ts__pipe_add_stage(d, "thresh", 0, 1, k_thresh, app, 10);
   ts__pipe_add_input(d, s4, s3, 1);

@@ -187,19 +187,20 @@ static void k_refine(const ts_pipe_buf *const *in, const ts_pipe_buf *out, ts_pi
 
 void ts__pipe_flow_build(ts_pipe_app *app) {
   ts_pipe_desc *d = &app->desc;
-  /* flops: generator integer ops x 2 frames; down 2 x (3 add + mul); LK 16 cells x (8 S/D +
-   * 12 derivative + 10 tensor) + solve ~19; refine adds the prior's 6 and solves with ~25 */
-  int s0 = ts__pipe_add_stage(d, "src", 0, 2, k_src, app, 60);
+  /* arithmetic per pixel: the generator's integer ops x 2 frames; down 2 x (3 add + mul); LK
+   * 16 cells x (8 S/D + 12 derivatives + 10 tensor) + 20 for the solve (with the clip); refine
+   * the same cells + 24 (prior, solve, clip) */
+  int s0 = ts__pipe_add_stage(d, "src", 0, 2, k_src, app, 80);
   int s1 = ts__pipe_add_stage(d, "down1", 1, 2, k_down, app, 8);
   ts__pipe_add_input(d, s1, s0, 0);
   int s2 = ts__pipe_add_stage(d, "down2", 2, 2, k_down, app, 8);
   ts__pipe_add_input(d, s2, s1, 0);
-  int s3 = ts__pipe_add_stage(d, "lk2", 2, 2, k_lk, app, 499);
+  int s3 = ts__pipe_add_stage(d, "lk2", 2, 2, k_lk, app, 500);
   ts__pipe_add_input(d, s3, s2, 2);
-  int s4 = ts__pipe_add_stage(d, "refine1", 1, 2, k_refine, app, 505);
+  int s4 = ts__pipe_add_stage(d, "refine1", 1, 2, k_refine, app, 504);
   ts__pipe_add_input(d, s4, s3, 0);
   ts__pipe_add_input(d, s4, s1, 2);
-  int s5 = ts__pipe_add_stage(d, "refine0", 0, 2, k_refine, app, 505);
+  int s5 = ts__pipe_add_stage(d, "refine0", 0, 2, k_refine, app, 504);
   ts__pipe_add_input(d, s5, s4, 0);
   ts__pipe_add_input(d, s5, s0, 2);
 }

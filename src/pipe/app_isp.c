@@ -161,12 +161,13 @@ static void k_sharpen(const ts_pipe_buf *const *in, const ts_pipe_buf *out, ts_p
 
 void ts__pipe_isp_build(ts_pipe_app *app) {
   ts_pipe_desc *d = &app->desc;
-  /* flops: generator integer ops; wb sub, mul, max; demosaic 8 adds, 4 muls; ccm 3 x (3 mul +
-   * 2 add + 2 compares); tone 3 x (add, mul, div); sharpen 3 x (9 + 4 blur, 3 unsharp, 2 clip) */
-  int s0 = ts__pipe_add_stage(d, "bayer", 0, 1, k_bayer, app, 50);
+  /* arithmetic per pixel: the generator's integer ops (scene, noise hash); wb sub, mul, max;
+   * demosaic 6 adds, 4 muls; ccm 3 x (3 mul + 2 add + 2 compares); tone 3 x (add, mul, div);
+   * sharpen 3 x (9 + 4 blur, 3 unsharp, 2 clip) */
+  int s0 = ts__pipe_add_stage(d, "bayer", 0, 1, k_bayer, app, 90);
   int s1 = ts__pipe_add_stage(d, "wb", 0, 1, k_wb, app, 3);
   ts__pipe_add_input(d, s1, s0, 0);
-  int s2 = ts__pipe_add_stage(d, "demosaic", 0, 3, k_demosaic, app, 12);
+  int s2 = ts__pipe_add_stage(d, "demosaic", 0, 3, k_demosaic, app, 10);
   ts__pipe_add_input(d, s2, s1, 1);
   int s3 = ts__pipe_add_stage(d, "ccm", 0, 3, k_ccm, app, 21);
   ts__pipe_add_input(d, s3, s2, 0);
