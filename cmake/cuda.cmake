@@ -65,3 +65,4 @@ add_executable(bench_attn_cuda ${PROJECT_SOURCE_DIR}/bench/cuda/bench_attn_cuda.
 target_include_directories(bench_attn_cuda PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/bench)
 target_link_libraries(bench_attn_cuda PRIVATE ts_cuda tessera ts_bench)
 set_target_properties(bench_attn_cuda PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
+include(${PROJECT_SOURCE_DIR}/cmake/pipe_cuda.cmake OPTIONAL)

@@ -172,6 +172,7 @@ typedef struct ts_pipe_worker_stats {
   double busy_s;       /* in kernels (and lazy copies) */
   double idle_s;       /* looking for work and finding none */
   int64_t steals, steal_attempts; /* sharded: tasks taken from others, tries */
+  int64_t handoffs;    /* sharded: released tasks this worker gave a hungry worker's inbox */
   int64_t contended;   /* locked: acquisitions that found the lock held; mpmc: CAS retries;
                           sharded: deque CAS races lost */
 } ts_pipe_worker_stats;

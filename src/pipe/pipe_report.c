@@ -57,6 +57,7 @@ ts_status ts_pipe_report_json(const ts_pipe_report *r, char **json) {
     cJSON_AddNumberToObject(x, "idle_s", s->idle_s);
     cJSON_AddNumberToObject(x, "steals", (double)s->steals);
     cJSON_AddNumberToObject(x, "steal_attempts", (double)s->steal_attempts);
+    cJSON_AddNumberToObject(x, "handoffs", (double)s->handoffs);
     cJSON_AddNumberToObject(x, "contended", (double)s->contended);
     cJSON_AddItemToArray(w, x);
   }

@@ -65,6 +65,14 @@ typedef struct slot {
   int *ex[MAXS][TS_PIPE_MAX_IN], *ey[MAXS][TS_PIPE_MAX_IN];
   int *etab;
   int64_t etab_cap;
+  /* The tasks ready when the frame is set up (sources; their tiles in raster order), handed out in
+   * that order by a cursor (frame + 1) << 32 | next, 0 while the slot is being set up: a worker out
+   * of work takes the oldest frame's next source, so frames are swept in waves, oldest first,
+   * instead of every frame's sources piled at once into one deque. */
+  uint64_t *src;
+  int64_t srccap;
+  _Atomic int64_t nsrc;
+  _Atomic uint64_t cursor;
 } slot;
 
 struct run;
@@ -84,6 +92,7 @@ typedef struct worker {
   int rr; /* round robin over the other device's workers */
   int64_t pend_frame, pend; /* completed tasks of pend_frame not yet counted off its `left` */
   uint64_t busy_ticks, idle_ticks;
+  _Alignas(64) _Atomic int hungry; /* looking for work: a releasing worker hands it tasks */
 } worker;
 
 typedef struct cons {
@@ -108,6 +117,7 @@ typedef struct run {
   int64_t next_frame;
   uint8_t *completed;
   _Atomic int64_t outstanding;
+  _Atomic int64_t src_lo; /* the oldest frame whose sources may not all be taken */
   _Atomic int done, failed;
   ts_status fail_status;
   char fail_msg[256];
@@ -187,11 +197,30 @@ static void flush_batch(worker *W) {
   run *R = W->R;
   int n = W->nbatch;
   W->nbatch = 0;
-  for (int i = 0; i < n; i++) {
-    uint64_t k = W->batch[i];
-    int dev = task_dev(R, k);
-    ts_status s = TS_OK;
-    if (R->o.queue == TS_PIPE_Q_SHARDED) {
+  if (n == 0) return;
+  if (R->o.queue == TS_PIPE_Q_SHARDED) {
+    /* a hungry worker of the same device gets half of several released tasks straight into its
+       inbox, one locked push, instead of stealing them one CAS at a time */
+    int keep = n, give = 0;
+    worker *H = NULL;
+    if (n >= 2 && R->ndev == 1)
+      for (int j = 0; j < R->nthreads; j++)
+        if (&R->wk[j] != W && atomic_load_explicit(&R->wk[j].hungry, memory_order_relaxed)) {
+          H = &R->wk[j];
+          give = n / 2;
+          keep = n - give;
+          break;
+        }
+    if (H) {
+      atomic_store_explicit(&H->hungry, 0, memory_order_relaxed);
+      ts_status s = ts__locked_push(&H->inbox, W->batch + keep, give, &W->st.contended);
+      if (s != TS_OK) fail(R, s);
+      W->st.handoffs += give;
+    }
+    for (int i = 0; i < keep; i++) {
+      uint64_t k = W->batch[i];
+      int dev = task_dev(R, k);
+      ts_status s;
       if (dev == W->dev) {
         s = ts__deque_push(&W->dq, k);
       } else { /* another device's worker: its inbox, round robin */
@@ -201,11 +230,17 @@ static void flush_batch(worker *W) {
         worker *T = &R->wk[cand[W->rr++ % nd]];
         s = ts__locked_push(&T->inbox, &W->batch[i], 1, &W->st.contended);
       }
-    } else if (R->o.queue == TS_PIPE_Q_LOCKED) {
-      s = ts__locked_push(&R->lq[dev], &W->batch[i], 1, &W->st.contended);
-    } else {
-      while (!ts__mpmc_push(&R->mq[dev], k, &W->st.contended)) sched_yield(); /* sized for every task: never full */
+      if (s != TS_OK) fail(R, s);
     }
+    return;
+  }
+  for (int i = 0; i < n; i++) {
+    uint64_t k = W->batch[i];
+    int dev = task_dev(R, k);
+    ts_status s = TS_OK;
+    if (R->o.queue == TS_PIPE_Q_LOCKED) s = ts__locked_push(&R->lq[dev], &W->batch[i], 1, &W->st.contended);
+    else
+      while (!ts__mpmc_push(&R->mq[dev], k, &W->st.contended)) sched_yield(); /* sized for every task: never full */
     if (s != TS_OK) fail(R, s);
   }
 }
@@ -228,13 +263,22 @@ static void batch_add(worker *W, ts__pipe_task k) {
   W->batch[W->nbatch++] = k;
 }
 
+static uint64_t take_source(worker *W);
+
 static uint64_t pop(worker *W) {
   run *R = W->R;
   uint64_t k;
-  if (R->o.queue == TS_PIPE_Q_LOCKED) return ts__locked_pop(&R->lq[W->dev], &W->st.contended);
-  if (R->o.queue == TS_PIPE_Q_MPMC) return ts__mpmc_pop(&R->mq[W->dev], &W->st.contended);
+  if (R->o.queue == TS_PIPE_Q_LOCKED) {
+    if ((k = ts__locked_pop(&R->lq[W->dev], &W->st.contended))) return k;
+    return take_source(W);
+  }
+  if (R->o.queue == TS_PIPE_Q_MPMC) {
+    if ((k = ts__mpmc_pop(&R->mq[W->dev], &W->st.contended))) return k;
+    return take_source(W);
+  }
   if ((k = ts__deque_take(&W->dq, &W->st.contended))) return k;
   if ((k = ts__locked_pop(&W->inbox, &W->st.contended))) return k;
+  if ((k = take_source(W))) return k;
   int n = R->nthreads;
   int v0 = (int)ts_rng_below(&W->rng, (uint64_t)n);
   for (int i = 0; i < n; i++) {
@@ -339,6 +383,7 @@ static ts_status start_frame(worker *W, int64_t f) {
   const ts_pipe_desc *d = R->d;
   slot *S = slot_of(R, f);
   atomic_store(&S->ready_frame, -1);
+  atomic_store(&S->cursor, 0); /* before the sources change: a stale taker's CAS fails */
   S->frame = f;
   if (R->o.gran == TS_PIPE_GRAN_AUTO) {
     S->gidx = ts__gran_next(&R->gran);
@@ -391,8 +436,9 @@ static ts_status start_frame(worker *W, int64_t f) {
         size_t m = (size_t)R->w[s] * R->h[s] * d->stage[s].channels;
         for (size_t i = 0; i < m; i++) S->plane[a][s][i] = NAN;
       }
-  /* counters; tasks with none are ready */
+  /* counters; tasks with none are ready: the frame's sources */
   slot *P = f > 0 ? slot_of(R, f - 1) : NULL;
+  int64_t nsrc = 0;
   for (int s = 0; s < R->S; s++) {
     const ts_pipe_stage *st = &d->stage[s];
     const grid *g = &S->g[s];
@@ -416,12 +462,21 @@ static ts_status start_frame(worker *W, int64_t f) {
       }
       atomic_init(&S->cnt[g->base + t], (int32_t)c);
       atomic_init(&S->cstate[g->base + t], 0);
-      if (c == 0) batch_add(W, ts__pipe_task_make(f, s, t));
+      if (c == 0) {
+        if (nsrc == S->srccap) {
+          int64_t cap = S->srccap ? 2 * S->srccap : 1024;
+          TS_TRY(grow((void **)&S->src, cap, sizeof *S->src));
+          S->srccap = cap;
+        }
+        S->src[nsrc++] = ts__pipe_task_make(f, s, t);
+      }
     }
   }
+  atomic_store_explicit(&S->nsrc, nsrc, memory_order_relaxed);
   atomic_store(&S->left, n);
   S->t0 = ts_now() - R->t_start;
   atomic_store(&S->ready_frame, f); /* published: frame f-1's last tiles now deliver themselves */
+  atomic_store_explicit(&S->cursor, (uint64_t)(f + 1) << 32, memory_order_release);
   if (R->feedback && P && R->nfb > 0) {
     int64_t np = P->g[R->last].n;
     for (int64_t p = 0; p < np; p++)
@@ -465,6 +520,35 @@ static void frame_complete(worker *W, int64_t f) {
 }
 
 /* ---- running a task ------------------------------------------------------------------------ */
+
+/* The oldest frame's next source (0: none left in the frames in flight). */
+static uint64_t take_source(worker *W) {
+  run *R = W->R;
+  int64_t lo = atomic_load_explicit(&R->src_lo, memory_order_acquire);
+  for (int64_t f = lo; f < lo + R->nslots && f < R->o.frames; f++) {
+    slot *S = slot_of(R, f);
+    for (;;) {
+      uint64_t c = atomic_load_explicit(&S->cursor, memory_order_acquire);
+      int64_t cf = (int64_t)(c >> 32) - 1; /* the frame the slot hands out (-1: being set up) */
+      int64_t i = (int64_t)(c & 0xffffffffu);
+      if (cf < f) break; /* frame f is not set up yet (or its slot is being set up) */
+      if (cf > f || i >= atomic_load_explicit(&S->nsrc, memory_order_relaxed)) { /* f's sources are all taken */
+        if (f == lo) { /* exhausted: later takers start at the next frame */
+          int64_t e = lo;
+          atomic_compare_exchange_strong(&R->src_lo, &e, lo + 1);
+          lo++;
+        }
+        break;
+      }
+      /* a successful CAS means the slot was not set up again since c was read (that zeroes the
+         cursor first), and it cannot be until this task completes: src[i] is this frame's */
+      if (atomic_compare_exchange_weak_explicit(&S->cursor, &c, c + 1, memory_order_acq_rel, memory_order_relaxed))
+        return S->src[i];
+      W->st.contended++;
+    }
+  }
+  return 0;
+}
 
 static void flush_done(worker *W) {
   if (W->pend == 0) return;
@@ -606,8 +690,13 @@ static void *worker_main(void *arg) {
     uint64_t k = pop(W);
     if (!k) {
       flush_done(W);
-      if (!idle) idle0 = ticks(), idle = true;
-      if (++spins < 64) {
+      if (!idle) {
+        idle0 = ticks(), idle = true;
+        if (R->o.queue == TS_PIPE_Q_SHARDED) atomic_store_explicit(&W->hungry, 1, memory_order_relaxed);
+      }
+      /* spin (a released task arrives within microseconds), yield only when it lasts: a worker
+         sharing its core with another (more workers than cores) must let it run */
+      if (++spins < 256) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
@@ -619,6 +708,7 @@ static void *worker_main(void *arg) {
     if (idle) {
       W->idle_ticks += ticks() - idle0;
       idle = false;
+      atomic_store_explicit(&W->hungry, 0, memory_order_relaxed);
     }
     spins = 0;
     run_task(W, k);
@@ -723,6 +813,7 @@ static void run_free(run *R) {
       free(S->done);
       free(S->delivered);
       free(S->etab);
+      free(S->src);
       for (int a = 0; a < 2; a++)
         for (int s = 0; s < MAXS; s++) ts_free(S->plane[a][s]);
     }
@@ -842,6 +933,8 @@ ts_status ts_pipe_run(const ts_pipe_desc *d, const ts_pipe_opts *opts, ts_pipe_r
   }
   for (int i = 0; i < R->nslots; i++) {
     atomic_init(&R->slots[i].ready_frame, -1);
+    atomic_init(&R->slots[i].cursor, 0);
+    atomic_init(&R->slots[i].nsrc, 0);
     atomic_init(&R->slots[i].left, 0);
     for (int a = 0; a < R->ndev; a++)
       for (int s = 0; s < R->S; s++) {
@@ -867,6 +960,7 @@ ts_status ts_pipe_run(const ts_pipe_desc *d, const ts_pipe_opts *opts, ts_pipe_r
     W->id = i;
     W->dev = R->ndev > 1 ? i % 2 : 0;
     W->pend_frame = -1;
+    atomic_init(&W->hungry, 0);
     ts_rng_seed(&W->rng, ts_rng_next(&seed));
     if ((st = ts__deque_init(&W->dq, 1024)) != TS_OK || (st = ts__locked_init(&W->inbox, 64)) != TS_OK) goto done;
     if (o.timeline) {
@@ -878,6 +972,7 @@ ts_status ts_pipe_run(const ts_pipe_desc *d, const ts_pipe_opts *opts, ts_pipe_r
     }
   }
   atomic_init(&R->outstanding, o.frames);
+  atomic_init(&R->src_lo, 0);
 
   /* the first frames, pushed through worker 0 before any worker runs */
   R->t_start = ts_now();

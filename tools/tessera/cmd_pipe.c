@@ -307,9 +307,9 @@ static int cmd_bench(int argc, char **argv) {
     printf("\n");
     for (int i = 0; i < rep->threads; i++) {
       const ts_pipe_worker_stats *ws = &rep->worker[i];
-      printf("  worker %d: %lld tasks, busy %.1f ms, idle %.1f ms, steals %lld/%lld, contended %lld\n", i,
+      printf("  worker %d: %lld tasks, busy %.1f ms, idle %.1f ms, steals %lld/%lld, handoffs %lld, contended %lld\n", i,
              (long long)ws->tasks, ws->busy_s * 1e3, ws->idle_s * 1e3, (long long)ws->steals, (long long)ws->steal_attempts,
-             (long long)ws->contended);
+             (long long)ws->handoffs, (long long)ws->contended);
     }
     if (check) printf("  check: %lld of %lld frames differ from the reference\n", (long long)bad, (long long)(frames * repeats));
     if (timeline) printf("  timeline: %s\n", timeline);
