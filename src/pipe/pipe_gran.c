@@ -3,7 +3,7 @@
  * The candidates are a ladder of tile shapes (widths x heights, each doubling, capped at the
  * domain). The start comes from a model: a tile must carry enough work that the per-task runtime
  * cost (measured: a deque push and pop and a counter update) stays under 2% of it, its planes
- * across the pipeline's stages should fit in half the private cache (so a consumer finds its
+ * across the pipeline's stages should fit in the private L2 (so a consumer finds its
  * producer's tile there), and a frame must give every worker several tiles per stage. Then, frame
  * by frame, the measured completion interval of frames decides: the runtime probes the start's
  * neighbours on the ladder (one doubling or halving of width or height), moves to a better one
@@ -64,7 +64,7 @@ void ts__gran_init(ts__gran *g, int W, int H, double o, double c, double bytes_p
     /* The model: the largest area that fits the cache and gives each worker 4 tiles per stage;
      * at least the area whose work hides the per-task cost 50x. Among shapes of about that area,
      * the widest (rows are contiguous: longer inner loops, fewer halo rows re-read). */
-    double a_cache = bytes_px > 0 ? 0.5 * l2 / bytes_px : 1e18;
+    double a_cache = bytes_px > 0 ? l2 / bytes_px : 1e18;
     double a_par = (double)W * H / (4.0 * (threads > 0 ? threads : 1));
     double a_ovh = c > 0 ? 50.0 * o / c : 0;
     double area = fmin(a_cache, a_par);
