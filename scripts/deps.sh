@@ -15,6 +15,8 @@ pkgs=(
   zlib1g-dev                 # zlib: PNG output of plots
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd   # OpenCL through the ICD loader, PoCL on the CPU
   python3-venv               # the SmolLM2 test model's venv (scripts/get-smollm2.sh; .ci/run installs it)
+  libopenmpi-dev openmpi-bin # Open MPI: the pipeline runtime's multi-process variant (tessera-pipe-mpi)
+  libtbb-dev                 # oneTBB: the flow-graph peer of the pipeline runtime (make peer-pipe)
 )
 
 missing=()
