@@ -12,7 +12,10 @@
  *   4. termination: ts_pipe_stress over 10^4 randomized runs.
  *
  * usage: bench_pipe [--out DIR] [--apps a,b,...] [--small WxH] [--large WxH] [--frames-small N]
- *                   [--frames-large N] [--rounds R] [--stress N] [--threads T] */
+ *                   [--frames-large N] [--rounds R] [--stress N] [--threads T] [--sections gqcs]
+ *                   [--reuse-tune 1]
+ * --sections: which of the four parts run (default all: g granularity, q queues, c copies, s stress);
+ * --reuse-tune 1: the offline tables from the artifact store when there (default: measured again). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,9 +251,12 @@ static double geomean(const double *v, int n) {
 }
 
 int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines reach a log as they happen */
   const char *out = NULL, *apps_arg = NULL;
   int sw = 320, sh = 240, lw = 1920, lh = 1080, threads = 2, rounds = 5;
   long fs = 200, fl = 16, stress = 10000;
+  const char *sections = "gqcs";
+  bool reuse = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) {
@@ -267,6 +273,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--rounds")) rounds = atoi(v);
     else if (!strcmp(a, "--stress")) stress = atol(v);
     else if (!strcmp(a, "--threads")) threads = atoi(v);
+    else if (!strcmp(a, "--sections")) sections = v;
+    else if (!strcmp(a, "--reuse-tune")) reuse = atoi(v) != 0;
     else {
       fprintf(stderr, "bench_pipe: bad option %s %s\n", a, v);
       return 2;
@@ -293,6 +301,7 @@ int main(int argc, char **argv) {
   cJSON_AddNumberToObject(root, "rounds", rounds);
 
   /* 1. granularity */
+  if (strchr(sections, 'g')) {
   printf("1. granularity: auto vs the offline best fixed tile (ratios: candidate time / auto time)\n");
   cJSON *G = cJSON_AddArrayToObject(root, "granularity");
   double r_other[16], r_same[16];
@@ -307,9 +316,9 @@ int main(int argc, char **argv) {
     o.threads = threads;
     ts_pipe_tune_result ts_, tl;
     o.frames = fs / 4 > 4 ? fs / 4 : 4; /* the offline search runs a quarter of the frames */
-    ts_status s1 = ts_pipe_tune(ts_pipe_app_desc(as), &o, true, true, &ts_);
+    ts_status s1 = ts_pipe_tune(ts_pipe_app_desc(as), &o, !reuse, true, &ts_);
     o.frames = fl / 4 > 4 ? fl / 4 : 4;
-    ts_status s2 = ts_pipe_tune(ts_pipe_app_desc(al), &o, true, true, &tl);
+    ts_status s2 = ts_pipe_tune(ts_pipe_app_desc(al), &o, !reuse, true, &tl);
     ts_pipe_app_destroy(as);
     ts_pipe_app_destroy(al);
     if (s1 != TS_OK || s2 != TS_OK) {
@@ -327,22 +336,27 @@ int main(int argc, char **argv) {
   cJSON_AddNumberToObject(gsum, "geomean_offline_same_over_auto", gs);
   printf("  geomean over %d app-sizes: offline-other / auto %.3f (target >= 1.3), offline-same / auto %.3f (target >= 0.95)\n",
          nr, go, gs);
+  }
 
   /* 2. queues: the app with the shortest tasks at the fine tile (life: 10 flop/px) */
-  printf("2. queues at the finest granularity\n");
-  cJSON *q = queues("life", sw, sh, fs, threads, rounds, 32 < sw ? 32 : sw, 2 < sh ? 2 : sh);
-  if (q) cJSON_AddItemToObject(root, "queues", q);
+  if (strchr(sections, 'q')) {
+    printf("2. queues at the finest granularity\n");
+    cJSON *q = queues("life", sw, sh, fs, threads, rounds, 32 < sw ? 32 : sw, 2 < sh ? 2 : sh);
+    if (q) cJSON_AddItemToObject(root, "queues", q);
+  }
 
   /* 3. copies */
-  printf("3. two device arenas: lazy vs eager copies (tile 64x16)\n");
-  cJSON *C = cJSON_AddArrayToObject(root, "copies");
-  for (int k = 0; k < napps; k++) {
-    cJSON *x = copies(apps[k], sw, sh, fs / 4 > 4 ? fs / 4 : 4, threads, rounds, 64, 16);
-    if (x) cJSON_AddItemToArray(C, x);
+  if (strchr(sections, 'c')) {
+    printf("3. two device arenas: lazy vs eager copies (tile 64x16)\n");
+    cJSON *C = cJSON_AddArrayToObject(root, "copies");
+    for (int k = 0; k < napps; k++) {
+      cJSON *x = copies(apps[k], sw, sh, fs / 4 > 4 ? fs / 4 : 4, threads, rounds, 64, 16);
+      if (x) cJSON_AddItemToArray(C, x);
+    }
   }
 
   /* 4. termination */
-  if (stress > 0) {
+  if (stress > 0 && strchr(sections, 's')) {
     printf("4. termination: %ld randomized runs with delays and stalls\n", stress);
     ts_pipe_stress_result sr;
     if (ts_pipe_stress(stress, 1, 4, NULL, NULL, &sr) == TS_OK) {

@@ -2,10 +2,13 @@
  *
  * The candidates are a ladder of tile shapes (widths x heights, each doubling, capped at the
  * domain). The start comes from a model: a tile must carry enough work that the per-task runtime
- * cost (measured: a deque push and pop and a counter update) stays under 2% of it, its planes
- * across the pipeline's stages should fit in the private L2 (so a consumer finds its
- * producer's tile there), and a frame must give every worker several tiles per stage. Then, frame
- * by frame, the measured completion interval of frames decides: the runtime probes the start's
+ * cost (measured: a deque push and pop and a counter update) stays under 2% of it; its planes
+ * across the pipeline's stages should fit in the private L2 (so a consumer finds its producer's
+ * tile there) unless the frames in flight fit in the shared L3 anyway; and the workers need work:
+ * four tiles per stage each, or, when frames do not depend on each other, one tile per stage of
+ * each frame in flight. A candidate is measured over a window of frames (at least two and 10 ms,
+ * so a small frame's jitter does not decide), and then, window by window, the measured completion
+ * interval of frames decides: the runtime probes the start's
  * neighbours on the ladder (one doubling or halving of width or height), moves to a better one
  * (by more than 2%), probes again from there, and settles when no neighbour is better. Settled, it
  * probes again only when the chosen tile's frames drift by more than 15% from their cost at
@@ -16,7 +19,11 @@
 #include "pipe/pipe_internal.h"
 
 #define GRAN_MOVE 0.98  /* a neighbour must be 2% faster to move */
-#define GRAN_DRIFT 0.15 /* settled: a drift of the best's cost that starts a new probe round */
+#define GRAN_DRIFT 0.2 /* settled: a drift of the best's cost that starts a new probe round */
+/* A measurement window lasts at least this long and two frames, and holds a multiple of the frames
+ * in flight: with k frames overlapping, completions come in bursts of k, and a window cut inside a
+ * burst would read a few percent fast or slow (the size of the moves it must judge). */
+#define GRAN_WINDOW_S 10e-3
 
 static int ladder(int n, int lo, int *out, int max) {
   int k = 0;
@@ -32,14 +39,14 @@ static int ladder(int n, int lo, int *out, int max) {
 
 int ts_pipe_ladder(int width, int height, int *tile_w, int *tile_h, int cap) {
   ts__gran g;
-  ts__gran_init(&g, width, height, 1e-6, 1e-8, 4, 1 << 20, 1, 0, 0);
+  ts__gran_model m = {1e-6, 1e-8, 4, 1 << 20, 1 << 25, 1, 1, false};
+  ts__gran_init(&g, width, height, &m, 0, 0);
   int n = g.ncand < cap ? g.ncand : cap;
   for (int k = 0; k < n; k++) tile_w[k] = g.cw[k], tile_h[k] = g.ch[k];
   return n;
 }
 
-void ts__gran_init(ts__gran *g, int W, int H, double o, double c, double bytes_px, double l2, int threads,
-                   int start_w, int start_h) {
+void ts__gran_init(ts__gran *g, int W, int H, const ts__gran_model *m, int start_w, int start_h) {
   memset(g, 0, sizeof *g);
   int ws[8], hs[8];
   g->gw = ladder(W, 32, ws, 8);
@@ -52,7 +59,8 @@ void ts__gran_init(ts__gran *g, int W, int H, double o, double c, double bytes_p
       g->ch[g->ncand] = hs[j];
       g->ncand++;
     }
-  g->overhead_s = o;
+  g->overhead_s = m->o;
+  g->inflight = m->inflight > 0 ? m->inflight : 1;
   int pick = -1;
   if (start_w > 0 && start_h > 0) { /* the nearest ladder entry to the caller's start */
     double bd = INFINITY;
@@ -61,12 +69,15 @@ void ts__gran_init(ts__gran *g, int W, int H, double o, double c, double bytes_p
       if (dd < bd) bd = dd, pick = k;
     }
   } else {
-    /* The model: the largest area that fits the cache and gives each worker 4 tiles per stage;
-     * at least the area whose work hides the per-task cost 50x. Among shapes of about that area,
-     * the widest (rows are contiguous: longer inner loops, fewer halo rows re-read). */
-    double a_cache = bytes_px > 0 ? l2 / bytes_px : 1e18;
-    double a_par = (double)W * H / (4.0 * (threads > 0 ? threads : 1));
-    double a_ovh = c > 0 ? 50.0 * o / c : 0;
+    /* The model: the largest area that fits the cache and gives the workers enough tiles; at
+     * least the area whose work hides the per-task cost 50x. Among shapes of about that area, the
+     * widest (rows are contiguous: longer inner loops, fewer halo rows re-read). */
+    int nt = m->threads > 0 ? m->threads : 1;
+    double frame_bytes = m->bytes_px * W * H * (m->inflight > 0 ? m->inflight : 1);
+    double a_cache = m->bytes_px > 0 && frame_bytes > 0.5 * m->l3 ? m->l2 / m->bytes_px : 1e18;
+    double a_par = m->feedback || m->inflight < 2 ? (double)W * H / (4.0 * nt)
+                                                  : (double)W * H * m->inflight / (double)nt;
+    double a_ovh = m->c > 0 ? 50.0 * m->o / m->c : 0;
     double area = fmin(a_cache, a_par);
     if (area < a_ovh) area = fmin(a_ovh, (double)W * H);
     double bd = INFINITY;
@@ -87,8 +98,9 @@ void ts__gran_min_tile(const ts__gran *g, int *w, int *h) {
 void ts__gran_observe(ts__gran *g, int idx, double s) {
   if (idx < 0 || idx >= g->ncand || !(s > 0)) return;
   if (g->nobs++ == 0) return; /* the run's first frame pays the planes' page faults */
-  g->nmeas[idx]++;
-  g->cost[idx] = g->cost[idx] > 0 ? 0.5 * g->cost[idx] + 0.5 * s : s;
+  if (idx != g->cur) return;  /* a frame started before the switch */
+  g->win_s += s;
+  g->win_n++;
 }
 
 /* A neighbour of k on the ladder not measured yet: the next to probe, or -1. */
@@ -105,9 +117,20 @@ static int unprobed_neighbour(const ts__gran *g, int k) {
 }
 
 int ts__gran_next(ts__gran *g) {
-  /* the current best: the fastest measured */
-  for (int k = 0; k < g->ncand; k++)
-    if (g->cost[k] > 0 && (g->cost[g->best] <= 0 || g->cost[k] < GRAN_MOVE * g->cost[g->best])) g->best = k;
+  if (g->win_n < 2 || g->win_s < GRAN_WINDOW_S || g->win_n % g->inflight) return g->cur; /* still open */
+  double c = g->win_s / g->win_n;
+  g->cost[g->cur] = g->nmeas[g->cur] > 0 && g->cost[g->cur] > 0 ? 0.5 * g->cost[g->cur] + 0.5 * c : c;
+  g->nmeas[g->cur]++;
+  g->win_s = 0;
+  g->win_n = 0;
+  /* the current best: the fastest measured twice (a probe that looks faster after one window is
+     measured again before the runtime moves to it: one lucky window must not decide) */
+  for (int k = 0; k < g->ncand; k++) {
+    if (k == g->best || g->cost[k] <= 0) continue;
+    if (g->cost[g->best] > 0 && g->cost[k] >= GRAN_MOVE * g->cost[g->best]) continue;
+    if (g->nmeas[k] < 2) return g->cur = k; /* confirm it */
+    g->best = k;
+  }
   if (g->cost[g->best] <= 0) return g->cur = g->best; /* measure the start first */
   int n = unprobed_neighbour(g, g->best);
   if (n >= 0) {

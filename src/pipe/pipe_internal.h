@@ -73,20 +73,30 @@ typedef struct ts__gran {
   int ncand;
   int cw[TS__GRAN_MAXC], ch[TS__GRAN_MAXC]; /* candidate tiles, level 0 */
   int gw, gh;                               /* the ladder: gw widths x gh heights, index = iw * gh + ih */
-  double cost[TS__GRAN_MAXC];               /* measured seconds per frame (EWMA; 0: unmeasured) */
-  int nmeas[TS__GRAN_MAXC];
+  double cost[TS__GRAN_MAXC];               /* measured seconds per frame (0: unmeasured) */
+  int nmeas[TS__GRAN_MAXC];                 /* measurement windows taken */
   int cur, best;                            /* index running now, best measured */
-  double settled_cost;                      /* the best's cost when the probes ended (0: probing) */
   int start;                                /* the model's pick */
   int nobs;                                 /* frames observed (the run's first is not used) */
+  double win_s;                             /* current window: seconds and frames of `cur` observed */
+  int win_n;
+  int inflight;                             /* a window holds a multiple of this many frames */
+  double settled_cost;                      /* the best's cost when the probes ended (0: probing) */
   double overhead_s;                        /* per-task runtime cost the model used */
 } ts__gran;
 
-/* The ladder for a W x H domain and the model's start: per-task overhead o (seconds), per-pixel
- * cost c (seconds per level-0 pixel, all stages), bytes per level-0 pixel across the stages'
- * planes, the last-level-private cache size, threads. start_w/h > 0: start there instead. */
-void ts__gran_init(ts__gran *g, int W, int H, double o, double c, double bytes_px, double l2, int threads,
-                   int start_w, int start_h);
+/* What the model starts from. */
+typedef struct ts__gran_model {
+  double o;         /* per-task runtime cost, seconds */
+  double c;         /* seconds of work per level-0 pixel, all stages */
+  double bytes_px;  /* bytes of the stages' planes per level-0 pixel */
+  double l2, l3;    /* private L2 and shared L3 bytes */
+  int threads, inflight;
+  bool feedback;    /* frames depend on each other (no parallelism across frames) */
+} ts__gran_model;
+
+/* The ladder for a W x H domain and the model's start; start_w/h > 0: start there instead. */
+void ts__gran_init(ts__gran *g, int W, int H, const ts__gran_model *m, int start_w, int start_h);
 /* A frame that ran with candidate `idx` took `s` seconds per frame (completion interval). */
 void ts__gran_observe(ts__gran *g, int idx, double s);
 /* The candidate the next frame should run with. */

@@ -907,13 +907,14 @@ ts_status ts_pipe_run(const ts_pipe_desc *d, const ts_pipe_opts *opts, ts_pipe_r
   rep->overhead_s = task_overhead();
   int minw = o.tile_w, minh = o.tile_h;
   if (o.gran == TS_PIPE_GRAN_AUTO) {
-    int64_t l2b = 0;
-    ts_hwinfo_cache_sizes(NULL, &l2b, NULL);
-    double l2 = l2b > 0 ? (double)l2b : 512.0 * 1024;
+    int64_t l2b = 0, l3b = 0;
+    ts_hwinfo_cache_sizes(NULL, &l2b, &l3b);
     /* seconds per level-0 pixel: the flops at 1 GFLOP/s per worker (a stencil's typical rate);
-       the measured frames take over from the second frame on */
-    double c = flops_px > 0 ? flops_px / 1e9 : 1e-8;
-    ts__gran_init(&R->gran, d->width, d->height, rep->overhead_s, c, bytes_px, l2, o.threads, o.tile_w, o.tile_h);
+       the measured frames take over from the first window on */
+    ts__gran_model m = {rep->overhead_s, flops_px > 0 ? flops_px / 1e9 : 1e-8, bytes_px,
+                        l2b > 0 ? (double)l2b : 512.0 * 1024, l3b > 0 ? (double)l3b : 8.0 * 1024 * 1024,
+                        o.threads, o.inflight, feedback};
+    ts__gran_init(&R->gran, d->width, d->height, &m, o.tile_w, o.tile_h);
     ts__gran_min_tile(&R->gran, &minw, &minh);
   }
   int64_t maxtasks = tasks_at(R, minw, minh);
