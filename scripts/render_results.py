@@ -770,6 +770,109 @@ def vit_train_rows(paths, md_path):
     return out
 
 
+def pipe_section(md_path):
+    """The stencil-pipeline runtime (issue 37): the newest results/*-pipe/bench_pipe.json (auto
+    granularity vs the offline best, queues, copies, termination) and results/*-pipe-peers/peers.json
+    (OpenMP tasks and a oneTBB flow graph, interleaved). Empty when neither exists."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(md_path)))
+    here = os.path.dirname(os.path.abspath(md_path))
+    out = []
+    bench = sorted(glob.glob(os.path.join(root, "results", "*-pipe", "bench_pipe.json")))
+    peers = sorted(glob.glob(os.path.join(root, "results", "*-pipe-peers", "peers.json")))
+    if not bench and not peers:
+        return out
+    out += ["## Stencil pipelines: automatic granularity, queues, peers (GOPipe, HiWayLib; issue 37)", ""]
+    # bench_pipe runs its parts separately (--sections): each part from the newest file that has it
+    parts = {}
+    for path in bench:
+        jj = load_json(path, "bench_pipe")
+        for k in ("granularity", "queues", "copies", "stress"):
+            if get(jj, k):
+                parts[k] = (path, jj)
+    if bench:
+        gpath, j = parts.get("granularity", (bench[-1], load_json(bench[-1], "bench_pipe")))
+        prov = get(j, "provenance") or {}
+        out += ["Command: `make bench-pipe` ([data](%s)); %s, %s threads, kernels %s, %s. Times are medians of interleaved "
+                "rounds; a ratio is the paired median of candidate time / auto's time (> 1: auto faster)." % (
+                    os.path.relpath(gpath, here), text(prov, "cpu_model") or "?", fmt(num(prov, "threads"), digits=0),
+                    text(prov, "kernels") or "?", text(prov, "date") or "?"), "",
+                "| app | size × frames | auto | offline best, this size | offline best, the other size | fine 32×2 | coarse (frame) | auto's tiles over the frames |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for g in get(j, "granularity") or []:
+            c = get(g, "candidates") or {}
+            def cell(k):
+                x = get(c, k) or {}
+                t = "%s×%s " % (fmt(num(x, "tile_w"), digits=0), fmt(num(x, "tile_h"), digits=0)) if k.startswith("offline") else ""
+                return "%s%.1f ms (%s)" % (t, (num(x, "median_s") or float("nan")) * 1e3, fx(num(x, "over_auto")))
+            tr = get(g, "auto_trace") or []
+            out.append("| %s | %s×%s × %s | %.1f ms | %s | %s | %s | %s | %s |" % (
+                text(g, "app"), fmt(num(g, "width"), digits=0), fmt(num(g, "height"), digits=0), fmt(num(g, "frames"), digits=0),
+                (num(c, "auto", "median_s") or float("nan")) * 1e3, cell("offline_same"), cell("offline_other"), cell("fine"),
+                cell("coarse"), md_escape(", ".join(tr[:4]) + (" …" if len(tr) > 4 else ""))))
+        gs = get(j, "granularity_summary") or {}
+        sizes = sorted({(num(g, "width") or 0) * (num(g, "height") or 0) for g in get(j, "granularity") or []})
+        def gm(pred, key):
+            v = [num(g, "candidates", key, "over_auto") for g in get(j, "granularity") or [] if pred(g)]
+            v = [x for x in v if x and x > 0]
+            return math.exp(sum(math.log(x) for x in v) / len(v)) if v else float("nan")
+        big = (lambda g: (num(g, "width") or 0) * (num(g, "height") or 0) == sizes[-1]) if sizes else (lambda g: False)
+        out += ["", "Geometric mean over the app-sizes: the other size's offline best takes %s auto's time (target ≥ 1.3×; "
+                "%s at the large size with the small size's tile, %s at the small size with the large size's tile, which the "
+                "ladder caps at the frame); this size's offline best %s (target: auto within 5%%, i.e. ≥ 0.95×)." % (
+                    fx(num(gs, "geomean_offline_other_over_auto")), fx(gm(big, "offline_other")),
+                    fx(gm(lambda g: not big(g), "offline_other")), fx(num(gs, "geomean_offline_same_over_auto"))), ""]
+        qpath, qj = parts.get("queues", (None, {}))
+        q = get(qj, "queues") or {}
+        if q:
+            out += ["Queues at the finest granularity (%s %s×%s, tile %s×%s, %s frames, 2 threads; [data](%s)):" % (
+                text(q, "app"), fmt(num(q, "width"), digits=0), fmt(num(q, "height"), digits=0), fmt(num(q, "tile_w"), digits=0),
+                fmt(num(q, "tile_h"), digits=0), fmt(num(q, "frames"), digits=0), os.path.relpath(qpath, here)), "",
+                "| queue | time | / sharded's | tasks/s | contended | steals | idle (both workers) |", "| --- | --- | --- | --- | --- | --- | --- |"]
+            for name in ("sharded", "locked", "mpmc"):
+                x = get(q, name) or {}
+                out.append("| %s | %.1f ms | %s [%s, %s] | %s M | %s | %s | %.1f ms |" % (
+                    name, (num(x, "median_s") or float("nan")) * 1e3, fx(num(x, "over_sharded")), fmt(num(x, "over_sharded_lo"), digits=3),
+                    fmt(num(x, "over_sharded_hi"), digits=3), fmt((num(x, "tasks_per_s") or float("nan")) / 1e6, digits=2),
+                    fmt(num(x, "contended"), digits=0), fmt(num(x, "steals"), digits=0), (num(x, "idle_s") or float("nan")) * 1e3))
+            out += ["", "Target: sharded ≥ 1.2× over the lock-free ring.", ""]
+        cp = get(parts.get("copies", (None, {}))[1], "copies") or []
+        if cp:
+            out += ["Two device arenas (stages pinned half and half), tile 64×16: lazy copies move only what a consumer on the other "
+                    "device reads, eager ones every tile.", "", "| app | one arena | lazy | eager | MB moved lazy / eager |",
+                    "| --- | --- | --- | --- | --- |"]
+            for x in cp:
+                out.append("| %s | %.1f ms | %.1f ms | %.1f ms (%s lazy's) | %s / %s |" % (
+                    text(x, "app"), (num(x, "none", "median_s") or float("nan")) * 1e3, (num(x, "lazy", "median_s") or float("nan")) * 1e3,
+                    (num(x, "eager", "median_s") or float("nan")) * 1e3, fx(num(x, "eager", "over_lazy")),
+                    fmt(num(x, "lazy", "copy_mb"), digits=1), fmt(num(x, "eager", "copy_mb"), digits=1)))
+            out.append("")
+        st = get(parts.get("stress", (None, {}))[1], "stress") or {}
+        if st:
+            out += ["Termination: %s randomized runs (delays and worker stalls injected), %s tasks: %s lost, %s duplicated, %s frames "
+                    "not delivered once, %s outputs different from a sequential run." % (
+                        fmt(num(st, "runs"), digits=0), fmt(num(st, "tasks"), digits=0), fmt(num(st, "lost"), digits=0),
+                        fmt(num(st, "duplicated"), digits=0), fmt(num(st, "frames_bad"), digits=0), fmt(num(st, "mismatched"), digits=0)), ""]
+    if peers:
+        j = load_json(peers[-1], "pipe peers")
+        cfg, sm, m = get(j, "config") or {}, get(j, "summary") or {}, get(j, "machine") or {}
+        out += ["Peers, interleaved (command: `make peer-pipe`, [data](%s)): the same apps and kernels as OpenMP tasks with `depend` "
+                "clauses and as a oneTBB flow graph, each at its own best tile (and OpenMP at its best wait policy and task order), "
+                "tessera at `--granularity auto`; %s, %s threads, %s frames." % (
+                    os.path.relpath(peers[-1], here), text(cfg, "size") or "?", fmt(num(cfg, "threads"), digits=0),
+                    fmt(num(cfg, "frames"), digits=0)), "",
+                "| app | tessera | OpenMP tasks (tile) | tessera / OpenMP | TBB flow graph (tile) | tessera / TBB | noisy rounds |",
+                "| --- | --- | --- | --- | --- | --- | --- |"]
+        for app, rec in sorted((get(j, "apps") or {}).items(), key=lambda kv: kv[0]):
+            med, r, t = get(rec, "median_wall_s") or {}, get(rec, "ratio_tessera_over") or {}, get(rec, "tiles") or {}
+            out.append("| %s | %.1f ms | %.1f ms (%s) | %s | %.1f ms (%s) | %s | %s |" % (
+                app, (num(med, "tessera") or float("nan")) * 1e3, (num(med, "pipe_omp") or float("nan")) * 1e3,
+                md_escape(str(get(t, "pipe_omp"))), fmt(num(r, "pipe_omp"), digits=3), (num(med, "pipe_tbb") or float("nan")) * 1e3,
+                md_escape(str(get(t, "pipe_tbb"))), fmt(num(r, "pipe_tbb"), digits=3), fmt(num(rec, "noisy_rounds"), digits=0)))
+        out += ["", "tessera faster than both peers on %s of %s apps (target: at least four); a ratio below 1 is tessera ahead." % (
+            fmt(num(sm, "tessera_faster_than_every_peer"), digits=0), fmt(num(sm, "apps"), digits=0)), ""]
+    return out
+
+
 def plan3d_section(md_path):
     """The 3D-parallel planner (issue 36): the newest results/*-plan3d/bench_plan3d.json (simulated
     paper-scale figures) and results/*-plan3d-gloo/gloo.json (estimates against real gloo runs).
@@ -1061,6 +1164,10 @@ def render(rdir, md_path, svg_dir):
         out.extend(plan3d_section(md_path))
     except BadInput as e:
         out.extend(["## 3D-parallel training plans (issue 36)", "", "Not rendered: %s." % e, ""])
+    try:
+        out.extend(pipe_section(md_path))
+    except BadInput as e:
+        out.extend(["## Stencil pipelines (issue 37)", "", "Not rendered: %s." % e, ""])
 
     # -- footer
     out.append("## This results set")

@@ -39,7 +39,7 @@ static int ladder(int n, int lo, int *out, int max) {
 
 int ts_pipe_ladder(int width, int height, int *tile_w, int *tile_h, int cap) {
   ts__gran g;
-  ts__gran_model m = {1e-6, 1e-8, 4, 1 << 20, 1 << 25, 1, 1, false};
+  ts__gran_model m = {1e-6, 1e-8, 4, 1 << 20, 1 << 25, 1, 1, false, 1};
   ts__gran_init(&g, width, height, &m, 0, 0);
   int n = g.ncand < cap ? g.ncand : cap;
   for (int k = 0; k < n; k++) tile_w[k] = g.cw[k], tile_h[k] = g.ch[k];
@@ -61,6 +61,7 @@ void ts__gran_init(ts__gran *g, int W, int H, const ts__gran_model *m, int start
     }
   g->overhead_s = m->o;
   g->inflight = m->inflight > 0 ? m->inflight : 1;
+  g->frames = m->frames;
   int pick = -1;
   if (start_w > 0 && start_h > 0) { /* the nearest ladder entry to the caller's start */
     double bd = INFINITY;
@@ -121,18 +122,24 @@ int ts__gran_next(ts__gran *g) {
   double c = g->win_s / g->win_n;
   g->cost[g->cur] = g->nmeas[g->cur] > 0 && g->cost[g->cur] > 0 ? 0.5 * g->cost[g->cur] + 0.5 * c : c;
   g->nmeas[g->cur]++;
+  if (g->cur != g->best) g->probe_frames += g->win_n;
+  g->last_win = g->win_n;
   g->win_s = 0;
   g->win_n = 0;
+  /* the exploration budget: probes take at most a quarter of the run's frames (a short run cannot
+     pay for a search; it keeps the model's start or what it has found) */
+  bool may_probe = (double)(g->probe_frames + g->last_win) <= 0.25 * (double)g->frames;
   /* the current best: the fastest measured twice (a probe that looks faster after one window is
      measured again before the runtime moves to it: one lucky window must not decide) */
   for (int k = 0; k < g->ncand; k++) {
     if (k == g->best || g->cost[k] <= 0) continue;
     if (g->cost[g->best] > 0 && g->cost[k] >= GRAN_MOVE * g->cost[g->best]) continue;
-    if (g->nmeas[k] < 2) return g->cur = k; /* confirm it */
+    if (g->nmeas[k] < 2 && may_probe) return g->cur = k; /* confirm it */
+    if (g->nmeas[k] < 2) continue;
     g->best = k;
   }
   if (g->cost[g->best] <= 0) return g->cur = g->best; /* measure the start first */
-  int n = unprobed_neighbour(g, g->best);
+  int n = may_probe ? unprobed_neighbour(g, g->best) : -1;
   if (n >= 0) {
     g->settled_cost = 0;
     return g->cur = n;

@@ -81,6 +81,9 @@ typedef struct ts__gran {
   double win_s;                             /* current window: seconds and frames of `cur` observed */
   int win_n;
   int inflight;                             /* a window holds a multiple of this many frames */
+  int64_t frames;                           /* in the run: probes may take a quarter of them */
+  int64_t probe_frames;                     /* frames run with a candidate other than the best */
+  int last_win;                             /* frames the last window took */
   double settled_cost;                      /* the best's cost when the probes ended (0: probing) */
   double overhead_s;                        /* per-task runtime cost the model used */
 } ts__gran;
@@ -93,6 +96,7 @@ typedef struct ts__gran_model {
   double l2, l3;    /* private L2 and shared L3 bytes */
   int threads, inflight;
   bool feedback;    /* frames depend on each other (no parallelism across frames) */
+  int64_t frames;   /* frames in the run */
 } ts__gran_model;
 
 /* The ladder for a W x H domain and the model's start; start_w/h > 0: start there instead. */

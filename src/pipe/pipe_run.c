@@ -913,7 +913,7 @@ ts_status ts_pipe_run(const ts_pipe_desc *d, const ts_pipe_opts *opts, ts_pipe_r
        the measured frames take over from the first window on */
     ts__gran_model m = {rep->overhead_s, flops_px > 0 ? flops_px / 1e9 : 1e-8, bytes_px,
                         l2b > 0 ? (double)l2b : 512.0 * 1024, l3b > 0 ? (double)l3b : 8.0 * 1024 * 1024,
-                        o.threads, o.inflight, feedback};
+                        o.threads, o.inflight, feedback, o.frames};
     ts__gran_init(&R->gran, d->width, d->height, &m, o.tile_w, o.tile_h);
     ts__gran_min_tile(&R->gran, &minw, &minh);
   }
