@@ -81,10 +81,15 @@ void ts__gran_init(ts__gran *g, int W, int H, const ts__gran_model *m, int start
     double a_ovh = m->c > 0 ? 50.0 * m->o / m->c : 0;
     double area = fmin(a_cache, a_par);
     if (area < a_ovh) area = fmin(a_ovh, (double)W * H);
+    /* the widest ladder width whose two-row tile fits the area (full rows when they do), then the
+       height nearest the area */
+    int iw = 0;
+    for (int i = 0; i < g->gw; i++)
+      if ((double)g->cw[i * g->gh] * g->ch[0] <= area) iw = i;
     double bd = INFINITY;
-    for (int k = 0; k < g->ncand; k++) {
-      double a = (double)g->cw[k] * g->ch[k];
-      double dd = fabs(log(a / area)) - 1e-3 * log((double)g->cw[k]); /* ties: the wider */
+    for (int j = 0; j < g->gh; j++) {
+      int k = iw * g->gh + j;
+      double dd = fabs(log((double)g->cw[k] * g->ch[k] / area));
       if (dd < bd) bd = dd, pick = k;
     }
   }
