@@ -120,7 +120,7 @@ bench-pipe: build
 # The same six apps with OpenMP tasks (depend clauses) and a oneTBB flow graph, each at its best
 # tile, interleaved with tessera's auto granularity (bench/peers/pipe_peers.py).
 peer-pipe: build
-	@python3 bench/peers/pipe_peers.py --build $(BUILD) --out results/$(shell date -u +%F)-pipe-peers
+	@python3 bench/peers/pipe_peers.py --build $(BUILD) --out results/$(shell date -u +%F)-pipe-peers/peers.json
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)
