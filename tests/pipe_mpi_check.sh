@@ -28,6 +28,12 @@ export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-
 export OMPI_MCA_btl_base_warn_component_unused=0
 export PMIX_MCA_gds=${PMIX_MCA_gds:-hash}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Under the sanitizer build (make sanitize: detect_leaks=1) the ranks keep AddressSanitizer's memory
+# checks but not its leak report: Open MPI, hwloc and the MCA plugins (dlclosed at MPI_Finalize, so
+# their stacks read "<unknown module>" and cannot be suppressed by name) leave ~120 KB in ~3400
+# blocks per rank by design, and no leaked block's stack passes through tessera's code (checked on
+# 2026-12-07 with Open MPI 4.1). A leak of tessera's own shows in every other sanitizer test.
+if [ -n "${ASAN_OPTIONS:-}" ]; then export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"; fi
 mpi() { # mpi NP ARGS...: the program on NP ranks, at most 60 s
   local np=$1
   shift

@@ -714,15 +714,17 @@ static int pipe_mpi(int argc, char **argv, int rank, int P) {
   const ts_pipe_desc *d = ts_pipe_app_desc(app);
   layout L;
   layout_of(d, &L);
-  if (P > L.H) {
+  if (P > L.H) { /* the message names the stage: said before the app (and its names) is freed */
+    int r = usage_error("%d ranks but %s's last stage (%s) has %d rows at %dx%d: at most one rank per row", P, a.app,
+                        d->stage[L.last].name ? d->stage[L.last].name : "?", L.H, a.w, a.h);
     ts_pipe_app_destroy(app);
-    return usage_error("%d ranks but %s's last stage (%s) has %d rows at %dx%d: at most one rank per row", P, a.app,
-                       d->stage[L.last].name ? d->stage[L.last].name : "?", L.H, a.w, a.h);
+    return r;
   }
   if (a.check && (int64_t)L.W * L.H * L.C > INT_MAX) {
+    int r = usage_error("--check gathers whole frames with int counts: %s's last stage is %dx%dx%d floats (at most "
+                        "%d)", a.app, L.W, L.H, L.C, INT_MAX);
     ts_pipe_app_destroy(app);
-    return usage_error("--check gathers whole frames with int counts: %s's last stage is %dx%dx%d floats (at most "
-                       "%d)", a.app, L.W, L.H, L.C, INT_MAX);
+    return r;
   }
   int threads = a.threads;
   if (!threads) threads = ts_default_threads() / P > 1 ? ts_default_threads() / P : 1;
