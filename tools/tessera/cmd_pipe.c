@@ -54,6 +54,33 @@ static bool parse_size(const char *v, int *w, int *h) {
   return true;
 }
 
+/* The options bench and tune share: the app, its size, the frames, frames in flight, the queue. */
+typedef struct run_args {
+  const char *app;
+  int w, h;
+  long frames, inflight;
+  ts_pipe_queue queue;
+} run_args;
+
+/* 1: a shared option (its value taken), 0: not one, -1: a bad value (message printed). */
+static int run_opt(const char *a, const char *v, run_args *r) {
+  if (!strcmp(a, "--app")) {
+    r->app = v;
+  } else if (!strcmp(a, "--size")) {
+    if (!parse_size(v, &r->w, &r->h)) return cli_usage_error(CMD, "--size '%s': expected WxH, each 1..65536", v), -1;
+  } else if (!strcmp(a, "--frames")) {
+    if (!cli_parse_int(CMD, a, v, 1, 1 << 20, &r->frames)) return -1;
+  } else if (!strcmp(a, "--inflight")) {
+    if (!cli_parse_int(CMD, a, v, 1, 16, &r->inflight)) return -1;
+  } else if (!strcmp(a, "--queue")) {
+    if (ts_pipe_queue_parse(v, &r->queue) != TS_OK)
+      return cli_usage_error(CMD, "--queue '%s': sharded, locked or mpmc", v), -1;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 /* ---- apps ---- */
 
 static int cmd_apps(int argc, char **argv) {
@@ -152,9 +179,9 @@ static int64_t check_frames(const checker *c, ts_status *st) {
 
 static int cmd_bench(int argc, char **argv) {
   cli_common_opts co = {0};
-  const char *appname = NULL, *gran = "auto", *timeline = NULL;
-  int w = 1024, h = 1024;
-  long frames = 32, inflight = 2, repeats = 1;
+  const char *gran = "auto", *timeline = NULL;
+  run_args ra = {NULL, 1024, 1024, 32, 2, TS_PIPE_Q_SHARDED};
+  long repeats = 1;
   bool check = false;
   ts_pipe_opts o = ts_pipe_opts_default();
   for (int i = 2; i < argc; i++) {
@@ -167,23 +194,21 @@ static int cmd_bench(int argc, char **argv) {
       continue;
     }
     if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-    if (!strcmp(a, "--app")) appname = v;
-    else if (!strcmp(a, "--size")) {
-      if (!parse_size(v, &w, &h)) return cli_usage_error(CMD, "--size '%s': expected WxH, each 1..65536", v);
-    } else if (!strcmp(a, "--frames")) {
-      if (!cli_parse_int(CMD, a, v, 1, 1 << 20, &frames)) return CLI_USAGE;
-    } else if (!strcmp(a, "--inflight")) {
-      if (!cli_parse_int(CMD, a, v, 1, 16, &inflight)) return CLI_USAGE;
-    } else if (!strcmp(a, "--repeats")) {
+    int r = run_opt(a, v, &ra);
+    if (r < 0) return CLI_USAGE;
+    if (r) continue;
+    if (!strcmp(a, "--repeats")) {
       if (!cli_parse_int(CMD, a, v, 1, 1000, &repeats)) return CLI_USAGE;
     } else if (!strcmp(a, "--granularity")) gran = v;
-    else if (!strcmp(a, "--queue")) {
-      if (ts_pipe_queue_parse(v, &o.queue) != TS_OK) return cli_usage_error(CMD, "--queue '%s': sharded, locked or mpmc", v);
-    } else if (!strcmp(a, "--copy")) {
+    else if (!strcmp(a, "--copy")) {
       if (ts_pipe_copy_parse(v, &o.copy) != TS_OK) return cli_usage_error(CMD, "--copy '%s': none, lazy or eager", v);
     } else if (!strcmp(a, "--timeline")) timeline = v;
     else return cli_usage_error(CMD, "bench: unknown option '%s'", a);
   }
+  const char *appname = ra.app;
+  int w = ra.w, h = ra.h;
+  long frames = ra.frames, inflight = ra.inflight;
+  o.queue = ra.queue;
   if (co.help) return usage(), CLI_OK;
   if (!appname) return cli_usage_error(CMD, "bench: --app NAME is required (`tessera pipe apps`)");
   ts_pipe_app *app;
@@ -329,9 +354,7 @@ out:
 
 static int cmd_tune(int argc, char **argv) {
   cli_common_opts co = {0};
-  const char *appname = NULL;
-  int w = 1024, h = 1024;
-  long frames = 8, inflight = 2;
+  run_args ra = {NULL, 1024, 1024, 8, 2, TS_PIPE_Q_SHARDED};
   bool fresh = false;
   ts_pipe_opts o = ts_pipe_opts_default();
   for (int i = 2; i < argc; i++) {
@@ -344,17 +367,14 @@ static int cmd_tune(int argc, char **argv) {
       continue;
     }
     if (!(v = cli_value(CMD, argc, argv, &i))) return CLI_USAGE;
-    if (!strcmp(a, "--app")) appname = v;
-    else if (!strcmp(a, "--size")) {
-      if (!parse_size(v, &w, &h)) return cli_usage_error(CMD, "--size '%s': expected WxH, each 1..65536", v);
-    } else if (!strcmp(a, "--frames")) {
-      if (!cli_parse_int(CMD, a, v, 1, 1 << 20, &frames)) return CLI_USAGE;
-    } else if (!strcmp(a, "--inflight")) {
-      if (!cli_parse_int(CMD, a, v, 1, 16, &inflight)) return CLI_USAGE;
-    } else if (!strcmp(a, "--queue")) {
-      if (ts_pipe_queue_parse(v, &o.queue) != TS_OK) return cli_usage_error(CMD, "--queue '%s': sharded, locked or mpmc", v);
-    } else return cli_usage_error(CMD, "tune: unknown option '%s'", a);
+    int r = run_opt(a, v, &ra);
+    if (r < 0) return CLI_USAGE;
+    if (!r) return cli_usage_error(CMD, "tune: unknown option '%s'", a);
   }
+  const char *appname = ra.app;
+  int w = ra.w, h = ra.h;
+  long frames = ra.frames, inflight = ra.inflight;
+  o.queue = ra.queue;
   if (co.help) return usage(), CLI_OK;
   if (!appname) return cli_usage_error(CMD, "tune: --app NAME is required (`tessera pipe apps`)");
   ts_pipe_app *app;
