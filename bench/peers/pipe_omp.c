@@ -12,8 +12,8 @@
  * This file is also the peers' shared driver (argument parsing, apps and planes, the tile sweep of
  * --tile best, the bit-exact check, the JSON): pipe_tbb.cpp is built with this file compiled with
  * TS_PIPE_PEER_DRIVER_ONLY, which leaves out the OpenMP runner and main, so both peers measure,
- * check and report the same way. The driver's interface for a runner is the pp_* functions below
- * (pipe_tbb.cpp repeats their declarations: keep the two in step).
+ * check and report the same way. The driver's interface for a runner is pipe_peer_driver.h, which
+ * both include.
  *
  * How the OpenMP runner expresses the pipeline, and why this is its best configuration:
  *  - One producer (a `single` region) creates every task; dependences only order sibling tasks, so
@@ -68,33 +68,7 @@
 #define PP_MAX_LADDER TS_PIPE_TUNE_MAX
 #define PP_MAX_CAND (2 * PP_MAX_LADDER) /* ladder tiles x the OpenMP runner's two creation orders */
 
-/* ---- the driver's interface to a runner (repeated in pipe_tbb.cpp) ------------------------- */
-
-typedef struct pp_run pp_run;
-/* A runner runs every frame of r and returns the seconds of its set-up inside the run (a graph
- * built, 0 when none): part of wall_s, reported apart. */
-typedef double (*pp_runner)(pp_run *r);
-/* Starts the runner's thread pool with `threads` workers (before anything is timed). */
-typedef void (*pp_init)(int threads);
-
-int pp_stages(const pp_run *r);
-int pp_slots(const pp_run *r);
-int pp_inflight(const pp_run *r);
-int64_t pp_frames(const pp_run *r);
-int64_t pp_tiles(const pp_run *r, int s);
-int pp_tiles_x(const pp_run *r, int s);
-int pp_inputs(const pp_run *r, int s);
-/* Input i of stage s as read by tile t: the producer stage (*from; the last stage for a feedback
- * input) and its tiles [ax, bx] x [ay, by] (producer grid coordinates). Returns 1 for a feedback
- * input (the previous frame's last stage; nothing on frame 0), else 0. */
-int pp_input_tiles(const pp_run *r, int s, int64_t t, int i, int *from, int *ax, int *bx, int *ay, int *by);
-/* Runs the kernel of (frame f, stage s, tile t) on frame f's slot. */
-void pp_exec(pp_run *r, int64_t f, int s, int64_t t);
-/* Frame f's last stage is complete and its slot not yet reused: keeps it for --check. */
-void pp_frame_done(pp_run *r, int64_t f);
-/* The peers' main: argc/argv as above; peer, runtime and compiler name the peer in the JSON. */
-int pp_main(int argc, char **argv, const char *peer, const char *runtime, const char *compiler, pp_init init,
-            pp_runner run);
+#include "pipe_peer_driver.h"
 
 /* ---- runs ---------------------------------------------------------------------------------- */
 

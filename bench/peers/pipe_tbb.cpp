@@ -47,24 +47,7 @@
 
 #include "tessera/core.h"
 
-// pipe_omp.c's driver interface (keep in step with the declarations there).
-extern "C" {
-typedef struct pp_run pp_run;
-typedef double (*pp_runner)(pp_run *r);
-typedef void (*pp_init)(int threads);
-int pp_stages(const pp_run *r);
-int pp_slots(const pp_run *r);
-int pp_inflight(const pp_run *r);
-int64_t pp_frames(const pp_run *r);
-int64_t pp_tiles(const pp_run *r, int s);
-int pp_tiles_x(const pp_run *r, int s);
-int pp_inputs(const pp_run *r, int s);
-int pp_input_tiles(const pp_run *r, int s, int64_t t, int i, int *from, int *ax, int *bx, int *ay, int *by);
-void pp_exec(pp_run *r, int64_t f, int s, int64_t t);
-void pp_frame_done(pp_run *r, int64_t f);
-int pp_main(int argc, char **argv, const char *peer, const char *runtime, const char *compiler, pp_init init,
-            pp_runner run);
-}
+#include "pipe_peer_driver.h"
 
 namespace {
 
