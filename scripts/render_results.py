@@ -860,14 +860,23 @@ def pipe_section(md_path):
                 "tessera at `--granularity auto`; %s, %s threads, %s frames." % (
                     os.path.relpath(peers[-1], here), text(cfg, "size") or "?", fmt(num(cfg, "threads"), digits=0),
                     fmt(num(cfg, "frames"), digits=0)), "",
-                "| app | tessera | OpenMP tasks (tile) | tessera / OpenMP | TBB flow graph (tile) | tessera / TBB | noisy rounds |",
-                "| --- | --- | --- | --- | --- | --- | --- |"]
+                "| app | tessera auto | tessera offline tile | OpenMP tasks (tile) | auto / OpenMP | TBB flow graph (tile) | auto / TBB | offline / best peer | noisy rounds |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for app, rec in sorted((get(j, "apps") or {}).items(), key=lambda kv: kv[0]):
             med, r, t = get(rec, "median_wall_s") or {}, get(rec, "ratio_tessera_over") or {}, get(rec, "tiles") or {}
-            out.append("| %s | %.1f ms | %.1f ms (%s) | %s | %.1f ms (%s) | %s | %s |" % (
-                app, (num(med, "tessera") or float("nan")) * 1e3, (num(med, "pipe_omp") or float("nan")) * 1e3,
+            ro = get(rec, "ratio_tessera_offline_over") or {}
+            off = num(med, "tessera_offline")
+            out.append("| %s | %.1f ms | %s | %.1f ms (%s) | %s | %.1f ms (%s) | %s | %s | %s |" % (
+                app, (num(med, "tessera") or float("nan")) * 1e3, "%.1f ms" % (off * 1e3) if off else "—",
+                (num(med, "pipe_omp") or float("nan")) * 1e3,
                 md_escape(str(get(t, "pipe_omp"))), fmt(num(r, "pipe_omp"), digits=3), (num(med, "pipe_tbb") or float("nan")) * 1e3,
-                md_escape(str(get(t, "pipe_tbb"))), fmt(num(r, "pipe_tbb"), digits=3), fmt(num(rec, "noisy_rounds"), digits=0)))
+                md_escape(str(get(t, "pipe_tbb"))), fmt(num(r, "pipe_tbb"), digits=3),
+                fmt(max([v for v in ro.values() if v] or [float("nan")]), digits=3) if ro else "—",
+                fmt(num(rec, "noisy_rounds"), digits=0)))
+        if num(sm, "tessera_offline_faster_than_every_peer") is not None:
+            out += ["", "With its own offline sweep's tile (`--granularity offline`, as the peers use theirs) tessera is faster than "
+                    "both peers on %s of %s apps." % (fmt(num(sm, "tessera_offline_faster_than_every_peer"), digits=0),
+                                                      fmt(num(sm, "apps"), digits=0))]
         out += ["", "tessera faster than both peers on %s of %s apps (target: at least four); a ratio below 1 is tessera ahead. "
                 "tessera's time includes its online search for the tile within the run; the peers' tiles come from their own "
                 "offline sweeps before the rounds. At equal tiles the three schedulers are within a few percent of each other on "
