@@ -8,6 +8,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 #include "tessera/core.h"
 
@@ -17,6 +20,14 @@ double ts_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+uint64_t ts_ticks(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#else
+  return (uint64_t)(ts_now() * 1e9);
+#endif
 }
 
 size_t ts_mem_available(void) {

@@ -1,6 +1,7 @@
-/* The pipeline runtime: frames of (stage, tile) tasks with dependence counters, a pool of pthread
- * workers over the ready queues, termination by an outstanding-work counter (no barrier), lazy or
- * eager copies between two device arenas, and the granularity controller between frames.
+/* The pipeline runtime's executor: frames of (stage, tile) tasks with dependence counters, a pool
+ * of pthread workers over the ready queues, termination by an outstanding-work counter (no
+ * barrier), lazy or eager copies between two device arenas, and the granularity controller between
+ * frames (set-up, options and the report: pipe_setup.c).
  *
  * A frame lives in a slot (its tile grids, counters and planes); `inflight` frames run at once,
  * plus one slot for an iterative pipeline (its first stage reads the previous frame's last plane
@@ -8,13 +9,13 @@
  * that f's completion lets in (under a mutex taken once per frame, never per task).
  *
  * Dependences: task (f, s, t) waits on the number of producer tiles its input spans touch
- * (ts_pipe_input_span); the producer that completes decrements each consumer it touches (found by
- * binary search over the consumer's tiles with the same span function, so the two sides count the
- * same relation) and pushes those that reach zero. Feedback crosses frames: frame f's last-stage
- * tile may complete before frame f+1 is set up, so it marks itself done, and either it (seeing
- * f+1 published) or f+1's setup (seeing it done) delivers its decrements, whichever wins an
- * exchange on its `delivered` flag: exactly once, with no lock between them (the seq_cst store
- * then load on both sides means at least one of the two sees the other). */
+ * (ts_pipe_input_span); the producer that completes decrements each consumer it touches (from the
+ * frame's edge tables, made with the same span function by a search over the consumer's tiles, so
+ * the two sides count the same relation) and pushes those that reach zero. Feedback crosses frames:
+ * frame f's last-stage tile may complete before frame f+1 is set up, so it marks itself done, and
+ * either it (seeing f+1 published) or f+1's setup (seeing it done) delivers its decrements,
+ * whichever wins an exchange on its `delivered` flag: exactly once, with no lock between them (the
+ * seq_cst store then load on both sides means at least one of the two sees the other). */
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
@@ -22,111 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "pipe/pipe_internal.h"
-#include "tessera/hwinfo.h"
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
-
-/* Task times on the time-stamp counter (a few ns; clock_gettime took a fifth of a fine-grained run
- * on a VM), converted to seconds at the end of the run against the wall clock; ns elsewhere. */
-static inline uint64_t ticks(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  return __rdtsc();
-#else
-  return (uint64_t)(ts_now() * 1e9);
-#endif
-}
-
-#define MAXS TS_PIPE_MAX_STAGES
-
-typedef struct grid {
-  int tw, th, nx, ny, y0, y1, w, h; /* tiles of tw x th over columns [0, w), rows [y0, y1) */
-  int64_t base, n;                  /* first task index in the frame, tiles */
-} grid;
-
-typedef struct slot {
-  _Atomic int64_t ready_frame; /* the frame set up in this slot (-1 while setting up) */
-  int64_t frame;
-  int gidx, tile_w, tile_h;
-  grid g[MAXS];
-  int64_t ntasks, cap, lastcap;
-  _Atomic int32_t *cnt;      /* [ntasks] dependence counters */
-  _Atomic uint8_t *cstate;   /* [ntasks] 0: in its home arena only, 1: being copied, 2: in both */
-  _Atomic uint8_t *done;     /* [tiles of the last stage] (feedback) */
-  _Atomic uint8_t *delivered;
-  _Atomic int64_t left;      /* tasks not complete */
-  float *plane[2][MAXS];     /* [arena][stage] */
-  double t0;
-  /* Consumer ranges per edge (stage s, input i), per producer tile column and row: the consumer
-   * tiles [x[2 tx], x[2 tx + 1]] x [y[2 ty], y[2 ty + 1]] read producer tile (tx, ty). Made when the
-   * frame is set up (a feedback edge's producer is the previous frame's last stage), so a completing
-   * task finds its consumers without a search. */
-  int *ex[MAXS][TS_PIPE_MAX_IN], *ey[MAXS][TS_PIPE_MAX_IN];
-  int *etab;
-  int64_t etab_cap;
-  /* The tasks ready when the frame is set up (sources; their tiles in raster order), handed out in
-   * that order by a cursor (frame + 1) << 32 | next, 0 while the slot is being set up: a worker out
-   * of work takes the oldest frame's next source, so frames are swept in waves, oldest first,
-   * instead of every frame's sources piled at once into one deque. */
-  uint64_t *src;
-  int64_t srccap;
-  _Atomic int64_t nsrc;
-  _Atomic uint64_t cursor;
-} slot;
-
-struct run;
-
-typedef struct worker {
-  struct run *R;
-  int id, dev;
-  pthread_t th;
-  ts__deque dq;
-  ts__locked inbox;
-  ts_pipe_worker_stats st;
-  ts_rng rng;
-  ts_pipe_event *ev;
-  int64_t nev, evcap, evdrop;
-  uint64_t *batch;
-  int nbatch, batchcap;
-  int rr; /* round robin over the other device's workers */
-  int64_t pend_frame, pend; /* completed tasks of pend_frame not yet counted off its `left` */
-  uint64_t busy_ticks, idle_ticks;
-  _Alignas(64) _Atomic int hungry; /* looking for work: a releasing worker hands it tasks */
-} worker;
-
-typedef struct cons {
-  int s, i;
-} cons;
-
-typedef struct run {
-  const ts_pipe_desc *d;
-  ts_pipe_opts o;
-  int S, last, nslots, nthreads, ndev;
-  bool feedback;
-  int w[MAXS], h[MAXS], ry0[MAXS], ry1[MAXS];
-  int ncons[MAXS];
-  cons con[MAXS][MAXS * TS_PIPE_MAX_IN];
-  int nfb;
-  cons fb[MAXS * TS_PIPE_MAX_IN];
-  slot *slots;
-  worker *wk;
-  ts__locked lq[2];
-  ts__mpmc mq[2];
-  pthread_mutex_t start_mu;
-  int64_t next_frame;
-  uint8_t *completed;
-  _Atomic int64_t outstanding;
-  _Atomic int64_t src_lo; /* the oldest frame whose sources may not all be taken */
-  _Atomic int done, failed;
-  ts_status fail_status;
-  char fail_msg[256];
-  ts__gran gran;
-  double t_start, last_completion;
-  uint64_t tick0;
-  _Atomic int64_t copy_bytes, copies;
-  ts_pipe_report *rep;
-} run;
+#include "pipe/pipe_run_internal.h"
 
 /* ---- grids and dependences ----------------------------------------------------------------- */
 
@@ -181,7 +78,7 @@ static void consumer_range(int ntiles, int t, int o, int lim, int clvl, int plvl
 
 /* ---- pushing and popping ------------------------------------------------------------------- */
 
-static void fail(run *R, ts_status s) {
+void ts__pipe_fail(run *R, ts_status s) {
   int expect = 0;
   if (atomic_compare_exchange_strong(&R->failed, &expect, 1)) {
     R->fail_status = s;
@@ -214,7 +111,7 @@ static void flush_batch(worker *W) {
     if (H) {
       atomic_store_explicit(&H->hungry, 0, memory_order_relaxed);
       ts_status s = ts__locked_push(&H->inbox, W->batch + keep, give, &W->st.contended);
-      if (s != TS_OK) fail(R, s);
+      if (s != TS_OK) ts__pipe_fail(R, s);
       W->st.handoffs += give;
     }
     for (int i = 0; i < keep; i++) {
@@ -230,7 +127,7 @@ static void flush_batch(worker *W) {
         worker *T = &R->wk[cand[W->rr++ % nd]];
         s = ts__locked_push(&T->inbox, &W->batch[i], 1, &W->st.contended);
       }
-      if (s != TS_OK) fail(R, s);
+      if (s != TS_OK) ts__pipe_fail(R, s);
     }
     return;
   }
@@ -241,7 +138,7 @@ static void flush_batch(worker *W) {
     if (R->o.queue == TS_PIPE_Q_LOCKED) s = ts__locked_push(&R->lq[dev], &W->batch[i], 1, &W->st.contended);
     else
       while (!ts__mpmc_push(&R->mq[dev], k, &W->st.contended)) sched_yield(); /* sized for every task: never full */
-    if (s != TS_OK) fail(R, s);
+    if (s != TS_OK) ts__pipe_fail(R, s);
   }
 }
 
@@ -252,7 +149,7 @@ static void batch_add(worker *W, ts__pipe_task k) {
     if (!b) {
       flush_batch(W);
       if (W->nbatch == W->batchcap) {
-        fail(W->R, ts_error(TS_ERR_OOM, "pipe: task batch"));
+        ts__pipe_fail(W->R, ts_error(TS_ERR_OOM, "pipe: task batch"));
         return;
       }
     } else {
@@ -376,9 +273,7 @@ static void deliver_feedback(worker *W, int64_t f, int64_t p) {
 }
 
 
-/* Sets frame f up in its slot (under start_mu, or before the workers start) and pushes its ready
- * tasks through W. */
-static ts_status start_frame(worker *W, int64_t f) {
+ts_status ts__pipe_start_frame(worker *W, int64_t f) {
   run *R = W->R;
   const ts_pipe_desc *d = R->d;
   slot *S = slot_of(R, f);
@@ -508,9 +403,9 @@ static void frame_complete(worker *W, int64_t f) {
   }
   while (R->next_frame < R->o.frames && !atomic_load(&R->failed) &&
          (R->next_frame < R->o.inflight || R->completed[R->next_frame - R->o.inflight])) {
-    ts_status s = start_frame(W, R->next_frame);
+    ts_status s = ts__pipe_start_frame(W, R->next_frame);
     if (s != TS_OK) {
-      fail(R, s);
+      ts__pipe_fail(R, s);
       break;
     }
     R->next_frame++;
@@ -619,7 +514,7 @@ static void run_task(worker *W, ts__pipe_task k) {
   ts_pipe_rect r = tile_rect(g, t);
   int dev = R->ndev > 1 ? st->device : 0;
   if (R->o.stress_seed) stress(W);
-  uint64_t t0 = ticks();
+  uint64_t t0 = ts_ticks();
   ts_pipe_buf ib[TS_PIPE_MAX_IN];
   const ts_pipe_buf *in[TS_PIPE_MAX_IN];
   for (int i = 0; i < st->nin; i++) {
@@ -644,7 +539,7 @@ static void run_task(worker *W, ts__pipe_task k) {
     copy_tile(R, S, s, t, dev, 1 - dev);
     atomic_store_explicit(&S->cstate[g->base + t], 2, memory_order_release);
   }
-  uint64_t t1 = ticks();
+  uint64_t t1 = ts_ticks();
   W->busy_ticks += t1 - t0;
   W->st.tasks++;
   if (R->o.timeline) {
@@ -680,7 +575,7 @@ static void run_task(worker *W, ts__pipe_task k) {
   if (++W->pend >= 32) flush_done(W);
 }
 
-static void *worker_main(void *arg) {
+void *ts__pipe_worker_main(void *arg) {
   worker *W = arg;
   run *R = W->R;
   int spins = 0;
@@ -691,7 +586,7 @@ static void *worker_main(void *arg) {
     if (!k) {
       flush_done(W);
       if (!idle) {
-        idle0 = ticks(), idle = true;
+        idle0 = ts_ticks(), idle = true;
         if (R->o.queue == TS_PIPE_Q_SHARDED) atomic_store_explicit(&W->hungry, 1, memory_order_relaxed);
       }
       /* spin (a released task arrives within microseconds), yield only when it lasts: a worker
@@ -706,340 +601,14 @@ static void *worker_main(void *arg) {
       continue;
     }
     if (idle) {
-      W->idle_ticks += ticks() - idle0;
+      W->idle_ticks += ts_ticks() - idle0;
       idle = false;
       atomic_store_explicit(&W->hungry, 0, memory_order_relaxed);
     }
     spins = 0;
     run_task(W, k);
   }
-  if (idle) W->idle_ticks += ticks() - idle0;
+  if (idle) W->idle_ticks += ts_ticks() - idle0;
   flush_done(W);
   return NULL;
-}
-
-/* ---- set-up -------------------------------------------------------------------------------- */
-
-/* Rows each stage must compute so the last stage's rows [row0, row1) can be: back from the last
- * stage through the input spans (a stage nobody reads gets none). */
-static void regions(run *R) {
-  const ts_pipe_desc *d = R->d;
-  for (int s = 0; s < R->S; s++) {
-    R->ry0[s] = 0;
-    R->ry1[s] = R->h[s];
-  }
-  if (R->o.row1 <= R->o.row0) return;
-  for (int s = 0; s < R->S; s++) R->ry0[s] = R->ry1[s] = -1;
-  R->ry0[R->last] = R->o.row0;
-  R->ry1[R->last] = R->o.row1;
-  for (int s = R->last; s >= 0; s--) {
-    if (R->ry0[s] < 0) { /* unread */
-      R->ry0[s] = R->ry1[s] = 0;
-      continue;
-    }
-    const ts_pipe_stage *st = &d->stage[s];
-    for (int i = 0; i < st->nin; i++) {
-      int j = st->in[i].from;
-      if (j == TS_PIPE_FEEDBACK) continue;
-      int lo, hi;
-      ts_pipe_input_span(st->level, d->stage[j].level, st->in[i].halo, R->h[j], R->ry0[s], R->ry1[s], &lo, &hi);
-      if (R->ry0[j] < 0) {
-        R->ry0[j] = lo;
-        R->ry1[j] = hi + 1;
-      } else {
-        if (lo < R->ry0[j]) R->ry0[j] = lo;
-        if (hi + 1 > R->ry1[j]) R->ry1[j] = hi + 1;
-      }
-    }
-  }
-}
-
-/* Seconds per task of the runtime's own work: a push, a pop and a counter decrement, timed. */
-static double task_overhead(void) {
-  ts__deque q;
-  if (ts__deque_init(&q, 1024) != TS_OK) return 1e-6;
-  _Atomic int32_t c = 1 << 30;
-  int64_t races = 0;
-  const int n = 20000;
-  double t0 = ts_now();
-  for (int i = 0; i < n; i++) {
-    ts__deque_push(&q, (uint64_t)i + 1);
-    atomic_fetch_sub_explicit(&c, 1, memory_order_acq_rel);
-    (void)ts__deque_take(&q, &races);
-  }
-  double o = (ts_now() - t0) / n;
-  ts__deque_free(&q);
-  return o;
-}
-
-static ts_status check_opts(const ts_pipe_desc *d, const ts_pipe_opts *o, bool feedback) {
-  if (o->frames < 1 || o->frames > (1LL << 30))
-    return ts_error(TS_ERR_INVALID_ARG, "pipe: frames %lld (1..2^30)", (long long)o->frames);
-  if (o->threads < 0 || o->threads > 256) return ts_error(TS_ERR_INVALID_ARG, "pipe: threads %d (0..256)", o->threads);
-  if (o->inflight < 1 || o->inflight > 16) return ts_error(TS_ERR_INVALID_ARG, "pipe: inflight %d (1..16)", o->inflight);
-  if ((unsigned)o->queue > TS_PIPE_Q_MPMC) return ts_error(TS_ERR_INVALID_ARG, "pipe: queue %d", (int)o->queue);
-  if ((unsigned)o->copy > TS_PIPE_COPY_EAGER) return ts_error(TS_ERR_INVALID_ARG, "pipe: copy %d", (int)o->copy);
-  if ((unsigned)o->gran > TS_PIPE_GRAN_AUTO) return ts_error(TS_ERR_INVALID_ARG, "pipe: gran %d", (int)o->gran);
-  if (o->gran == TS_PIPE_GRAN_FIXED && (o->tile_w < 1 || o->tile_h < 1))
-    return ts_error(TS_ERR_INVALID_ARG, "pipe: fixed granularity needs tile_w, tile_h >= 1 (got %dx%d)", o->tile_w,
-                    o->tile_h);
-  if (o->tile_w < 0 || o->tile_h < 0) return ts_error(TS_ERR_INVALID_ARG, "pipe: tile %dx%d", o->tile_w, o->tile_h);
-  int w, h;
-  ts_pipe_stage_size(d, d->nstages - 1, &w, &h);
-  if (o->row1 > o->row0) {
-    if (o->row0 < 0 || o->row1 > h)
-      return ts_error(TS_ERR_INVALID_ARG, "pipe: rows [%d, %d) outside the last stage's 0..%d", o->row0, o->row1, h);
-    if (feedback && o->frames > 1)
-      return ts_error(TS_ERR_INVALID_ARG,
-                      "pipe: rows with a feedback pipeline need frames = 1 (a neighbour's rows feed the next frame: "
-                      "exchange them between runs)");
-  }
-  if (o->feedback0) {
-    const ts_pipe_buf *b = o->feedback0;
-    if (!b->data || b->w != w || b->h != h || b->c != d->stage[d->nstages - 1].channels || b->row < b->w ||
-        b->plane < b->row * (int64_t)b->h)
-      return ts_error(TS_ERR_SHAPE, "pipe: feedback0 is %dx%dx%d, the last stage %dx%dx%d", b->w, b->h, b->c, w, h,
-                      d->stage[d->nstages - 1].channels);
-  }
-  return TS_OK;
-}
-
-static void run_free(run *R) {
-  if (R->slots) {
-    for (int i = 0; i < R->nslots; i++) {
-      slot *S = &R->slots[i];
-      free(S->cnt);
-      free(S->cstate);
-      free(S->done);
-      free(S->delivered);
-      free(S->etab);
-      free(S->src);
-      for (int a = 0; a < 2; a++)
-        for (int s = 0; s < MAXS; s++) ts_free(S->plane[a][s]);
-    }
-    free(R->slots);
-  }
-  if (R->wk) {
-    for (int i = 0; i < R->nthreads; i++) {
-      ts__deque_free(&R->wk[i].dq);
-      ts__locked_free(&R->wk[i].inbox);
-      free(R->wk[i].ev);
-      free(R->wk[i].batch);
-    }
-    free(R->wk);
-  }
-  for (int i = 0; i < 2; i++) {
-    ts__locked_free(&R->lq[i]);
-    ts__mpmc_free(&R->mq[i]);
-  }
-  free(R->completed);
-}
-
-void ts_pipe_report_free(ts_pipe_report *rep) {
-  if (!rep) return;
-  free(rep->frame_tile_w);
-  free(rep->frame_tile_h);
-  free(rep->frame_s);
-  free(rep->frame_tasks);
-  free(rep->worker);
-  free(rep->events);
-  free(rep);
-}
-
-static int64_t tasks_at(const run *R, int tw, int th) {
-  int64_t n = 0;
-  for (int s = 0; s < R->S; s++) {
-    int lv = R->d->stage[s].level;
-    int a = tw >> lv > 0 ? tw >> lv : 1, b = th >> lv > 0 ? th >> lv : 1;
-    int rows = R->ry1[s] - R->ry0[s];
-    n += (int64_t)((R->w[s] + a - 1) / a) * ((rows + b - 1) / b);
-  }
-  return n;
-}
-
-ts_status ts_pipe_run(const ts_pipe_desc *d, const ts_pipe_opts *opts, ts_pipe_report **out) {
-  if (out) *out = NULL;
-  TS_TRY(ts_pipe_desc_check(d));
-  ts_pipe_opts o = opts ? *opts : ts_pipe_opts_default();
-  bool feedback = false;
-  for (int s = 0; s < d->nstages; s++)
-    for (int i = 0; i < d->stage[s].nin; i++) feedback |= d->stage[s].in[i].from == TS_PIPE_FEEDBACK;
-  TS_TRY(check_opts(d, &o, feedback));
-  if (o.threads == 0) o.threads = ts_default_threads();
-  if (o.copy != TS_PIPE_COPY_NONE && o.threads < 2)
-    return ts_error(TS_ERR_INVALID_ARG, "pipe: two arenas (copy %s) need at least 2 threads", ts_pipe_copy_name(o.copy));
-
-  run *R = calloc(1, sizeof *R);
-  ts_pipe_report *rep = calloc(1, sizeof *rep);
-  if (!R || !rep) {
-    free(R);
-    free(rep);
-    return ts_error(TS_ERR_OOM, "pipe: run state");
-  }
-  ts_status st = TS_OK;
-  R->d = d;
-  R->o = o;
-  R->rep = rep;
-  R->S = d->nstages;
-  R->last = d->nstages - 1;
-  R->feedback = feedback;
-  R->nthreads = o.threads;
-  R->ndev = o.copy != TS_PIPE_COPY_NONE ? 2 : 1;
-  R->nslots = o.inflight + (feedback ? 1 : 0);
-  for (int s = 0; s < R->S; s++) ts_pipe_stage_size(d, s, &R->w[s], &R->h[s]);
-  for (int s = 0; s < R->S; s++)
-    for (int i = 0; i < d->stage[s].nin; i++) {
-      int j = d->stage[s].in[i].from;
-      cons c = {s, i};
-      if (j == TS_PIPE_FEEDBACK) R->fb[R->nfb++] = c;
-      else R->con[j][R->ncons[j]++] = c;
-    }
-  regions(R);
-  pthread_mutex_init(&R->start_mu, NULL);
-
-  /* granularity: the model's inputs, and the finest tile any frame may use */
-  double bytes_px = 0, flops_px = 0;
-  for (int s = 0; s < R->S; s++) {
-    double scale = 1.0 / (double)(1 << (2 * d->stage[s].level));
-    bytes_px += 4.0 * d->stage[s].channels * scale;
-    flops_px += d->stage[s].flops_per_px * scale;
-  }
-  rep->overhead_s = task_overhead();
-  int minw = o.tile_w, minh = o.tile_h;
-  if (o.gran == TS_PIPE_GRAN_AUTO) {
-    int64_t l2b = 0, l3b = 0;
-    ts_hwinfo_cache_sizes(NULL, &l2b, &l3b);
-    /* seconds per level-0 pixel: the flops at 1 GFLOP/s per worker (a stencil's typical rate);
-       the measured frames take over from the first window on */
-    ts__gran_model m = {rep->overhead_s, flops_px > 0 ? flops_px / 1e9 : 1e-8, bytes_px,
-                        l2b > 0 ? (double)l2b : 512.0 * 1024, l3b > 0 ? (double)l3b : 8.0 * 1024 * 1024,
-                        o.threads, o.inflight, feedback, o.frames};
-    ts__gran_init(&R->gran, d->width, d->height, &m, o.tile_w, o.tile_h);
-    ts__gran_min_tile(&R->gran, &minw, &minh);
-  }
-  int64_t maxtasks = tasks_at(R, minw, minh);
-
-  R->slots = calloc((size_t)R->nslots, sizeof *R->slots);
-  R->wk = calloc((size_t)R->nthreads, sizeof *R->wk);
-  R->completed = calloc((size_t)o.frames, 1);
-  rep->frame_tile_w = calloc((size_t)o.frames, sizeof(int));
-  rep->frame_tile_h = calloc((size_t)o.frames, sizeof(int));
-  rep->frame_s = calloc((size_t)o.frames, sizeof(double));
-  rep->frame_tasks = calloc((size_t)o.frames, sizeof(int64_t));
-  rep->worker = calloc((size_t)R->nthreads, sizeof *rep->worker);
-  if (!R->slots || !R->wk || !R->completed || !rep->frame_tile_w || !rep->frame_tile_h || !rep->frame_s ||
-      !rep->frame_tasks || !rep->worker) {
-    st = ts_error(TS_ERR_OOM, "pipe: run state for %lld frames", (long long)o.frames);
-    goto done;
-  }
-  for (int i = 0; i < R->nslots; i++) {
-    atomic_init(&R->slots[i].ready_frame, -1);
-    atomic_init(&R->slots[i].cursor, 0);
-    atomic_init(&R->slots[i].nsrc, 0);
-    atomic_init(&R->slots[i].left, 0);
-    for (int a = 0; a < R->ndev; a++)
-      for (int s = 0; s < R->S; s++) {
-        size_t n;
-        if (!ts_mul_size((size_t)R->w[s] * R->h[s], (size_t)d->stage[s].channels * sizeof(float), &n) ||
-            !(R->slots[i].plane[a][s] = ts_malloc(n))) {
-          st = ts_error(TS_ERR_OOM, "pipe %s: plane of stage %d (%dx%dx%d)", d->name ? d->name : "", s, R->w[s],
-                        R->h[s], d->stage[s].channels);
-          goto done;
-        }
-      }
-  }
-  int64_t qcap = maxtasks * R->nslots + 64;
-  for (int i = 0; i < R->ndev; i++) {
-    if (o.queue == TS_PIPE_Q_LOCKED && (st = ts__locked_init(&R->lq[i], 1024)) != TS_OK) goto done;
-    if (o.queue == TS_PIPE_Q_MPMC && (st = ts__mpmc_init(&R->mq[i], qcap)) != TS_OK) goto done;
-  }
-  ts_rng seed;
-  ts_rng_seed(&seed, o.stress_seed ? o.stress_seed : 0x5eed);
-  for (int i = 0; i < R->nthreads; i++) {
-    worker *W = &R->wk[i];
-    W->R = R;
-    W->id = i;
-    W->dev = R->ndev > 1 ? i % 2 : 0;
-    W->pend_frame = -1;
-    atomic_init(&W->hungry, 0);
-    ts_rng_seed(&W->rng, ts_rng_next(&seed));
-    if ((st = ts__deque_init(&W->dq, 1024)) != TS_OK || (st = ts__locked_init(&W->inbox, 64)) != TS_OK) goto done;
-    if (o.timeline) {
-      W->evcap = (1 << 20) / R->nthreads;
-      if (!(W->ev = malloc((size_t)W->evcap * sizeof *W->ev))) {
-        st = ts_error(TS_ERR_OOM, "pipe: timeline");
-        goto done;
-      }
-    }
-  }
-  atomic_init(&R->outstanding, o.frames);
-  atomic_init(&R->src_lo, 0);
-
-  /* the first frames, pushed through worker 0 before any worker runs */
-  R->t_start = ts_now();
-  R->tick0 = ticks();
-  for (R->next_frame = 0; R->next_frame < o.frames && R->next_frame < o.inflight; R->next_frame++)
-    if ((st = start_frame(&R->wk[0], R->next_frame)) != TS_OK) goto done;
-  int started = 0;
-  for (int i = 1; i < R->nthreads; i++) {
-    if (pthread_create(&R->wk[i].th, NULL, worker_main, &R->wk[i]) != 0) {
-      fail(R, ts_error(TS_ERR_INTERNAL, "pipe: cannot start worker %d", i));
-      break;
-    }
-    started = i;
-  }
-  worker_main(&R->wk[0]);
-  for (int i = 1; i <= started; i++) pthread_join(R->wk[i].th, NULL);
-  double wall = ts_now() - R->t_start;
-  uint64_t dt = ticks() - R->tick0;
-  double tick_s = dt > 0 ? wall / (double)dt : 0;
-  if (atomic_load(&R->failed)) {
-    st = ts_error(R->fail_status, "%s", R->fail_msg);
-    goto done;
-  }
-
-  /* the report */
-  snprintf(rep->app, sizeof rep->app, "%s", d->name ? d->name : "");
-  rep->width = d->width;
-  rep->height = d->height;
-  rep->threads = R->nthreads;
-  rep->nstages = R->S;
-  rep->frames = o.frames;
-  rep->queue = o.queue;
-  rep->copy = o.copy;
-  rep->gran = o.gran;
-  rep->wall_s = wall;
-  rep->mpix_per_s = (double)d->width * d->height * (double)o.frames / wall / 1e6;
-  rep->gflops = flops_px * (double)d->width * d->height * (double)o.frames / wall / 1e9;
-  rep->copy_bytes = atomic_load(&R->copy_bytes);
-  rep->copies = atomic_load(&R->copies);
-  int64_t nev = 0;
-  for (int i = 0; i < R->nthreads; i++) {
-    R->wk[i].st.busy_s = (double)R->wk[i].busy_ticks * tick_s;
-    R->wk[i].st.idle_s = (double)R->wk[i].idle_ticks * tick_s;
-    rep->worker[i] = R->wk[i].st;
-    rep->tasks += R->wk[i].st.tasks;
-    nev += R->wk[i].nev;
-    rep->events_dropped += R->wk[i].evdrop;
-  }
-  for (int64_t f = 0; f < o.frames; f++) rep->tasks_expected += rep->frame_tasks[f];
-  if (o.timeline && nev > 0) {
-    rep->events = malloc((size_t)nev * sizeof *rep->events);
-    if (!rep->events) {
-      st = ts_error(TS_ERR_OOM, "pipe: timeline of %lld tasks", (long long)nev);
-      goto done;
-    }
-    for (int i = 0; i < R->nthreads; i++) {
-      memcpy(rep->events + rep->nevents, R->wk[i].ev, (size_t)R->wk[i].nev * sizeof *rep->events);
-      rep->nevents += R->wk[i].nev;
-    }
-    for (int64_t e = 0; e < rep->nevents; e++) rep->events[e].t0 *= tick_s, rep->events[e].t1 *= tick_s;
-  }
-done:
-  pthread_mutex_destroy(&R->start_mu);
-  run_free(R);
-  free(R);
-  if (st != TS_OK || !out) ts_pipe_report_free(rep);
-  else *out = rep;
-  return st;
 }
