@@ -28,4 +28,5 @@
 #include "tessera/llm_sparse.h"
 #include "tessera/plan3d.h"
 #include "tessera/pipe.h"
+#include "tessera/hybrid.h"
 #endif

@@ -15,3 +15,4 @@ TS_CMD(conv, "convolution algorithms with per-layer selection on VGG16, ResNet-1
 TS_CMD(gconv, "unstructured group convolution: plan (reorder, knapsack sizes, ILP assignment), bench, export")
 TS_CMD(plan3d, "data/tensor/pipeline parallel plans for Transformer training on mixed GPU clusters (FASOP): search, estimate, explain, emit")
 TS_CMD(pipe, "stencil pipelines with automatic task granularity (GOPipe) and HiWayLib queues: apps, bench, tune, stress")
+TS_CMD(hybrid, "CPU-accelerator hybrid MapReduce (Hybrid Hadoop): a controller over a fixed container pool, local or on Apache Spark")
