@@ -66,3 +66,4 @@ target_include_directories(bench_attn_cuda PRIVATE ${PROJECT_SOURCE_DIR}/src ${P
 target_link_libraries(bench_attn_cuda PRIVATE ts_cuda tessera ts_bench)
 set_target_properties(bench_attn_cuda PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
 include(${PROJECT_SOURCE_DIR}/cmake/pipe_cuda.cmake OPTIONAL)
+include(${PROJECT_SOURCE_DIR}/cmake/hybrid_cuda.cmake OPTIONAL)

@@ -4,7 +4,9 @@
  * gconv profile, the conv algorithm profile, the CUDA attention costs, the ViT training memory
  * planner's block timings, the CNN conv plan (its public
  * string reader), the plan3d model, cluster, profile and plan (public string readers), the pipeline
- * tuner's offline granularity table (artifact pipe-gran) -- and
+ * tuner's offline granularity table (artifact pipe-gran), the hybrid room's device model (artifact
+ * hybrid-device; its public string reader) and its map-result parser (the text a Spark task prints,
+ * for gemm and kmeans jobs) -- and
  * each must either accept it or fail cleanly (no crash, leak or UB, and an
  * error message); what a reader with a writer accepts must survive writing and reading again and
  * write the same JSON the second time. A document that is not JSON is the cJSON parser's business
@@ -34,6 +36,7 @@
 #include "tessera/gconv.h"
 #include "tessera/hwinfo.h"
 #include "tessera/plan3d.h"
+#include "tessera/hybrid.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -252,8 +255,48 @@ static void pipe_gran(const cJSON *j) {
   same_json(o, ts__pipe_tune_to_cjson(&r2));
 }
 
+/* the hybrid device model (text), and map results through the reducers of three small jobs: what the
+ * model reader accepts writes back and reads the same; a refused map result leaves the sums as they
+ * were (the reducer's result is unchanged) */
+static void hybrid(const uint8_t *data, size_t size) {
+  char *text = malloc(size + 1), *o = NULL, *o2 = NULL;
+  if (!text) return;
+  memcpy(text, data, size);
+  text[size] = 0;
+  ts_hybrid_device_model m, m2;
+  ts_status st = ts_hybrid_device_from_json(text, &m);
+  failed_cleanly(st);
+  if (st == TS_OK && (ts_hybrid_device_to_json(&m, &o) != TS_OK || ts_hybrid_device_from_json(o, &m2) != TS_OK ||
+                      ts_hybrid_device_to_json(&m2, &o2) != TS_OK || strcmp(o, o2) != 0))
+    __builtin_trap();
+  free(o), free(o2);
+  static const char *specs[2] = {"gen:points=8,d=2,k=2,seed=1", "gen:records=4,in=4,out=4,seed=1"};
+  static const ts_hybrid_job_kind kinds[2] = {TS_HYBRID_KMEANS, TS_HYBRID_GEMM};
+  for (int q = 0; q < 2; q++) {
+    ts_hybrid_job_opts jo = {.kind = kinds[q], .input = specs[q], .blocks = 2, .rounds = 1};
+    ts_hybrid_job *job = NULL;
+    ts_hybrid_reducer *r = NULL;
+    if (ts_hybrid_job_open(&jo, &job) != TS_OK || ts_hybrid_reducer_create(job, &r) != TS_OK) __builtin_trap();
+    double cent[4] = {0, 0, 1, 1};
+    char *before = NULL, *after = NULL;
+    size_t bl, al;
+    if (ts_hybrid_reducer_result(r, cent, &before, &bl) != TS_OK) __builtin_trap();
+    st = ts_hybrid_reducer_add(r, text, size);
+    failed_cleanly(st);
+    if (ts_hybrid_reducer_result(r, cent, &after, &al) != TS_OK) __builtin_trap();
+    if (st != TS_OK && (bl != al || memcmp(before, after, bl) != 0)) __builtin_trap();
+    double c2[4] = {0, 0, 1, 1}; /* kmeans: refused sums leave the centroids where they were */
+    if (ts_hybrid_reducer_next_round(r, c2) != TS_OK || (st != TS_OK && memcmp(c2, cent, sizeof c2) != 0)) __builtin_trap();
+    free(before), free(after);
+    ts_hybrid_reducer_destroy(r);
+    ts_hybrid_job_close(job);
+  }
+  free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   public_strings(data, size);
+  hybrid(data, size);
   cJSON *j = cJSON_ParseWithLength((const char *)data, size);
   if (!j) return 0;
   schedule(j);

@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 OUT=${2:-gpu-bundle}
-bins=(tessera tests/test_attn_cuda bench/bench_attn_cuda)
+bins=(tessera tests/test_attn_cuda bench/bench_attn_cuda bench/hybrid_probe)
 for b in "${bins[@]}"; do
   [ -x "$BUILD/$b" ] || { echo "gpu-bundle: $BUILD/$b missing (configure with nvcc present and build first)" >&2; exit 1; }
 done

@@ -15,7 +15,11 @@
 #                                           MEMCHECK=1 to run test_attn_cuda again under
 #                                           compute-sanitizer memcheck (MEMCHECK_S seconds at most,
 #                                           default 300), PEERS=1 to run bench/peers/attn_torch_cuda.py
-#                                           (PyTorch SDPA and FlexAttention on the same GPU) after)
+#                                           (PyTorch SDPA and FlexAttention on the same GPU) after),
+#                                           HYBRID=0 to skip the hybrid room's device probe
+#                                           (bench/hybrid_probe: copy, GEMM and scan curves, stored as
+#                                           the "hybrid-device" artifact that `tessera hybrid run` then
+#                                           uses instead of its datasheet model))
 # One command for a lent GPU; the runs so far: docs/notes/BENCHMARKS.md, "On an NVIDIA H200".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +33,7 @@ PREBUILT=${PREBUILT:-0}
 MEMCHECK=${MEMCHECK:-0}
 MEMCHECK_S=${MEMCHECK_S:-300}
 PEERS=${PEERS:-0}
+HYBRID=${HYBRID:-1}
 export TESSERA_CACHE=${TESSERA_CACHE:-$(mktemp -d /tmp/tessera-gpu-check.XXXXXX)}
 
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
@@ -40,7 +45,7 @@ if [ "$PREBUILT" = 1 ]; then
 else
   command -v nvcc >/dev/null || { echo "gpu-check: nvcc not found" >&2; exit 1; }
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTS_CUDA=ON >/dev/null
-  cmake --build "$BUILD" -j "$JOBS" --target test_attn_cuda bench_attn_cuda tessera_cli >/dev/null
+  cmake --build "$BUILD" -j "$JOBS" --target test_attn_cuda bench_attn_cuda tessera_cli hybrid_probe >/dev/null
   [ -x "$BUILD/tests/test_attn_cuda" ] || { echo "gpu-check: CUDA targets were not configured (nvcc unusable?)" >&2; exit 1; }
 fi
 
@@ -84,4 +89,15 @@ if [ "$PEERS" = 1 ]; then
   echo "== bench/peers/attn_torch_cuda.py"
   python3 bench/peers/attn_torch_cuda.py --tessera "$BUILD/tessera" --bench "$BUILD/bench/bench_attn_cuda" --batch "$BATCH" \
     --reps "$REPS" --dtypes "$(echo "$DTYPES" | tr ' ' ',')" || echo "gpu-check: the peer run exited $?" >&2
+fi
+if [ "$HYBRID" = 1 ]; then
+  echo "== hybrid device probe (bench/hybrid_probe)"
+  if [ -x "$BUILD/bench/hybrid_probe" ]; then
+    "$BUILD/bench/hybrid_probe" > "$TESSERA_CACHE/hybrid-device.json" &&
+      cat "$TESSERA_CACHE/hybrid-device.json" &&
+      "$BUILD/tessera" hybrid device --store "$TESSERA_CACHE/hybrid-device.json" ||
+      echo "gpu-check: the hybrid probe exited $?" >&2
+  else
+    echo "gpu-check: $BUILD/bench/hybrid_probe missing (HYBRID=0 skips it)" >&2
+  fi
 fi

@@ -24,6 +24,8 @@
 #ifndef TESSERA_HYBRID_H
 #define TESSERA_HYBRID_H
 
+#include <stdio.h>
+
 #include "tessera/core.h"
 #include "tessera/measure.h"
 

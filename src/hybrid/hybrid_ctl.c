@@ -240,7 +240,7 @@ ts_status ts_hybrid_ctl_start(ts_hybrid_ctl *c, double now, int i, ts_hybrid_dec
   case TS_HYBRID_MODE_STATIC:
     if (c->run_dev < c->o.static_k) dd.cls = TS_HYBRID_DEV, dd.dev_frac = 1;
     break;
-  default:
+  default: {
     bool tail = c->o.tail && c->unstarted < c->o.slots;
     if (c->o.tail && !tail) {
       /* also the tail when one CPU task would outlast the remaining work at the planned rate */
@@ -268,6 +268,7 @@ ts_status ts_hybrid_ctl_start(ts_hybrid_ctl *c, double now, int i, ts_hybrid_dec
     } else if (c->run_dev < c->k) {
       dd.cls = TS_HYBRID_DEV, dd.dev_frac = 1;
     }
+  }
   }
   if (dd.cls != TS_HYBRID_CPU) {
     double fa[3];

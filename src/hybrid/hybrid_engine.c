@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,16 +248,16 @@ ts_status ts__hybrid_probe(const ts_hybrid_job *job, const char *work, double *c
   int n = ts_hybrid_job_blocks(job);
   double *c = malloc((size_t)n * sizeof *c), *f = malloc((size_t)n * sizeof *f);
   ts_status s = c && f ? read_prepare(job, work, c, f) : ts_error(TS_ERR_OOM, "hybrid: out of memory");
-  if (s == TS_OK) {
-    double cu = 0, fu = 0, u = 0;
-    int m = n < 4 ? n : 4;
+  if (s == TS_OK) { /* the median cost per unit over the first blocks (the first ones warm up) */
+    int m = n < 8 ? n : 8;
+    double cu[8], fu[8];
     for (int b = 0; b < m; b++) {
-      cu += c[b];
-      fu += f[b];
-      u += ts_hybrid_job_work(job, b).units;
+      double u = ts_hybrid_job_work(job, b).units;
+      cu[b] = c[b] / u;
+      fu[b] = f[b] / u;
     }
-    *cpu_u = cu / u;
-    *feed_u = fu / u;
+    *cpu_u = ts_median(cu, m);
+    *feed_u = ts_median(fu, m);
   }
   free(c);
   free(f);
@@ -304,7 +305,7 @@ typedef struct local {
   ts__hybrid_rec *rec;
   int nrec, caprec;
   ts_status err;
-  volatile int stop_monitor;
+  atomic_int stop_monitor;
   ts_progress *prog;
   int done;
 } local;

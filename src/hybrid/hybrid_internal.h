@@ -63,8 +63,8 @@ ts_status ts__hybrid_svg(const ts__hybrid_result *r, char **svg);
 ts_status ts__hybrid_oracle_for(const ts_hybrid_job *job, const char *work_dir, const ts_hybrid_device_model *dev,
                                 int slots, int cores, const ts_hybrid_tenant *ten, int nten, double *makespan,
                                 int *k, int *ndev);
-/* The probe: CPU and feed cost per unit from the first blocks' timings in prepare.json (a short
- * probe: the first min(4, n) blocks). */
+/* The probe: CPU and feed cost per unit, the median over the first min(8, n) blocks' timings in
+ * prepare.json. */
 ts_status ts__hybrid_probe(const ts_hybrid_job *job, const char *work_dir, double *cpu_s_per_unit,
                            double *feed_s_per_unit);
 /* The modelled device's result of (round, block): the prepared text. */

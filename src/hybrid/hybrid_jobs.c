@@ -410,19 +410,27 @@ static void wc_free(wc_map *m) {
   free(m->own);
 }
 
-/* Words: maximal runs of ASCII letters, digits and apostrophes, lower-cased. */
+/* A word byte lower-cased, or 0 for a separator (ASCII letters, digits and the apostrophe). */
+static inline char word_byte(unsigned char c) {
+  if (c >= 'A' && c <= 'Z') return (char)(c + 32);
+  if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '\'') return (char)c;
+  return 0;
+}
+
+/* Words: maximal runs of ASCII letters, digits and apostrophes, lower-cased. The lower-cased words
+ * are written to one buffer (the map's keys point into it). */
 static ts_status map_wordcount(const char *t, size_t n, char **out, size_t *len) {
   wc_map m = {0};
   char *low = malloc(n + 1);
   if (!low) return ts_error(TS_ERR_OOM, "wordcount: out of memory");
-  for (size_t i = 0; i < n; i++) low[i] = (char)tolower((unsigned char)t[i]);
   ts_status s = TS_OK;
-  size_t i = 0;
+  size_t i = 0, q = 0;
   while (i < n && s == TS_OK) {
-    while (i < n && !(isalnum((unsigned char)low[i]) || low[i] == '\'')) i++;
-    size_t b = i;
-    while (i < n && (isalnum((unsigned char)low[i]) || low[i] == '\'')) i++;
-    if (i > b && i - b < 1u << 20) s = wc_add(&m, low + b, i - b, 1);
+    while (i < n && !word_byte((unsigned char)t[i])) i++;
+    size_t b = q;
+    char c;
+    while (i < n && (c = word_byte((unsigned char)t[i])) != 0) low[q++] = c, i++;
+    if (q > b && q - b < 1u << 20) s = wc_add(&m, low + b, q - b, 1);
   }
   if (s == TS_OK) s = wc_emit(&m, out, len);
   wc_free(&m);

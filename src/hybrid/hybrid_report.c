@@ -82,6 +82,13 @@ ts_status ts__hybrid_report(const ts__hybrid_result *r, char **json) {
   cJSON_AddNumberToObject(tk, "cpu", cnt[0]);
   cJSON_AddNumberToObject(tk, "dev", cnt[1]);
   cJSON_AddNumberToObject(tk, "split", cnt[2]);
+  /* the timeline: [round, block, container, class (0 cpu, 1 device, 2 split), start, end] */
+  cJSON *tl0 = cJSON_AddArrayToObject(o, "timeline");
+  for (int i = 0; i < r->nrec; i++) {
+    const ts__hybrid_rec *e = &r->rec[i];
+    double v[6] = {e->round, e->task, e->slot, e->cls, round(e->t0 * 1e6) / 1e6, round(e->t1 * 1e6) / 1e6};
+    cJSON_AddItemToArray(tl0, cJSON_CreateDoubleArray(v, 6));
+  }
   cJSON *ev = cJSON_AddArrayToObject(o, "reassignments");
   for (int i = 0; i < r->nev; i++) {
     cJSON *e = cJSON_CreateObject();

@@ -20,6 +20,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "hybrid/hybrid_internal.h"
+#include "io/json_internal.h"
 
 extern char **environ;
 
@@ -47,7 +49,7 @@ typedef struct service {
   int round;
   double epoch, round_t0[64];
   int lfd;
-  volatile int stop;
+  atomic_int stop;
   pthread_mutex_t mu;
   ts__hybrid_rec *rec;
   int nrec, caprec;
@@ -296,7 +298,9 @@ ts_status ts_hybrid_run_spark(const ts_hybrid_job *job, const ts_hybrid_run_opts
     snprintf(out, sizeof out, "%s/output-spark.txt", o->work_dir);
     remove(out);
     const char *master = so && so->master ? so->master : "spark://127.0.0.1:7077";
-    char *argv[24];
+    char slots[16];
+    snprintf(slots, sizeof slots, "%d", S);
+    char *argv[26];
     int k = 0;
     argv[k++] = py;
     argv[k++] = drv;
@@ -314,6 +318,8 @@ ts_status ts_hybrid_run_spark(const ts_hybrid_job *job, const ts_hybrid_run_opts
     argv[k++] = blocks;
     argv[k++] = "--rounds";
     argv[k++] = rounds;
+    argv[k++] = "--slots";
+    argv[k++] = slots;
     argv[k++] = "--out";
     argv[k++] = out;
     if (so && so->dynamic_allocation) argv[k++] = "--dynamic-allocation";
@@ -330,19 +336,18 @@ ts_status ts_hybrid_run_spark(const ts_hybrid_job *job, const ts_hybrid_run_opts
   if (sv.lfd >= 0) close(sv.lfd);
   /* the driver's wall time per round (the makespan as a user sees it) */
   if (s == TS_OK) {
-    const char *p = strstr(djson, "\"rounds\"");
-    double total = 0;
-    int r = 0;
-    while (p && r < R && (p = strstr(p, "\"wall_s\"")) != NULL) {
-      p = strchr(p, ':');
-      if (!p) break;
-      double w = strtod(p + 1, NULL);
+    cJSON *dj = NULL;
+    s = ts__json_read_mem(djson, strlen(djson), "the Spark driver's report", &dj);
+    const cJSON *rr = s == TS_OK ? cJSON_GetObjectItemCaseSensitive(dj, "rounds") : NULL;
+    if (s == TS_OK && (!cJSON_IsArray(rr) || cJSON_GetArraySize(rr) != R))
+      s = ts_error(TS_ERR_FORMAT, "hybrid: the Spark driver's report does not list %d rounds", R);
+    for (int r = 0; s == TS_OK && r < R; r++) {
+      double w = 0;
+      s = ts__json_get_number(cJSON_GetArrayItem(rr, r), "wall_s", &w);
       if (r < 64) res.round_s[r] = w;
-      total += w;
-      r++;
+      res.makespan += w;
     }
-    if (r < R) s = ts_error(TS_ERR_FORMAT, "hybrid: the Spark driver's report has %d of %d rounds: %s", r, R, djson);
-    res.makespan = total;
+    cJSON_Delete(dj);
   }
   char *txt = NULL;
   size_t tl = 0;
