@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DTS_WERROR=ON
 endif
 
-.PHONY: all deps build test test-levels demo sanitize tsan fuzz bench results peer-vit-train peer-attn-bwd peer-plan3d check-plan3d-engines bench-plan3d bench-pipe peer-pipe clean
+.PHONY: all deps build test test-levels demo sanitize tsan fuzz bench results peer-vit-train peer-attn-bwd peer-plan3d check-plan3d-engines bench-plan3d bench-pipe peer-pipe bench-hybrid integration clean
 
 all: build
 
@@ -46,16 +46,17 @@ sanitize: deps
 	  TESSERA_SANITIZE=1 ctest --output-on-failure -j $(JOBS)
 
 # ThreadSanitizer build running the concurrency tests (tests/test_concurrency.c: two threads on what
-# the headers say may be shared) and the pipeline runtime's (tests/test_pipe.c: its own pthread
-# workers, deques, counters and the termination stress runs). OpenMP runs one thread (OMP_NUM_THREADS=1, and the tests' contexts
+# the headers say may be shared), the pipeline runtime's (tests/test_pipe.c: its own pthread
+# workers, deques, counters and the termination stress runs) and the hybrid room's (tests/test_hybrid.c:
+# containers as threads, the controller, the modelled device and its monitor thread). OpenMP runs one thread (OMP_NUM_THREADS=1, and the tests' contexts
 # have one), so only the test's own pthreads run at once: libgomp is not instrumented and its
 # barriers would show as false races, while a suppression of libgomp would hide every race inside
 # an OpenMP region (its frames are on their stacks). No suppressions are needed.
 tsan: deps
 	@cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTS_TSAN=ON -DTS_CUDA=OFF $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_concurrency test_pipe
+	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_concurrency test_pipe test_hybrid
 	@cd $(TSAN_BUILD) && OMP_NUM_THREADS=1 TESSERA_THREADS=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	  ctest --output-on-failure -R '^(test_concurrency|test_pipe)$$'
+	  ctest --output-on-failure -R '^(test_concurrency|test_pipe|test_hybrid)$$'
 
 # libFuzzer harnesses for the file readers, each run for FUZZ_SECONDS.
 fuzz: deps
@@ -121,6 +122,22 @@ bench-pipe: build
 # tile, interleaved with tessera's auto granularity (bench/peers/pipe_peers.py).
 peer-pipe: build
 	@python3 bench/peers/pipe_peers.py --build $(BUILD) --out results/$(shell date -u +%F)-pipe-peers/peers.json
+
+# The hybrid MapReduce controller's targets (issue 38) on the local engine: four jobs and three with
+# task costs that change over time, every mode interleaved (cpu, gpu, each static split, auto), the
+# oracle split, the tail (bench/hybrid/bench_hybrid.py; about 6 minutes on 2 cores).
+HYBRID_OUT ?= results/$(shell date -u +%F)-hybrid
+bench-hybrid: build
+	@python3 bench/hybrid/bench_hybrid.py --tessera $(BUILD)/tessera --out $(HYBRID_OUT)
+
+# The hybrid MapReduce controller (issue 38) driving a real Apache Spark, standalone on this machine
+# (scripts/spark-cluster.sh: a master and two one-core workers; pyspark 4.3.0 from PyPI in
+# bench/peers/.venv-spark and openjdk-17, installed when missing): `tessera hybrid run --engine
+# spark` for WordCount, Grep, KMeans and the GEMM job in modes auto and cpu (JSON under
+# results/<date>-hybrid-spark/), then a worker killed mid-job (tests/hybrid_spark_fault.sh). The
+# cluster is stopped even when a run fails. Not in `make test` or CI: those use the local engine.
+integration: build
+	@bash scripts/hybrid-integration.sh $(BUILD)/tessera
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)

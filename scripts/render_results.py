@@ -885,6 +885,67 @@ def pipe_section(md_path):
     return out
 
 
+def hybrid_section(md_path):
+    """The CPU-accelerator hybrid MapReduce controller (issue 38): the newest
+    results/*-hybrid/hybrid.json (local engine, every mode interleaved) and, when present,
+    results/*-hybrid-spark/*.json (the same jobs on Apache Spark). Empty when neither exists."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(md_path)))
+    here = os.path.dirname(os.path.abspath(md_path))
+    out = []
+    bench = sorted(glob.glob(os.path.join(root, "results", "*-hybrid", "hybrid.json")))
+    spark = sorted(glob.glob(os.path.join(root, "results", "*-hybrid-spark")))
+    if not bench and not spark:
+        return out
+    out += ["## CPU-accelerator hybrid MapReduce (Hybrid Hadoop; issue 38)", ""]
+    if bench:
+        j = load_json(bench[-1], "hybrid bench")
+        sc = get(j, "scenarios") or []
+        prov = get(sc[0], "provenance") if sc else {}
+        dev = get(sc[0], "device") if sc else {}
+        out += ["Command: `make bench-hybrid` ([data](%s)); local engine, %s containers on %s cores, %s; commit %s, %s. "
+                "**Modelled device**: %s (%s). Medians of %s interleaved rounds per mode; the oracle split knows every task's "
+                "CPU time and the co-tenant in advance (docs/notes/hybrid.md)." % (
+                    os.path.relpath(bench[-1], here), fmt(num(j, "slots"), digits=0), fmt(num(j, "cores"), digits=0),
+                    text(prov, "cpu_model") or "?", text(j, "commit") or "?", text(j, "date") or "?", text(dev, "name") or "?",
+                    "measured curves" if get(dev, "curves_measured") else "datasheet curves, not measured",
+                    fmt(num(j, "repeats"), digits=0)), "",
+                "| job | auto | oracle split (auto ÷ oracle) | CPU-only | device-only | best static split | the probe's static split | role changes | tail gap |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in sc:
+            med = get(r, "median_s") or {}
+            auto = num(med, "auto") or float("nan")
+            def cell(m):
+                v = num(med, m)
+                return "%.3f s (%s)" % (v, fx(v / auto)) if v else "?"
+            out.append("| %s%s | %.3f s | %.3f s (%s) | %s | %s | %s: %s | %s: %s | %s | %.1f%% |" % (
+                text(r, "scenario"), " (co-tenant %s)" % md_escape(text(r, "tenant")) if get(r, "tenant") else "", auto,
+                num(r, "oracle_s") or float("nan"), fx(num(r, "auto_over_oracle")), cell("cpu"), cell("gpu"),
+                text(r, "best_static"), cell(text(r, "best_static")), text(r, "probe_static"), cell(text(r, "probe_static")),
+                fmt(num(r, "reassignments"), digits=0), 100 * (num(r, "tail_gap_frac") or 0)))
+        out += ["", "Cells: median makespan (that mode's time ÷ auto's; > 1: auto faster). Every run's output equals the "
+                "reference pass: %s." % ("yes" if all(get(r, "output_ok") for r in sc) else "NO"), ""]
+    if spark:
+        rows = []
+        for path in sorted(glob.glob(os.path.join(spark[-1], "*.json"))):
+            if os.path.basename(path) == "meta.json":
+                continue
+            r = load_json(path, "hybrid spark run")
+            rows.append((os.path.basename(path)[:-5], r))
+        if rows:
+            out += ["On Apache Spark (`make integration`, [data](%s)): standalone master and two one-core workers on this machine, "
+                    "one task per block through `tessera hybrid task`; the makespan is the driver's wall time per round (Spark's "
+                    "per-task overhead included), the oracle the local one." % os.path.relpath(spark[-1], here), "",
+                    "| run | makespan | oracle split | tasks cpu / device / split | role changes | output |", "| --- | --- | --- | --- | --- | --- |"]
+            for name, r in rows:
+                t = get(r, "tasks") or {}
+                out.append("| %s | %.2f s | %.2f s | %s / %s / %s | %s | %s |" % (
+                    name, num(r, "makespan_s") or float("nan"), num(r, "oracle", "makespan_s") or float("nan"),
+                    fmt(num(t, "cpu"), digits=0), fmt(num(t, "dev"), digits=0), fmt(num(t, "split"), digits=0),
+                    len(get(r, "reassignments") or []), "ok" if get(r, "output_ok") else "WRONG: " + md_escape(text(r, "output_note"))))
+            out.append("")
+    return out
+
+
 def plan3d_section(md_path):
     """The 3D-parallel planner (issue 36): the newest results/*-plan3d/bench_plan3d.json (simulated
     paper-scale figures) and results/*-plan3d-gloo/gloo.json (estimates against real gloo runs).
@@ -1180,6 +1241,10 @@ def render(rdir, md_path, svg_dir):
         out.extend(pipe_section(md_path))
     except BadInput as e:
         out.extend(["## Stencil pipelines (issue 37)", "", "Not rendered: %s." % e, ""])
+    try:
+        out.extend(hybrid_section(md_path))
+    except BadInput as e:
+        out.extend(["## CPU-accelerator hybrid MapReduce (issue 38)", "", "Not rendered: %s." % e, ""])
 
     # -- footer
     out.append("## This results set")

@@ -20,19 +20,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def scenarios(text):
     return [
-        ("wordcount", ["--job", "wordcount", "--input", text, "--repeat", "400", "--blocks", "64"], None),
-        ("grep", ["--job", "grep", "--input", text, "--repeat", "1000", "--blocks", "64", "--pattern", "love"], None),
-        ("kmeans", ["--job", "kmeans", "--input", "gen:points=600000,d=16,k=8,seed=1", "--blocks", "32", "--rounds", "3"], None),
-        ("gemm", ["--job", "gemm", "--input", "gen:records=32768,in=1024,out=1024,seed=1", "--blocks", "64"], None),
-        # task costs that vary over time: batch sizes change mid-job (small batches are transfer- and
-        # feed-bound on the device), and a co-tenant that takes 97% of the device's compute from
-        # 50 ms after the start (after the probe) to the end
-        ("gemm-phases", ["--job", "gemm", "--input", "gen:records=32768,in=1024,out=1024,seed=2,batches=8/1024/8",
+        ("wordcount", ["--job", "wordcount", "--input", text, "--repeat", "8000", "--blocks", "96"], None),
+        ("grep", ["--job", "grep", "--input", text, "--repeat", "8000", "--blocks", "96", "--pattern", "love"], None),
+        ("kmeans", ["--job", "kmeans", "--input", "gen:points=1000000,d=16,k=8,seed=1", "--blocks", "48", "--rounds", "3"], None),
+        ("gemm", ["--job", "gemm", "--input", "gen:records=131072,in=1024,out=1024,seed=1", "--blocks", "96"], None),
+        # task costs that vary over time: batch sizes change mid-job (small batches are transfer-,
+        # launch- and feed-bound on the device) ...
+        ("gemm-phases", ["--job", "gemm", "--input", "gen:records=131072,in=1024,out=1024,seed=2,batches=8/1024/8",
                          "--blocks", "96"], None),
-        ("wordcount-cotenant", ["--job", "wordcount", "--input", text, "--repeat", "400", "--blocks", "64"],
-         "0.05:1000:0.97"),
-        ("gemm-cotenant", ["--job", "gemm", "--input", "gen:records=32768,in=1024,out=1024,seed=1", "--blocks", "64"],
-         "0.05:1000:0.97"),
+        # ... and a co-tenant that arrives halfway through the job (as the device alone runs it, i.e.
+        # after the probe and the initial decision) and then takes 97% of the device's compute
+        ("wordcount-cotenant", ["--job", "wordcount", "--input", text, "--repeat", "8000", "--blocks", "96"], "half:0.97"),
+        ("gemm-cotenant", ["--job", "gemm", "--input", "gen:records=131072,in=1024,out=1024,seed=1", "--blocks", "96"],
+         "half:0.97"),
     ]
 
 
@@ -53,7 +53,7 @@ def main():
     ap.add_argument("--tessera", default=os.path.join(ROOT, "build", "tessera"))
     ap.add_argument("--out", required=True)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--slots", type=int, default=4)
+    ap.add_argument("--slots", type=int, default=2)
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--only", default="")
     a = ap.parse_args()
@@ -65,7 +65,11 @@ def main():
     for name, args, tenant in scenarios(text):
         if a.only and name not in a.only.split(","):
             continue
-        run(a.tessera, args, "cpu", tenant, a.slots, a.cores)  # the reference pass (kept in the work dir)
+        # the reference pass, made now on this quiet machine (its timings are the probe's and the oracle's)
+        run(a.tessera, args + ["--fresh"], "cpu", None, a.slots, a.cores)
+        if tenant and tenant.startswith("half:"):  # the co-tenant's arrival: half the device-only makespan
+            half = statistics.median(run(a.tessera, args, "gpu", None, a.slots, a.cores)["makespan_s"] for _ in range(3)) / 2
+            tenant = "%.4f:100000:%s" % (half, tenant.split(":")[1])
         ms = {m: [] for m in modes}
         last = {}
         for r in range(a.repeats):

@@ -209,7 +209,7 @@ typedef struct ts_hybrid_done {
 typedef struct ts_hybrid_event {
   double t;
   int from_k, to_k;
-  char reason[96];
+  char reason[128];
 } ts_hybrid_event;
 
 typedef struct ts_hybrid_ctl ts_hybrid_ctl;
@@ -243,12 +243,12 @@ ts_status ts_hybrid_oracle(int n, const double *cpu_s, const double *dev_s, cons
 typedef struct ts_hybrid_run_opts {
   ts_hybrid_mode mode;
   int static_k;
-  int slots, cores;            /* 0: cores = online CPUs (at most 2 x the context's threads), slots = cores */
+  int slots, cores;            /* 0: cores = online CPUs, slots = cores (one container per core) */
   const char *device_path;     /* NULL: ts_hybrid_device_load's choice */
   const char *tenant;          /* NULL or "T0:T1:SHARE,..." */
   const char *work_dir;        /* prepare's outputs (device results, reference); NULL: a temp dir */
   bool quiet;                  /* no progress on stderr */
-  double monitor_period_s;     /* default 0.05 */
+  double monitor_period_s;     /* default 0.025 (the monitor averages over 4 periods) */
 } ts_hybrid_run_opts;
 
 /* The reference pass every run starts with, outside the timed job: each block's CPU time (the

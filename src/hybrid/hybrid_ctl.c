@@ -19,6 +19,13 @@
 
 #define MAX_EVENTS 256
 #define EWMA 0.3
+#define HIST 512 /* monitor samples kept (the co-tenant's share over time) */
+#define PEND 256 /* device tasks whose kernel time awaits the monitor's verdict */
+#define GUARD 0.25 /* seconds of monitor samples around a task that must show no co-tenant */
+
+typedef struct pending {
+  double t0, t1, err;
+} pending;
 
 struct ts_hybrid_ctl {
   pthread_mutex_t mu;
@@ -31,6 +38,10 @@ struct ts_hybrid_ctl {
   int unstarted, run_cpu, run_dev;
   double cpu_unit, feed_unit, kerr;
   double tenant; /* the co-tenant's share, from the monitor */
+  double hist_t[HIST], hist_v[HIST];
+  int nhist;
+  pending pend[PEND];
+  int npend;
   double busy, own;
   int queued;
   double dev_free[3]; /* the controller's own prediction of the engines */
@@ -200,9 +211,9 @@ static void replan(ts_hybrid_ctl *c, double now) {
   /* the monitor's gate: more feeders only while the device has room, fewer only when it is
    * saturated or the model says the CPU now does better */
   if (k > c->k && c->busy > 0.97 && c->queued > c->k) return;
-  char why[96];
-  snprintf(why, sizeof why, "busy %.0f%%, co-tenant %.0f%%, +%.0f%% predicted", 100 * c->busy, 100 * c->tenant,
-           100 * (pred / cur - 1));
+  char why[128];
+  snprintf(why, sizeof why, "busy %.0f%%, co-tenant %.0f%%, kernel %.3g ms, CPU %.3g ms per task: +%.0f%%", 100 * c->busy,
+           100 * c->tenant, 1e3 * m.x, 1e3 * m.c, 100 * (pred / cur - 1));
   record(c, now, k, why);
 }
 
@@ -210,9 +221,15 @@ static void replan(ts_hybrid_ctl *c, double now) {
 static double dev_finish(const ts_hybrid_ctl *c, int i, double fr, double now, double free_at[3]) {
   double f = fr * c->t[i].units * c->feed_unit;
   double h = fr * c->t[i].dev_s[0], x = fr * c->t[i].dev_s[1] * c->kerr / (1 - c->tenant), d = fr * c->t[i].dev_s[2];
-  double a = fmax(now + f, c->dev_free[0]) + h;
-  double b = fmax(a, c->dev_free[1]) + x;
-  double e = fmax(b, c->dev_free[2]) + d;
+  /* the engines' free times: the controller's own reservations, but no later than the running
+   * device tasks need at today's estimates (the one in service half done): reservations made under
+   * an older, higher estimate must not hold the device busy in the prediction */
+  double q = c->run_dev > 0 ? c->run_dev - 0.5 : 0, st[3] = {c->t[i].dev_s[0], c->t[i].dev_s[1] * c->kerr / (1 - c->tenant),
+                                                             c->t[i].dev_s[2]}, fa[3];
+  for (int e = 0; e < 3; e++) fa[e] = fmin(c->dev_free[e], now + q * st[e]);
+  double a = fmax(now + f, fa[0]) + h;
+  double b = fmax(a, fa[1]) + x;
+  double e = fmax(b, fa[2]) + d;
   if (free_at) free_at[0] = a, free_at[1] = b, free_at[2] = e;
   return e;
 }
@@ -286,6 +303,19 @@ ts_status ts_hybrid_ctl_start(ts_hybrid_ctl *c, double now, int i, ts_hybrid_dec
   return TS_OK;
 }
 
+/* The largest co-tenant share the monitor reported over [t0, t1] (and the sample before t0). */
+static double tenant_max(const ts_hybrid_ctl *c, double t0, double t1) {
+  double mx = 0;
+  int m = c->nhist < HIST ? c->nhist : HIST;
+  for (int q = 0; q < m; q++) {
+    int i = (c->nhist - 1 - q) % HIST;
+    if (c->hist_t[i] > t1) continue;
+    mx = fmax(mx, c->hist_v[i]);
+    if (c->hist_t[i] < t0) break;
+  }
+  return mx;
+}
+
 void ts_hybrid_ctl_done(ts_hybrid_ctl *c, double now, const ts_hybrid_done *r) {
   if (r->task < 0 || r->task >= c->n) return;
   pthread_mutex_lock(&c->mu);
@@ -304,8 +334,14 @@ void ts_hybrid_ctl_done(ts_hybrid_ctl *c, double now, const ts_hybrid_done *r) {
     if (du > 0 && r->feed_s > 0) c->feed_unit = (1 - EWMA) * c->feed_unit + EWMA * (r->feed_s / du);
     double px = fr * c->t[i].dev_s[1];
     if (px > 0 && r->kernel_s > 0) {
-      double err = r->kernel_s * (1 - c->tenant) / px; /* the model's error, the co-tenant taken out */
-      c->kerr = (1 - EWMA) * c->kerr + EWMA * fmin(fmax(err, 0.05), 50);
+      /* the model's own error, learnt only while no co-tenant was seen around the task's time on
+       * the device (the monitor averages over a window, so a share changing under a kernel would
+       * be mistaken for model error); under a co-tenant the monitor's share stretches the model */
+      /* the model's own error, learnt only from tasks around which the monitor saw no co-tenant:
+       * kept aside until the monitor has reported past the task's end (it averages over a window,
+       * so a co-tenant arriving under a kernel shows up late and would be taken for model error);
+       * under a co-tenant the monitor's share stretches the model instead */
+      if (c->npend < PEND) c->pend[c->npend++] = (pending){now - r->dev_s, now, r->kernel_s / px};
     }
     replan(c, now);
   }
@@ -318,7 +354,18 @@ void ts_hybrid_ctl_monitor(ts_hybrid_ctl *c, double now, double busy, double own
   c->own = own;
   c->queued = queued;
   double ten = busy - own;
-  c->tenant = fmin(fmax(ten < 0.02 ? 0 : ten, 0), 0.95);
+  c->tenant = fmin(fmax(ten < 0.02 ? 0 : ten, 0), 0.99);
+  c->hist_t[c->nhist % HIST] = now;
+  c->hist_v[c->nhist % HIST] = c->tenant;
+  c->nhist++;
+  int keep = 0;
+  for (int q = 0; q < c->npend; q++) {
+    pending p = c->pend[q];
+    if (p.t1 + GUARD > now) c->pend[keep++] = p; /* not yet seen past its end */
+    else if (tenant_max(c, p.t0 - GUARD, p.t1 + GUARD) < 0.02)
+      c->kerr = (1 - EWMA) * c->kerr + EWMA * fmin(fmax(p.err, 0.05), 50);
+  }
+  c->npend = keep;
   replan(c, now);
   pthread_mutex_unlock(&c->mu);
 }

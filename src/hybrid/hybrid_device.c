@@ -270,7 +270,7 @@ static double tenant_share(const ts_hybrid_tenant *ten, int n, double t) {
   double s = 0;
   for (int i = 0; i < n; i++)
     if (t >= ten[i].t0 && t < ten[i].t1) s += ten[i].share;
-  return s < 0.95 ? s : 0.95;
+  return s < 0.99 ? s : 0.99;
 }
 
 double ts__hybrid_kernel_end(const ts_hybrid_tenant *ten, int n, double epoch, double start, double work) {

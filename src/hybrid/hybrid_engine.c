@@ -395,8 +395,8 @@ static void *slot_worker(void *arg) {
 
 static void *monitor_worker(void *arg) {
   local *L = arg;
-  double period = L->o->monitor_period_s > 0 ? L->o->monitor_period_s : 0.05;
-  double window = period * 4 > 0.2 ? period * 4 : 0.2;
+  double period = L->o->monitor_period_s > 0 ? L->o->monitor_period_s : 0.025;
+  double window = period * 4;
   while (!L->stop_monitor) {
     sleep_until(ts_now() + period);
     double now = ts_now(), busy, own;
@@ -419,7 +419,7 @@ static ts_status load_devres(const char *work, int round, int n, char **res, siz
 ts_status ts__hybrid_resolve_pool(const ts_hybrid_run_opts *o, int *slots, int *cores) {
   int c = o->cores > 0 ? o->cores : (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (c < 1) c = 1;
-  int s = o->slots > 0 ? o->slots : 2 * c;
+  int s = o->slots > 0 ? o->slots : c; /* one container per core, as Hadoop's default */
   if (s > 256 || c > 256) return ts_error(TS_ERR_INVALID_ARG, "hybrid: slots %d / cores %d above 256", s, c);
   *slots = s;
   *cores = c;
@@ -495,6 +495,15 @@ ts_status ts_hybrid_run_local(const ts_hybrid_job *job, const ts_hybrid_run_opts
   }
   if (s == TS_OK) s = ts_hybrid_reducer_create(job, &red);
   if (s == TS_OK) s = load_devres(o->work_dir, 0, n, L.devres, L.devlen);
+  if (s == TS_OK && ts_hybrid_job_kind_of(job) == TS_HYBRID_GEMM) {
+    /* the containers start before the job: oneDNN's first call compiles its kernels (tens of ms),
+     * paid here and not by the first CPU task */
+    char *w = NULL;
+    size_t wl;
+    double one = 1.0 / fmax(1.0, ts_hybrid_job_work(job, 0).bytes_in / 4096.0);
+    s = ts__hybrid_cpu_part(job, 0, one, NULL, &w, &wl);
+    free(w);
+  }
   ts_progress prog;
   if (s == TS_OK && !o->quiet) ts_progress_begin(&prog, "hybrid run (local)", (int64_t)n * R);
   L.prog = o->quiet ? NULL : &prog;

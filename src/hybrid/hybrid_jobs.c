@@ -19,8 +19,8 @@ struct ts_hybrid_job {
   char pattern[128];
   int repeat;
   /* text */
-  char *text;
-  size_t len;
+  char *text;      /* the file */
+  size_t flen, len; /* the file's length; the text's (the file repeated) */
   size_t *off; /* nblocks + 1 */
   /* generated: kmeans points / gemm records */
   int64_t n;   /* points or records */
@@ -131,6 +131,18 @@ static ts_status parse_gen(const char *spec, ts_hybrid_job *j) {
   return TS_OK;
 }
 
+/* The text is the file repeated `repeat` times, never materialized: a block's bytes are copied out
+ * of the file with wrap-around when its task reads them (a map task reads its split). */
+static char vchar(const ts_hybrid_job *j, size_t o) { return j->text[o % j->flen]; }
+
+static void vcopy(const ts_hybrid_job *j, size_t o, size_t n, char *dst) {
+  while (n > 0) {
+    size_t at = o % j->flen, c = j->flen - at < n ? j->flen - at : n;
+    memcpy(dst, j->text + at, c);
+    dst += c, o += c, n -= c;
+  }
+}
+
 static ts_status open_text(ts_hybrid_job *j) {
   char *data = NULL;
   size_t len = 0;
@@ -139,32 +151,13 @@ static ts_status open_text(ts_hybrid_job *j) {
     free(data);
     return ts_error(TS_ERR_FORMAT, "%s: empty input", j->input);
   }
-  if (j->repeat > 1) {
-    if (len > ((size_t)1 << 34) / (size_t)j->repeat) {
-      free(data);
-      return ts_error(TS_ERR_OVERFLOW, "%s x %d: more than 16 GiB", j->input, j->repeat);
-    }
-    char *big = ts_malloc(len * (size_t)j->repeat + 1);
-    if (!big) {
-      free(data);
-      return ts_error(TS_ERR_OOM, "hybrid: %zu bytes for the repeated text", len * (size_t)j->repeat);
-    }
-    for (int r = 0; r < j->repeat; r++) memcpy(big + (size_t)r * len, data, len);
+  if (len > ((size_t)1 << 40) / (size_t)j->repeat) {
     free(data);
-    len *= (size_t)j->repeat;
-    big[len] = 0;
-    j->text = big;
-  } else {
-    char *t = ts_malloc(len + 1);
-    if (!t) {
-      free(data);
-      return ts_error(TS_ERR_OOM, "hybrid: out of memory");
-    }
-    memcpy(t, data, len);
-    t[len] = 0;
-    free(data);
-    j->text = t;
+    return ts_error(TS_ERR_OVERFLOW, "%s x %d: more than 1 TiB", j->input, j->repeat);
   }
+  j->text = data;
+  j->flen = len;
+  len *= (size_t)j->repeat;
   j->len = len;
   if (j->nblocks <= 0) j->nblocks = (int)((len + (2u << 20) - 1) / (2u << 20));
   if ((size_t)j->nblocks > len) j->nblocks = (int)len;
@@ -174,7 +167,7 @@ static ts_status open_text(ts_hybrid_job *j) {
   for (int b = 1; b < j->nblocks; b++) {
     size_t o = (size_t)((double)len * b / j->nblocks);
     if (o < j->off[b - 1]) o = j->off[b - 1];
-    while (o > 0 && o < len && j->text[o - 1] != '\n') o++; /* start after a line end */
+    while (o > 0 && o < len && vchar(j, o - 1) != '\n') o++; /* start after a line end */
     j->off[b] = o;
   }
   j->off[j->nblocks] = len;
@@ -243,7 +236,7 @@ ts_status ts_hybrid_job_open(const ts_hybrid_job_opts *o, ts_hybrid_job **out) {
 
 void ts_hybrid_job_close(ts_hybrid_job *j) {
   if (!j) return;
-  ts_free(j->text);
+  free(j->text);
   free(j->off);
   free(j->first);
   ts_free(j->W);
@@ -530,10 +523,15 @@ ts_status ts__hybrid_cpu_part(const ts_hybrid_job *j, int b, double frac, const 
   if (j->kind == TS_HYBRID_WORDCOUNT || j->kind == TS_HYBRID_GREP) {
     size_t o0 = j->off[b], o1 = j->off[b + 1];
     size_t e = o0 + (size_t)((double)(o1 - o0) * frac);
-    while (e < o1 && e > o0 && j->text[e - 1] != '\n') e++;
+    while (e < o1 && e > o0 && vchar(j, e - 1) != '\n') e++;
     if (frac >= 1) e = o1;
-    return j->kind == TS_HYBRID_WORDCOUNT ? map_wordcount(j->text + o0, e - o0, out, len)
-                                          : map_grep(j->text + o0, e - o0, j->pattern, out, len);
+    char *buf = malloc(e - o0 + 1);
+    if (!buf) return ts_error(TS_ERR_OOM, "hybrid: %zu bytes for block %d", e - o0, b);
+    vcopy(j, o0, e - o0, buf);
+    ts_status s = j->kind == TS_HYBRID_WORDCOUNT ? map_wordcount(buf, e - o0, out, len)
+                                                 : map_grep(buf, e - o0, j->pattern, out, len);
+    free(buf);
+    return s;
   }
   int64_t p0 = j->first[b], p1 = j->first[b + 1];
   int64_t e = frac >= 1 ? p1 : p0 + (int64_t)((double)(p1 - p0) * frac);
@@ -557,7 +555,7 @@ uint64_t ts__hybrid_feed_part(const ts_hybrid_job *j, int b, double f0, double f
     if (e <= a) return 0;
     char *buf = malloc(e - a);
     if (!buf) return 0;
-    memcpy(buf, j->text + o0 + a, e - a);
+    vcopy(j, o0 + a, e - a, buf);
     for (size_t i = 0; i < e - a; i += 4096) h += (uint8_t)buf[i];
     free(buf);
     return h;

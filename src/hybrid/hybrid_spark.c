@@ -54,6 +54,7 @@ typedef struct service {
   ts__hybrid_rec *rec;
   int nrec, caprec;
   int retries;
+  uint8_t *started; /* per (round, block): starts seen */
   double period;
 } service;
 
@@ -102,6 +103,11 @@ static void *conn_worker(void *arg) {
   }
   double t0 = ts_now();
   pthread_mutex_lock(&sv->mu);
+  if (sv->started) {
+    uint8_t *st = &sv->started[(size_t)round * sv->n + block];
+    if (*st) sv->retries++; /* Spark re-runs a lost attempt, or a finished task whose output was lost */
+    if (*st < 255) (*st)++;
+  }
   if (round > sv->round) { /* the driver moved to the next round */
     sv->round = round;
     if (round < 64) sv->round_t0[round] = t0;
@@ -162,10 +168,6 @@ static void *conn_worker(void *arg) {
     }
     if (sv->nrec < sv->caprec) sv->rec[sv->nrec++] = r;
     pthread_mutex_unlock(&sv->mu);
-  } else {
-    pthread_mutex_lock(&sv->mu);
-    sv->retries++;
-    pthread_mutex_unlock(&sv->mu);
   }
   close(fd);
   return NULL;
@@ -197,7 +199,7 @@ static void *accept_worker(void *arg) {
 
 static void *monitor_worker(void *arg) {
   service *sv = arg;
-  double window = sv->period * 4 > 0.2 ? sv->period * 4 : 0.2;
+  double window = sv->period * 4;
   while (!sv->stop) {
     struct timespec ts = {0, (long)(sv->period * 1e9)};
     nanosleep(&ts, NULL);
@@ -226,12 +228,14 @@ static ts_status run_driver(char *const argv[], char *json, size_t cap, int *sta
     return ts_error(TS_ERR_IO, "%s: %s", argv[0], strerror(e));
   }
   FILE *f = fdopen(pfd[0], "r");
-  char line[8192];
+  char *line = NULL;
+  size_t lcap = 0;
   json[0] = 0;
-  while (f && fgets(line, sizeof line, f)) {
+  while (f && getline(&line, &lcap, f) > 0) {
     if (line[0] == '{') snprintf(json, cap, "%s", line);
     else fputs(line, stderr);
   }
+  free(line);
   if (f) fclose(f);
   while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
   }
@@ -260,9 +264,10 @@ ts_status ts_hybrid_run_spark(const ts_hybrid_job *job, const ts_hybrid_run_opts
   ts_hybrid_ctl_opts co = {.slots = S, .cores = C, .mode = o->mode, .static_k = o->static_k,
                            .tail = o->mode == TS_HYBRID_MODE_AUTO, .cpu_s_per_unit = res.probe_cpu_s_per_unit,
                            .feed_s_per_unit = res.probe_feed_s_per_unit};
-  service sv = {.job = job, .tasks = tasks, .n = n, .rounds = R, .lfd = -1, .period = o->monitor_period_s > 0 ? o->monitor_period_s : 0.05};
+  service sv = {.job = job, .tasks = tasks, .n = n, .rounds = R, .lfd = -1, .period = o->monitor_period_s > 0 ? o->monitor_period_s : 0.025};
   pthread_mutex_init(&sv.mu, NULL);
-  ts_status s = ts_hybrid_ctl_create(&sv.ctl, &co, tasks, n);
+  sv.started = calloc((size_t)n * R, 1);
+  ts_status s = sv.started ? ts_hybrid_ctl_create(&sv.ctl, &co, tasks, n) : ts_error(TS_ERR_OOM, "hybrid: out of memory");
   struct sockaddr_in a = {0};
   socklen_t al = sizeof a;
   if (s == TS_OK) {
@@ -281,7 +286,7 @@ ts_status ts_hybrid_run_spark(const ts_hybrid_job *job, const ts_hybrid_run_opts
   if (s == TS_OK) acc_on = pthread_create(&acc, NULL, accept_worker, &sv) == 0;
   if (s == TS_OK && !acc_on) s = ts_error(TS_ERR_INTERNAL, "hybrid: cannot start the service thread");
   if (s == TS_OK && o->mode == TS_HYBRID_MODE_AUTO) mon_on = pthread_create(&mon, NULL, monitor_worker, &sv) == 0;
-  char self[4096] = "", addr[64], blocks[16], rounds[16], out[4200], djson[8192] = "";
+  char self[4096] = "", addr[64], blocks[16], rounds[16], out[4200], djson[65536] = "";
   int status = -1;
   if (s == TS_OK) {
     ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -367,13 +372,14 @@ ts_status ts_hybrid_run_spark(const ts_hybrid_job *job, const ts_hybrid_run_opts
     res.nkern = ts_hybrid_devq_kernels(sv.q, &res.kern_s, &res.kern_e);
     res.epoch = sv.epoch;
     if (sv.retries) snprintf(res.output_note + strlen(res.output_note), sizeof res.output_note - strlen(res.output_note),
-                             "; %d task attempts lost and re-run", sv.retries);
+                             "; %d task attempts re-run by Spark", sv.retries);
     s = ts__hybrid_report(&res, report);
     if (s == TS_OK && svg) s = ts__hybrid_svg(&res, svg);
   }
   ts_hybrid_devq_destroy(sv.q);
   ts_hybrid_ctl_destroy(sv.ctl);
   free(sv.rec);
+  free(sv.started);
   free(tasks);
   pthread_mutex_destroy(&sv.mu);
   return s;

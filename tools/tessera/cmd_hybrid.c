@@ -21,7 +21,7 @@ static void usage(void) {
   printf("usage: tessera hybrid run --job NAME --input PATH|gen:... [--engine local|spark]\n"
          "                          [--mode auto|cpu|gpu|static:K] [--blocks N] [--rounds R] [--repeat R]\n"
          "                          [--pattern S] [--slots S] [--cores C] [--device FILE] [--tenant T0:T1:SHARE,...]\n"
-         "                          [--work DIR] [--svg F.svg] [--out F.json] [--quiet] [--json]\n"
+         "                          [--work DIR] [--fresh] [--svg F.svg] [--out F.json] [--quiet] [--json]\n"
          "                          [--spark-master URL] [--spark-python PY] [--spark-driver PY] [--dynamic-allocation]\n"
          "       tessera hybrid task --connect HOST:PORT --work DIR --block I [--round R] [--slot NAME]\n"
          "       tessera hybrid device [--device FILE] [--store FILE]\n\n"
@@ -37,10 +37,10 @@ static void usage(void) {
          "  --mode M          auto (default) | cpu | gpu | static:K (K containers feed the device, no monitor)\n"
          "  --blocks N        tasks per round (text: 2 MiB blocks; generated: 32)\n"
          "  --rounds R        kmeans iterations (5)       --repeat R   text input repeated R times\n"
-         "  --slots S         containers (2 x cores)      --cores C    cores the CPU tasks use (online CPUs)\n"
+         "  --slots S         containers (= cores)        --cores C    cores the CPU tasks use (online CPUs)\n"
          "  --tenant SPEC     a co-tenant takes SHARE of the device's compute from T0 to T1 s after the start\n"
          "  --work DIR        reference pass and results (a directory under /tmp by default; reused when the\n"
-         "                    job is the same)\n"
+         "                    job is the same; --fresh runs the reference pass again)\n"
          "  --svg F           the timeline                --out F      the report (JSON) to a file\n");
 }
 
@@ -70,6 +70,7 @@ static int cmd_run(int argc, char **argv) {
   ts_hybrid_run_opts ro = {0};
   ts_hybrid_spark_opts so = {0};
   const char *job = NULL, *engine = "local", *svg_path = NULL, *out_path = NULL;
+  bool fresh = false;
   cli_common_opts co = {0};
   for (int i = 2; i < argc; i++) {
     int c = cli_common(CMD, argc, argv, &i, &co);
@@ -82,6 +83,10 @@ static int cmd_run(int argc, char **argv) {
     }
     if (!strcmp(a, "--dynamic-allocation")) {
       so.dynamic_allocation = true;
+      continue;
+    }
+    if (!strcmp(a, "--fresh")) {
+      fresh = true;
       continue;
     }
     const char *v = cli_value(CMD, argc, argv, &i);
@@ -147,6 +152,11 @@ static int cmd_run(int argc, char **argv) {
     const char *tmp = getenv("TMPDIR");
     snprintf(work, sizeof work, "%s/tessera-hybrid-%s-%s", tmp && *tmp ? tmp : "/tmp", job, hex);
     ro.work_dir = work;
+  }
+  if (fresh) { /* the reference pass again (its timings are the probe's and the oracle's) */
+    char p[4200];
+    snprintf(p, sizeof p, "%s/prepare.json", ro.work_dir);
+    remove(p);
   }
   char *report = NULL, *svg = NULL;
   s = !strcmp(engine, "spark") ? ts_hybrid_run_spark(j, &ro, &so, &report, svg_path ? &svg : NULL)
