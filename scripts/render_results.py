@@ -924,6 +924,17 @@ def hybrid_section(md_path):
                 fmt(num(r, "reassignments"), digits=0), 100 * (num(r, "tail_gap_frac") or 0)))
         out += ["", "Cells: median makespan (that mode's time ÷ auto's; > 1: auto faster). Every run's output equals the "
                 "reference pass: %s." % ("yes" if all(get(r, "output_ok") for r in sc) else "NO"), ""]
+        within = [text(r, "scenario") for r in sc if (num(r, "auto_over_oracle") or 9) <= 1.10]
+        varying = [r for r in sc if "-" in (text(r, "scenario") or "")]
+        both = [r for r in sc if get(r, "tail_both_classes")]
+        out += ["Targets: auto within 10%% of the oracle split on %d of %d jobs (%s); on the jobs whose task costs change "
+                "over time, auto over the best static split %s (target ≥ 1.3×); tail gap where both classes ran %s "
+                "(target ≤ 5%%). With the datasheet H100 the device is 10–25× the two cores on three of the four jobs, "
+                "so the best split is nearly all-device and a hybrid gains little over it; kmeans is bound by its host "
+                "feed (generating the points) on either side. The ≥ 3× on a real GPU is not measured here (no GPU)." % (
+                    len(within), len(sc), ", ".join(within),
+                    ", ".join("%s %s" % (text(r, "scenario"), fx(num(r, "best_static_over_auto"))) for r in varying) or "—",
+                    ", ".join("%s %.1f%%" % (text(r, "scenario"), 100 * (num(r, "tail_gap_frac") or 0)) for r in both) or "—"), ""]
     if spark:
         rows = []
         for path in sorted(glob.glob(os.path.join(spark[-1], "*.json"))):
@@ -942,7 +953,16 @@ def hybrid_section(md_path):
                     name, num(r, "makespan_s") or float("nan"), num(r, "oracle", "makespan_s") or float("nan"),
                     fmt(num(t, "cpu"), digits=0), fmt(num(t, "dev"), digits=0), fmt(num(t, "split"), digits=0),
                     len(get(r, "reassignments") or []), "ok" if get(r, "output_ok") else "WRONG: " + md_escape(text(r, "output_note"))))
-            out.append("")
+            dyn = [(n, r) for n, r in rows if n.endswith("-cpu-dyn")]
+            fixed = dict(rows)
+            ratios = ["%s %s" % (n[:-8], fx((num(r, "makespan_s") or 0) / (num(fixed.get(n[:-8] + "-cpu"), "makespan_s") or 1)))
+                      for n, r in dyn if fixed.get(n[:-8] + "-cpu")]
+            out += ["", "On Spark the engine's own cost dominates at these sizes: about 0.1 s per task (a Python worker and "
+                    "one `tessera hybrid task` process per block) against device work of milliseconds, so every device "
+                    "mode lands near the same floor. Spark's dynamic allocation (CPU work, executors added on backlog) takes "
+                    "the fixed pool's time: %s. A worker killed mid-job (tests/hybrid_spark_fault.sh, part of `make "
+                    "integration`): Spark re-ran the lost attempts, the output was identical to the reference pass." % (
+                        ", ".join(ratios) or "—"), ""]
     return out
 
 

@@ -47,6 +47,8 @@ struct ts_hybrid_ctl {
   double dev_free[3]; /* the controller's own prediction of the engines */
   int k;
   int k0;
+  int done_since; /* tasks finished since the last role change */
+  double tenant_at; /* the co-tenant's share at the last role change */
   const char *mode0;
   double pred0;
   ts_hybrid_event ev[MAX_EVENTS];
@@ -190,6 +192,8 @@ void ts_hybrid_ctl_round(ts_hybrid_ctl *c, double now) {
 }
 
 static void record(ts_hybrid_ctl *c, double now, int to, const char *why) {
+  c->done_since = 0;
+  c->tenant_at = c->tenant;
   if (c->nev < MAX_EVENTS) {
     ts_hybrid_event *e = &c->ev[c->nev++];
     e->t = now;
@@ -203,6 +207,9 @@ static void record(ts_hybrid_ctl *c, double now, int to, const char *why) {
 /* Re-plans k from the estimates and the monitor (auto mode only); locked. */
 static void replan(ts_hybrid_ctl *c, double now) {
   if (c->o.mode != TS_HYBRID_MODE_AUTO || c->unstarted == 0) return;
+  /* no flapping: a new change needs new evidence, 2S finished tasks or the co-tenant's share moved
+   * by 10 points (two near-equal options otherwise swap on the estimates' noise) */
+  if (c->nev > 0 && c->done_since < 2 * c->o.slots && fabs(c->tenant - c->tenant_at) < 0.1) return;
   means m = remaining_means(c);
   double cur = throughput(c, &m, c->k, NULL);
   double pred;
@@ -324,6 +331,7 @@ void ts_hybrid_ctl_done(ts_hybrid_ctl *c, double now, const ts_hybrid_done *r) {
     if (c->cls[i] == TS_HYBRID_CPU) c->run_cpu--;
     else c->run_dev--;
     c->state[i] = 2;
+    c->done_since++;
     double fr = c->frac[i];
     double cu = (1 - fr) * c->t[i].units;
     if (cu > 0 && r->cpu_s > 0) {
