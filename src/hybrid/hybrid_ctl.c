@@ -215,8 +215,7 @@ static void replan(ts_hybrid_ctl *c, double now) {
   double pred;
   int k = best_k(c, &pred);
   if (k == c->k || !(pred > cur * (1 + c->o.hysteresis))) return;
-  /* the monitor's gate: more feeders only while the device has room, fewer only when it is
-   * saturated or the model says the CPU now does better */
+  /* the monitor's gate on more feeders: only while the device has room (fewer: the model's call) */
   if (k > c->k && c->busy > 0.97 && c->queued > c->k) return;
   char why[128];
   snprintf(why, sizeof why, "busy %.0f%%, co-tenant %.0f%%, kernel %.3g ms, CPU %.3g ms per task: +%.0f%%", 100 * c->busy,

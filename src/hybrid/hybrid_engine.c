@@ -310,12 +310,13 @@ typedef struct local {
   int done;
 } local;
 
-static void sleep_until(double t) {
+void ts__hybrid_sleep_until(double t) {
   double now = ts_now();
   if (t <= now) return;
   struct timespec ts;
   ts.tv_sec = (time_t)t;
   ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+  if (ts.tv_nsec > 999999999L) ts.tv_nsec = 999999999L;
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
   }
 }
@@ -361,7 +362,7 @@ static void *slot_worker(void *arg) {
       if (d.cls == TS_HYBRID_SPLIT) free(out), out = NULL; /* the block's result is the prepared one */
     }
     if (s == TS_OK && d.cls != TS_HYBRID_CPU) {
-      sleep_until(done_at);
+      ts__hybrid_sleep_until(done_at);
       out = malloc(L->devlen[i] + 1);
       if (!out) s = ts_error(TS_ERR_OOM, "hybrid: out of memory");
       else memcpy(out, L->devres[i], L->devlen[i] + 1), len = L->devlen[i];
@@ -398,7 +399,7 @@ static void *monitor_worker(void *arg) {
   double period = L->o->monitor_period_s > 0 ? L->o->monitor_period_s : 0.025;
   double window = period * 4;
   while (!L->stop_monitor) {
-    sleep_until(ts_now() + period);
+    ts__hybrid_sleep_until(ts_now() + period);
     double now = ts_now(), busy, own;
     int queued;
     ts_hybrid_devq_monitor(L->q, now, window, &busy, &own, &queued);
@@ -455,27 +456,74 @@ ts_status ts__hybrid_check_output(const char *work, const char *out, size_t len,
   return TS_OK;
 }
 
+static ts_status setup(const ts_hybrid_job *job, const ts_hybrid_run_opts *o, const char *engine, ts__hybrid_run *r) {
+  if (!o->work_dir) return ts_error(TS_ERR_INVALID_ARG, "hybrid: a work directory is needed");
+  TS_TRY(ts__hybrid_resolve_pool(o, &r->S, &r->C));
+  TS_TRY(ts_hybrid_device_load(o->device_path, &r->dev));
+  TS_TRY(ts_hybrid_tenant_parse(o->tenant, r->ten, &r->nten));
+  TS_TRY(ts_hybrid_prepare(job, o->work_dir, r->C, o->quiet));
+  r->n = ts_hybrid_job_blocks(job);
+  r->R = ts_hybrid_job_rounds(job);
+  r->res = (ts__hybrid_result){.engine = engine, .job = job, .dev = &r->dev, .o = o, .slots = r->S, .cores = r->C,
+                               .tenant = r->ten, .ntenant = r->nten, .nrounds = r->R};
+  TS_TRY(ts__hybrid_probe(job, o->work_dir, &r->res.probe_cpu_s_per_unit, &r->res.probe_feed_s_per_unit));
+  TS_TRY(ts__hybrid_make_tasks(job, &r->dev, &r->tasks));
+  r->co = (ts_hybrid_ctl_opts){.slots = r->S, .cores = r->C, .mode = o->mode, .static_k = o->static_k,
+                               .tail = o->mode == TS_HYBRID_MODE_AUTO, .cpu_s_per_unit = r->res.probe_cpu_s_per_unit,
+                               .feed_s_per_unit = r->res.probe_feed_s_per_unit};
+  return TS_OK;
+}
+
+ts_status ts__hybrid_setup(const ts_hybrid_job *job, const ts_hybrid_run_opts *o, const char *engine, ts__hybrid_run **out) {
+  *out = NULL;
+  ts__hybrid_run *r = calloc(1, sizeof *r);
+  if (!r) return ts_error(TS_ERR_OOM, "hybrid: out of memory");
+  ts_status s = setup(job, o, engine, r);
+  if (s != TS_OK) {
+    free(r->tasks);
+    free(r);
+    return s;
+  }
+  *out = r;
+  return TS_OK;
+}
+
+ts_status ts__hybrid_conclude(ts__hybrid_run *r, const ts_hybrid_ctl *ctl, ts_hybrid_devq *q, double epoch,
+                              ts__hybrid_rec *rec, int nrec, char **report, char **svg) {
+  ts__hybrid_result *res = &r->res;
+  TS_TRY(ts__hybrid_oracle_for(res->job, res->o->work_dir, &r->dev, r->S, r->C, r->ten, r->nten, &res->oracle_makespan,
+                               &res->oracle_k, &res->oracle_ndev));
+  ts_hybrid_ctl_initial(ctl, &res->init_mode, &res->init_k, &res->init_pred);
+  res->nev = ts_hybrid_ctl_events(ctl, r->ev, 256);
+  if (res->nev > 256) res->nev = 256;
+  res->ev = r->ev;
+  res->rec = rec;
+  res->nrec = nrec;
+  res->nkern = ts_hybrid_devq_kernels(q, &res->kern_s, &res->kern_e);
+  res->epoch = epoch;
+  TS_TRY(ts__hybrid_report(res, report));
+  if (svg) {
+    ts_status s = ts__hybrid_svg(res, svg);
+    if (s != TS_OK) {
+      free(*report);
+      *report = NULL;
+      return s;
+    }
+  }
+  return TS_OK;
+}
+
 ts_status ts_hybrid_run_local(const ts_hybrid_job *job, const ts_hybrid_run_opts *o, char **report, char **svg) {
   *report = NULL;
   if (svg) *svg = NULL;
-  if (!o->work_dir) return ts_error(TS_ERR_INVALID_ARG, "hybrid: a work directory is needed");
-  int S, C;
-  TS_TRY(ts__hybrid_resolve_pool(o, &S, &C));
-  ts_hybrid_device_model dev;
-  TS_TRY(ts_hybrid_device_load(o->device_path, &dev));
-  ts_hybrid_tenant ten[TS_HYBRID_MAX_TENANT];
-  int nten = 0;
-  TS_TRY(ts_hybrid_tenant_parse(o->tenant, ten, &nten));
-  TS_TRY(ts_hybrid_prepare(job, o->work_dir, C, o->quiet));
-  int n = ts_hybrid_job_blocks(job), R = ts_hybrid_job_rounds(job);
-  ts__hybrid_result res = {.engine = "local", .job = job, .dev = &dev, .o = o, .slots = S, .cores = C,
-                           .tenant = ten, .ntenant = nten, .nrounds = R};
-  TS_TRY(ts__hybrid_probe(job, o->work_dir, &res.probe_cpu_s_per_unit, &res.probe_feed_s_per_unit));
-  ts_hybrid_task *tasks = NULL;
-  TS_TRY(ts__hybrid_make_tasks(job, &dev, &tasks));
-  ts_hybrid_ctl_opts co = {.slots = S, .cores = C, .mode = o->mode, .static_k = o->static_k,
-                           .tail = o->mode == TS_HYBRID_MODE_AUTO, .cpu_s_per_unit = res.probe_cpu_s_per_unit,
-                           .feed_s_per_unit = res.probe_feed_s_per_unit};
+  ts__hybrid_run *run;
+  TS_TRY(ts__hybrid_setup(job, o, "local", &run));
+  int n = run->n, R = run->R, S = run->S;
+  ts_hybrid_task *tasks = run->tasks;
+  ts__hybrid_result *res = &run->res;
+  ts_hybrid_ctl_opts co = run->co;
+  ts_hybrid_tenant *ten = run->ten;
+  int nten = run->nten;
   local L = {.job = job, .o = o, .tasks = tasks, .n = n};
   pthread_mutex_init(&L.mu, NULL);
   L.devres = calloc((size_t)n, sizeof *L.devres);
@@ -530,8 +578,8 @@ ts_status ts_hybrid_run_local(const ts_hybrid_job *job, const ts_hybrid_run_opts
     double r1 = ts_now();
     if (s == TS_OK && started < S) s = ts_error(TS_ERR_INTERNAL, "hybrid: could start only %d of %d containers", started, S);
     if (s == TS_OK) s = L.err;
-    res.round_s[r < 64 ? r : 63] = r1 - r0;
-    res.makespan += r1 - r0;
+    res->round_s[r < 64 ? r : 63] = r1 - r0;
+    res->makespan += r1 - r0;
     for (int b = 0; s == TS_OK && b < n; b++) s = ts_hybrid_reducer_add(red, L.res[b], L.len[b]);
     for (int b = 0; b < n; b++) free(L.res[b]), L.res[b] = NULL;
     if (s == TS_OK && cent) s = ts_hybrid_reducer_next_round(red, cent);
@@ -544,27 +592,13 @@ ts_status ts_hybrid_run_local(const ts_hybrid_job *job, const ts_hybrid_run_opts
   char *out = NULL;
   size_t olen = 0;
   if (s == TS_OK) s = ts_hybrid_reducer_result(red, cent, &out, &olen);
-  if (s == TS_OK) s = ts__hybrid_check_output(o->work_dir, out, olen, &res.output_ok, res.output_note, sizeof res.output_note);
+  if (s == TS_OK) s = ts__hybrid_check_output(o->work_dir, out, olen, &res->output_ok, res->output_note, sizeof res->output_note);
   if (s == TS_OK) {
     char path[4200];
     snprintf(path, sizeof path, "%s/output-local.txt", o->work_dir);
     s = ts__hybrid_write_text(path, out, olen);
   }
-  if (s == TS_OK)
-    s = ts__hybrid_oracle_for(job, o->work_dir, &dev, S, C, ten, nten, &res.oracle_makespan, &res.oracle_k, &res.oracle_ndev);
-  ts_hybrid_event ev[256];
-  if (s == TS_OK) {
-    ts_hybrid_ctl_initial(L.ctl, &res.init_mode, &res.init_k, &res.init_pred);
-    res.nev = ts_hybrid_ctl_events(L.ctl, ev, 256);
-    if (res.nev > 256) res.nev = 256;
-    res.ev = ev;
-    res.rec = L.rec;
-    res.nrec = L.nrec;
-    res.nkern = ts_hybrid_devq_kernels(L.q, &res.kern_s, &res.kern_e);
-    res.epoch = L.epoch;
-    s = ts__hybrid_report(&res, report);
-    if (s == TS_OK && svg) s = ts__hybrid_svg(&res, svg);
-  }
+  if (s == TS_OK) s = ts__hybrid_conclude(run, L.ctl, L.q, L.epoch, L.rec, L.nrec, report, svg);
   free(out);
   ts_hybrid_reducer_destroy(red);
   ts_hybrid_devq_destroy(L.q);
@@ -574,6 +608,7 @@ ts_status ts_hybrid_run_local(const ts_hybrid_job *job, const ts_hybrid_run_opts
     if (L.res) free(L.res[b]);
   }
   free(L.devres), free(L.devlen), free(L.res), free(L.len), free(L.rec), free(cent), free(tasks);
+  free(run);
   pthread_mutex_destroy(&L.mu);
   if (s != TS_OK && *report) free(*report), *report = NULL;
   return s;

@@ -82,7 +82,26 @@ ts_status ts__hybrid_cpu_part(const ts_hybrid_job *job, int block, double frac, 
 /* The host part of feeding the share [f0, f1) of a block to the device (read + pack). */
 uint64_t ts__hybrid_feed_part(const ts_hybrid_job *job, int block, double f0, double f1);
 
+/* What both engines set up before a run (pool, device model, co-tenant, reference pass, probe,
+ * tasks, the controller's options) and conclude after it (oracle, the controller's decisions, the
+ * device's kernels -> report and timeline). `res` points into the struct: do not move it. */
+typedef struct ts__hybrid_run {
+  int S, C, n, R;
+  ts_hybrid_device_model dev;
+  ts_hybrid_tenant ten[TS_HYBRID_MAX_TENANT];
+  int nten;
+  ts_hybrid_task *tasks;
+  ts_hybrid_ctl_opts co;
+  ts__hybrid_result res;
+  ts_hybrid_event ev[256];
+} ts__hybrid_run;
+/* *run is malloc'd (free() it and its tasks); NULL on failure. */
+ts_status ts__hybrid_setup(const ts_hybrid_job *job, const ts_hybrid_run_opts *o, const char *engine, ts__hybrid_run **run);
+ts_status ts__hybrid_conclude(ts__hybrid_run *run, const ts_hybrid_ctl *ctl, ts_hybrid_devq *q, double epoch,
+                              ts__hybrid_rec *rec, int nrec, char **report, char **svg);
 ts_status ts__hybrid_resolve_pool(const ts_hybrid_run_opts *o, int *slots, int *cores);
+/* Sleeps until t (ts_now's clock, CLOCK_MONOTONIC: the same in every process on this machine). */
+void ts__hybrid_sleep_until(double t);
 ts_status ts__hybrid_make_tasks(const ts_hybrid_job *job, const ts_hybrid_device_model *dev, ts_hybrid_task **tasks);
 /* Compares a run's output with work_dir/reference.txt byte for byte. */
 ts_status ts__hybrid_check_output(const char *work, const char *out, size_t len, bool *ok, char *note, size_t cap);

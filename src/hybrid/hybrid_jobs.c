@@ -347,15 +347,19 @@ static ts_status wc_grow(wc_map *m) {
   return TS_OK;
 }
 
+/* The slot of word w: its entry, or the empty slot where it would go (the map is never full). */
+static size_t wc_slot(const wc_map *m, const char *w, size_t len) {
+  size_t h = wc_hash(w, len) & (m->cap - 1);
+  while (m->e[h].w && !(m->e[h].len == len && memcmp(m->e[h].w, w, len) == 0)) h = (h + 1) & (m->cap - 1);
+  return h;
+}
+
 static ts_status wc_add(wc_map *m, const char *w, size_t len, int64_t n) {
   if (2 * (m->used + 1) > m->cap) TS_TRY(wc_grow(m));
-  size_t h = wc_hash(w, len) & (m->cap - 1);
-  while (m->e[h].w) {
-    if (m->e[h].len == len && memcmp(m->e[h].w, w, len) == 0) {
-      m->e[h].n += n;
-      return TS_OK;
-    }
-    h = (h + 1) & (m->cap - 1);
+  size_t h = wc_slot(m, w, len);
+  if (m->e[h].w) {
+    m->e[h].n += n;
+    return TS_OK;
   }
   m->e[h] = (wc_ent){w, (uint32_t)len, n};
   m->used++;
@@ -620,13 +624,10 @@ void ts_hybrid_reducer_destroy(ts_hybrid_reducer *r) {
  * (pointers would move on growth), so the arena is re-pointed after each growth. */
 static ts_status wc_add_owned(wc_map *m, const char *w, size_t len, int64_t n) {
   if (m->cap) {
-    size_t h = wc_hash(w, len) & (m->cap - 1);
-    while (m->e[h].w) {
-      if (m->e[h].len == len && memcmp(m->e[h].w, w, len) == 0) {
-        m->e[h].n += n;
-        return TS_OK;
-      }
-      h = (h + 1) & (m->cap - 1);
+    size_t h = wc_slot(m, w, len);
+    if (m->e[h].w) {
+      m->e[h].n += n;
+      return TS_OK;
     }
   }
   if (m->own_len + len > m->own_cap) {

@@ -246,24 +246,12 @@ ts_status ts_hybrid_run_spark(const ts_hybrid_job *job, const ts_hybrid_run_opts
                               char **report, char **svg) {
   *report = NULL;
   if (svg) *svg = NULL;
-  if (!o->work_dir) return ts_error(TS_ERR_INVALID_ARG, "hybrid: a work directory is needed");
-  int S, C;
-  TS_TRY(ts__hybrid_resolve_pool(o, &S, &C));
-  ts_hybrid_device_model dev;
-  TS_TRY(ts_hybrid_device_load(o->device_path, &dev));
-  ts_hybrid_tenant ten[TS_HYBRID_MAX_TENANT];
-  int nten = 0;
-  TS_TRY(ts_hybrid_tenant_parse(o->tenant, ten, &nten));
-  TS_TRY(ts_hybrid_prepare(job, o->work_dir, C, o->quiet));
-  int n = ts_hybrid_job_blocks(job), R = ts_hybrid_job_rounds(job);
-  ts__hybrid_result res = {.engine = "spark", .job = job, .dev = &dev, .o = o, .slots = S, .cores = C, .tenant = ten,
-                           .ntenant = nten, .nrounds = R};
-  TS_TRY(ts__hybrid_probe(job, o->work_dir, &res.probe_cpu_s_per_unit, &res.probe_feed_s_per_unit));
-  ts_hybrid_task *tasks = NULL;
-  TS_TRY(ts__hybrid_make_tasks(job, &dev, &tasks));
-  ts_hybrid_ctl_opts co = {.slots = S, .cores = C, .mode = o->mode, .static_k = o->static_k,
-                           .tail = o->mode == TS_HYBRID_MODE_AUTO, .cpu_s_per_unit = res.probe_cpu_s_per_unit,
-                           .feed_s_per_unit = res.probe_feed_s_per_unit};
+  ts__hybrid_run *run;
+  TS_TRY(ts__hybrid_setup(job, o, "spark", &run));
+  int n = run->n, R = run->R, S = run->S;
+  ts_hybrid_task *tasks = run->tasks;
+  ts__hybrid_result *res = &run->res;
+  ts_hybrid_ctl_opts co = run->co;
   service sv = {.job = job, .tasks = tasks, .n = n, .rounds = R, .lfd = -1, .period = o->monitor_period_s > 0 ? o->monitor_period_s : 0.025};
   pthread_mutex_init(&sv.mu, NULL);
   sv.started = calloc((size_t)n * R, 1);
@@ -280,7 +268,7 @@ ts_status ts_hybrid_run_spark(const ts_hybrid_job *job, const ts_hybrid_run_opts
   }
   sv.epoch = ts_now();
   sv.round_t0[0] = sv.epoch;
-  if (s == TS_OK) s = ts_hybrid_devq_create(&sv.q, ten, nten, sv.epoch);
+  if (s == TS_OK) s = ts_hybrid_devq_create(&sv.q, run->ten, run->nten, sv.epoch);
   pthread_t acc, mon;
   bool acc_on = false, mon_on = false;
   if (s == TS_OK) acc_on = pthread_create(&acc, NULL, accept_worker, &sv) == 0;
@@ -349,38 +337,27 @@ ts_status ts_hybrid_run_spark(const ts_hybrid_job *job, const ts_hybrid_run_opts
     for (int r = 0; s == TS_OK && r < R; r++) {
       double w = 0;
       s = ts__json_get_number(cJSON_GetArrayItem(rr, r), "wall_s", &w);
-      if (r < 64) res.round_s[r] = w;
-      res.makespan += w;
+      if (r < 64) res->round_s[r] = w;
+      res->makespan += w;
     }
     cJSON_Delete(dj);
   }
   char *txt = NULL;
   size_t tl = 0;
   if (s == TS_OK) s = ts__hybrid_read_text(out, &txt, &tl);
-  if (s == TS_OK) s = ts__hybrid_check_output(o->work_dir, txt, tl, &res.output_ok, res.output_note, sizeof res.output_note);
+  if (s == TS_OK) s = ts__hybrid_check_output(o->work_dir, txt, tl, &res->output_ok, res->output_note, sizeof res->output_note);
   free(txt);
-  if (s == TS_OK)
-    s = ts__hybrid_oracle_for(job, o->work_dir, &dev, S, C, ten, nten, &res.oracle_makespan, &res.oracle_k, &res.oracle_ndev);
-  ts_hybrid_event ev[256];
-  if (s == TS_OK) {
-    ts_hybrid_ctl_initial(sv.ctl, &res.init_mode, &res.init_k, &res.init_pred);
-    res.nev = ts_hybrid_ctl_events(sv.ctl, ev, 256);
-    if (res.nev > 256) res.nev = 256;
-    res.ev = ev;
-    res.rec = sv.rec;
-    res.nrec = sv.nrec;
-    res.nkern = ts_hybrid_devq_kernels(sv.q, &res.kern_s, &res.kern_e);
-    res.epoch = sv.epoch;
-    if (sv.retries) snprintf(res.output_note + strlen(res.output_note), sizeof res.output_note - strlen(res.output_note),
-                             "; %d task attempts re-run by Spark", sv.retries);
-    s = ts__hybrid_report(&res, report);
-    if (s == TS_OK && svg) s = ts__hybrid_svg(&res, svg);
+  if (s == TS_OK && sv.retries) {
+    size_t l = strlen(res->output_note);
+    snprintf(res->output_note + l, sizeof res->output_note - l, "; %d task attempts re-run by Spark", sv.retries);
   }
+  if (s == TS_OK) s = ts__hybrid_conclude(run, sv.ctl, sv.q, sv.epoch, sv.rec, sv.nrec, report, svg);
   ts_hybrid_devq_destroy(sv.q);
   ts_hybrid_ctl_destroy(sv.ctl);
   free(sv.rec);
   free(sv.started);
   free(tasks);
+  free(run);
   pthread_mutex_destroy(&sv.mu);
   return s;
 }
@@ -406,14 +383,6 @@ static int connect_to(const char *hostport) {
   return fd;
 }
 
-static void sleep_until_abs(double t) {
-  struct timespec ts;
-  ts.tv_sec = (time_t)t;
-  ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-  if (ts.tv_nsec >= 1000000000L) ts.tv_nsec = 999999999L;
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-  }
-}
 
 ts_status ts_hybrid_task_run(const char *connect, const char *work, int round, int block, const char *slot, FILE *outf) {
   char path[4200];
@@ -457,7 +426,7 @@ ts_status ts_hybrid_task_run(const char *connect, const char *work, int round, i
     if (dev) free(out), out = NULL;
   }
   if (s == TS_OK && dev) {
-    sleep_until_abs(done_at);
+    ts__hybrid_sleep_until(done_at);
     s = ts__hybrid_dev_result(work, round, block, &out, &len);
   }
   if (s == TS_OK) {
