@@ -265,10 +265,29 @@ ts_status ts__hybrid_probe(const ts_hybrid_job *job, const char *work, double *c
 }
 
 ts_status ts__hybrid_oracle_for(const ts_hybrid_job *job, const char *work, const ts_hybrid_device_model *dev, int slots,
-                                int cores, const ts_hybrid_tenant *ten, int nten, double *makespan, int *k, int *ndev) {
+                                int cores, const ts_hybrid_tenant *ten, int nten, const ts__hybrid_rec *rec, int nrec,
+                                double *makespan, int *k, int *ndev) {
   int n = ts_hybrid_job_blocks(job), R = ts_hybrid_job_rounds(job);
   double *c = malloc((size_t)n * sizeof *c), *f = malloc((size_t)n * sizeof *f), *d = malloc((size_t)n * 3 * sizeof *d);
-  ts_status s = c && f && d ? read_prepare(job, work, c, f) : ts_error(TS_ERR_OOM, "hybrid: out of memory");
+  double *mc = calloc((size_t)n * 4, sizeof *mc); /* the run's own: CPU sum, count, feed sum, count */
+  ts_status s = c && f && d && mc ? read_prepare(job, work, c, f) : ts_error(TS_ERR_OOM, "hybrid: out of memory");
+  /* the task times this run measured replace the reference pass's: a CPU time where the block ran on
+   * a CPU container (with no more containers than cores: shared cores would inflate it), a feed
+   * time where it fed the device; averaged over rounds */
+  for (int i = 0; s == TS_OK && i < nrec; i++) {
+    const ts__hybrid_rec *e = &rec[i];
+    if (e->task < 0 || e->task >= n) continue;
+    double cf = 1 - e->dev_frac;
+    if (e->cls != TS_HYBRID_DEV && cf > 0.05 && slots <= cores && e->cpu_s > 0)
+      mc[4 * e->task] += e->cpu_s / cf, mc[4 * e->task + 1] += 1;
+    if (e->cls != TS_HYBRID_CPU && e->dev_frac > 0.05 && e->feed_s > 0)
+      mc[4 * e->task + 2] += e->feed_s / e->dev_frac, mc[4 * e->task + 3] += 1;
+  }
+  for (int b = 0; s == TS_OK && b < n; b++) {
+    if (mc[4 * b + 1] > 0) c[b] = mc[4 * b] / mc[4 * b + 1];
+    if (mc[4 * b + 3] > 0) f[b] = mc[4 * b + 2] / mc[4 * b + 3];
+  }
+  free(mc);
   for (int b = 0; s == TS_OK && b < n; b++) {
     ts_hybrid_work w = ts_hybrid_job_work(job, b);
     ts_hybrid_device_times(dev, ts_hybrid_job_kind_of(job), &w, d + 3 * b);
@@ -491,8 +510,8 @@ ts_status ts__hybrid_setup(const ts_hybrid_job *job, const ts_hybrid_run_opts *o
 ts_status ts__hybrid_conclude(ts__hybrid_run *r, const ts_hybrid_ctl *ctl, ts_hybrid_devq *q, double epoch,
                               ts__hybrid_rec *rec, int nrec, char **report, char **svg) {
   ts__hybrid_result *res = &r->res;
-  TS_TRY(ts__hybrid_oracle_for(res->job, res->o->work_dir, &r->dev, r->S, r->C, r->ten, r->nten, &res->oracle_makespan,
-                               &res->oracle_k, &res->oracle_ndev));
+  TS_TRY(ts__hybrid_oracle_for(res->job, res->o->work_dir, &r->dev, r->S, r->C, r->ten, r->nten, rec, nrec,
+                               &res->oracle_makespan, &res->oracle_k, &res->oracle_ndev));
   ts_hybrid_ctl_initial(ctl, &res->init_mode, &res->init_k, &res->init_pred);
   res->nev = ts_hybrid_ctl_events(ctl, r->ev, 256);
   if (res->nev > 256) res->nev = 256;

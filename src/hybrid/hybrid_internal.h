@@ -58,11 +58,12 @@ typedef struct ts__hybrid_result {
 ts_status ts__hybrid_report(const ts__hybrid_result *r, char **json);
 ts_status ts__hybrid_svg(const ts__hybrid_result *r, char **svg);
 
-/* The oracle for a prepared job: per-task CPU times from work_dir/prepare.json, device times from
- * the model. */
+/* The oracle for a prepared job: per-task CPU and feed times measured by this run where it ran the
+ * task on that class (rec, nrec; may be 0), else by the reference pass (work_dir/prepare.json);
+ * device times from the model. */
 ts_status ts__hybrid_oracle_for(const ts_hybrid_job *job, const char *work_dir, const ts_hybrid_device_model *dev,
-                                int slots, int cores, const ts_hybrid_tenant *ten, int nten, double *makespan,
-                                int *k, int *ndev);
+                                int slots, int cores, const ts_hybrid_tenant *ten, int nten, const ts__hybrid_rec *rec,
+                                int nrec, double *makespan, int *k, int *ndev);
 /* The probe: CPU and feed cost per unit, the median over the first min(8, n) blocks' timings in
  * prepare.json. */
 ts_status ts__hybrid_probe(const ts_hybrid_job *job, const char *work_dir, double *cpu_s_per_unit,
