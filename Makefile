@@ -125,7 +125,7 @@ peer-pipe: build
 
 # The hybrid MapReduce controller's targets (issue 38) on the local engine: four jobs and three with
 # task costs that change over time, every mode interleaved (cpu, gpu, each static split, auto), the
-# oracle split, the tail (bench/hybrid/bench_hybrid.py; about 6 minutes on 2 cores).
+# oracle split, the tail (bench/hybrid/bench_hybrid.py; about 10 minutes on 2 cores).
 HYBRID_OUT ?= results/$(shell date -u +%F)-hybrid
 bench-hybrid: build
 	@python3 bench/hybrid/bench_hybrid.py --tessera $(BUILD)/tessera --out $(HYBRID_OUT)

@@ -20,18 +20,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def scenarios(text):
     return [
-        ("wordcount", ["--job", "wordcount", "--input", text, "--repeat", "8000", "--blocks", "96"], None),
-        ("grep", ["--job", "grep", "--input", text, "--repeat", "8000", "--blocks", "96", "--pattern", "love"], None),
+        ("wordcount", ["--job", "wordcount", "--input", text, "--repeat", "16000", "--blocks", "96"], None),
+        ("grep", ["--job", "grep", "--input", text, "--repeat", "32000", "--blocks", "96", "--pattern", "love"], None),
         ("kmeans", ["--job", "kmeans", "--input", "gen:points=1000000,d=16,k=8,seed=1", "--blocks", "48", "--rounds", "3"], None),
-        ("gemm", ["--job", "gemm", "--input", "gen:records=131072,in=1024,out=1024,seed=1", "--blocks", "96"], None),
+        ("gemm", ["--job", "gemm", "--input", "gen:records=393216,in=1024,out=1024,seed=1", "--blocks", "96"], None),
         # task costs that vary over time: batch sizes change mid-job (small batches are transfer-,
         # launch- and feed-bound on the device) ...
-        ("gemm-phases", ["--job", "gemm", "--input", "gen:records=131072,in=1024,out=1024,seed=2,batches=8/1024/8",
+        ("gemm-phases", ["--job", "gemm", "--input", "gen:records=393216,in=1024,out=1024,seed=2,batches=8/1024/8",
                          "--blocks", "96"], None),
         # ... and a co-tenant that arrives halfway through the job (as the device alone runs it, i.e.
         # after the probe and the initial decision) and then takes 97% of the device's compute
-        ("wordcount-cotenant", ["--job", "wordcount", "--input", text, "--repeat", "8000", "--blocks", "96"], "half:0.97"),
-        ("gemm-cotenant", ["--job", "gemm", "--input", "gen:records=131072,in=1024,out=1024,seed=1", "--blocks", "96"],
+        ("wordcount-cotenant", ["--job", "wordcount", "--input", text, "--repeat", "16000", "--blocks", "96"], "half:0.97"),
+        ("gemm-cotenant", ["--job", "gemm", "--input", "gen:records=393216,in=1024,out=1024,seed=1", "--blocks", "96"],
          "half:0.97"),
     ]
 
@@ -66,7 +66,7 @@ def main():
         if a.only and name not in a.only.split(","):
             continue
         # the reference pass, made now on this quiet machine (its timings are the probe's and the oracle's)
-        run(a.tessera, args + ["--fresh"], "cpu", None, a.slots, a.cores)
+        run(a.tessera, args + ["--fresh"], "gpu", None, a.slots, a.cores)
         if tenant and tenant.startswith("half:"):  # the co-tenant's arrival: half the device-only makespan
             half = statistics.median(run(a.tessera, args, "gpu", None, a.slots, a.cores)["makespan_s"] for _ in range(3)) / 2
             tenant = "%.4f:100000:%s" % (half, tenant.split(":")[1])
