@@ -946,8 +946,8 @@ def hybrid_section(md_path):
         if rows:
             out += ["On Apache Spark (`make integration`, [data](%s)): standalone master and two one-core workers on this machine, "
                     "one task per block through `tessera hybrid task`; the makespan is the driver's wall time per round (Spark's "
-                    "per-task overhead included), the oracle the local one (from the reference pass's task times: these runs predate "
-                    "the oracle's use of the run's own)." % os.path.relpath(spark[-1], here), "",
+                    "per-task overhead included); the oracle split uses the run's measured task times (each task a fresh process) and "
+                    "leaves Spark's per-task cost out." % os.path.relpath(spark[-1], here), "",
                     "| run | makespan | oracle split | tasks cpu / device / split | role changes | output |", "| --- | --- | --- | --- | --- | --- |"]
             for name, r in rows:
                 t = get(r, "tasks") or {}
