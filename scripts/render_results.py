@@ -904,7 +904,8 @@ def hybrid_section(md_path):
         dev = get(sc[0], "device") if sc else {}
         out += ["Command: `make bench-hybrid` ([data](%s)); local engine, %s containers on %s cores, %s; commit %s, %s. "
                 "**Modelled device**: %s (%s). Medians of %s interleaved rounds per mode; the oracle split knows every task's "
-                "CPU time and the co-tenant in advance (docs/notes/hybrid.md)." % (
+                "CPU time and the co-tenant in advance and takes the task times each run measured, so auto ÷ oracle is the "
+                "median over the auto runs of each one's makespan over its own oracle (docs/notes/hybrid.md)." % (
                     os.path.relpath(bench[-1], here), fmt(num(j, "slots"), digits=0), fmt(num(j, "cores"), digits=0),
                     text(prov, "cpu_model") or "?", text(j, "commit") or "?", text(j, "date") or "?", text(dev, "name") or "?",
                     "measured curves" if get(dev, "curves_measured") else "datasheet curves, not measured",
