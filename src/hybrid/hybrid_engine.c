@@ -7,80 +7,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "hybrid/hybrid_internal.h"
 #include "io/json_internal.h"
 
-/* ---- files --------------------------------------------------------------------------------- */
-
-ts_status ts__hybrid_read_text(const char *path, char **out, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return ts_error(TS_ERR_IO, "%s: %s", path, strerror(errno));
-  size_t cap = 1 << 16, n = 0;
-  char *b = malloc(cap);
-  while (b) {
-    size_t r = fread(b + n, 1, cap - n - 1, f);
-    n += r;
-    if (r == 0) break;
-    if (n + 1 == cap) {
-      char *nb = realloc(b, cap * 2);
-      if (!nb) {
-        free(b);
-        b = NULL;
-        break;
-      }
-      b = nb;
-      cap *= 2;
-    }
-  }
-  int err = ferror(f);
-  fclose(f);
-  if (!b) return ts_error(TS_ERR_OOM, "%s: out of memory", path);
-  if (err) {
-    free(b);
-    return ts_error(TS_ERR_IO, "%s: read error", path);
-  }
-  b[n] = 0;
-  *out = b;
-  *len = n;
-  return TS_OK;
-}
-
-ts_status ts__hybrid_write_text(const char *path, const char *text, size_t len) {
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return ts_error(TS_ERR_IO, "%s: %s", tmp, strerror(errno));
-  size_t w = fwrite(text, 1, len, f);
-  int bad = w != len || fclose(f) != 0;
-  if (bad || rename(tmp, path) != 0) {
-    int e = errno;
-    remove(tmp);
-    return ts_error(TS_ERR_IO, "%s: %s", path, strerror(e));
-  }
-  return TS_OK;
-}
-
-static ts_status mkdir_p(const char *dir) {
-  char p[4096];
-  if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return ts_error(TS_ERR_INVALID_ARG, "path too long");
-  for (char *s = p + 1; *s; s++)
-    if (*s == '/') {
-      *s = 0;
-      mkdir(p, 0755);
-      *s = '/';
-    }
-  if (mkdir(p, 0755) != 0 && errno != EEXIST) return ts_error(TS_ERR_IO, "%s: %s", dir, strerror(errno));
-  return TS_OK;
-}
+/* ---- files (ts_read_file, ts_write_file_atomic, ts_mkdirs from the core) ---- */
 
 ts_status ts__hybrid_dev_result(const char *work, int round, int block, char **out, size_t *len) {
   char path[4200];
   snprintf(path, sizeof path, "%s/dev/%d-%d.txt", work, round, block);
-  return ts__hybrid_read_text(path, out, len);
+  return ts_read_file(path, out, len);
 }
 
 /* ---- prepare ------------------------------------------------------------------------------- */
@@ -114,7 +52,7 @@ static void *prep_worker(void *arg) {
     double t2 = ts_now();
     char path[4200];
     snprintf(path, sizeof path, "%s/dev/%d-%d.txt", p->work, p->round, b);
-    if (s == TS_OK) s = ts__hybrid_write_text(path, p->res[b], p->len[b]);
+    if (s == TS_OK) s = ts_write_file_atomic(path, p->res[b], p->len[b]);
     pthread_mutex_lock(&p->mu);
     p->cpu_s[b] = t1 - t0;
     p->feed_s[b] = t2 - t1;
@@ -130,7 +68,7 @@ static bool prepared_already(const char *work, const char *job_json) {
   char path[4200], *old = NULL;
   size_t n;
   snprintf(path, sizeof path, "%s/job.json", work);
-  if (ts__hybrid_read_text(path, &old, &n) != TS_OK) return false;
+  if (ts_read_file(path, &old, &n) != TS_OK) return false;
   bool same = strcmp(old, job_json) == 0;
   free(old);
   snprintf(path, sizeof path, "%s/prepare.json", work);
@@ -139,10 +77,10 @@ static bool prepared_already(const char *work, const char *job_json) {
 
 ts_status ts_hybrid_prepare(const ts_hybrid_job *job, const char *work, int threads, bool quiet) {
   char *jj = NULL;
-  TS_TRY(mkdir_p(work));
+  TS_TRY(ts_mkdirs(work));
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/dev", work);
-  TS_TRY(mkdir_p(dir));
+  TS_TRY(ts_mkdirs(dir));
   TS_TRY(ts__hybrid_job_to_json(job, &jj));
   if (prepared_already(work, jj)) {
     free(jj);
@@ -201,7 +139,7 @@ ts_status ts_hybrid_prepare(const ts_hybrid_job *job, const char *work, int thre
     size_t len = 0;
     s = ts_hybrid_reducer_result(red, cent, &out, &len);
     snprintf(dir, sizeof dir, "%s/reference.txt", work);
-    if (s == TS_OK) s = ts__hybrid_write_text(dir, out, len);
+    if (s == TS_OK) s = ts_write_file_atomic(dir, out, len);
     free(out);
   }
   if (s == TS_OK) {
@@ -215,7 +153,7 @@ ts_status ts_hybrid_prepare(const ts_hybrid_job *job, const char *work, int thre
     s = ts__json_write_file(dir, o);
     cJSON_Delete(o);
     snprintf(dir, sizeof dir, "%s/job.json", work);
-    if (s == TS_OK) s = ts__hybrid_write_text(dir, jj, strlen(jj));
+    if (s == TS_OK) s = ts_write_file_atomic(dir, jj, strlen(jj));
   }
   ts_hybrid_reducer_destroy(red);
   pthread_mutex_destroy(&p.mu);
@@ -463,7 +401,7 @@ ts_status ts__hybrid_check_output(const char *work, const char *out, size_t len,
   char path[4200], *ref = NULL;
   size_t rn = 0;
   snprintf(path, sizeof path, "%s/reference.txt", work);
-  TS_TRY(ts__hybrid_read_text(path, &ref, &rn));
+  TS_TRY(ts_read_file(path, &ref, &rn));
   *ok = rn == len && memcmp(ref, out, len) == 0;
   if (*ok) snprintf(note, cap, "identical to the reference pass (%zu bytes)", len);
   else {
@@ -550,15 +488,13 @@ ts_status ts_hybrid_run_local(const ts_hybrid_job *job, const ts_hybrid_run_opts
   L.res = calloc((size_t)n, sizeof *L.res);
   L.len = calloc((size_t)n, sizeof *L.len);
   double *cent = NULL;
-  int k = 0, d = 0;
   ts_hybrid_reducer *red = NULL;
   ts_status s = L.devres && L.devlen && L.res && L.len ? TS_OK : ts_error(TS_ERR_OOM, "hybrid: out of memory");
   if (s == TS_OK) s = ts_hybrid_ctl_create(&L.ctl, &co, tasks, n);
   if (s == TS_OK && ts_hybrid_job_kind_of(job) == TS_HYBRID_KMEANS) {
     char path[4200];
     snprintf(path, sizeof path, "%s/centroids-0.txt", o->work_dir);
-    s = ts_hybrid_job_centroids0(job, &cent, &k, &d);
-    if (s == TS_OK) s = ts_hybrid_centroids_read(path, k, d, cent);
+    s = ts__hybrid_centroids_load(job, path, &cent);
   }
   if (s == TS_OK) s = ts_hybrid_reducer_create(job, &red);
   if (s == TS_OK) s = load_devres(o->work_dir, 0, n, L.devres, L.devlen);
@@ -615,7 +551,7 @@ ts_status ts_hybrid_run_local(const ts_hybrid_job *job, const ts_hybrid_run_opts
   if (s == TS_OK) {
     char path[4200];
     snprintf(path, sizeof path, "%s/output-local.txt", o->work_dir);
-    s = ts__hybrid_write_text(path, out, olen);
+    s = ts_write_file_atomic(path, out, olen);
   }
   if (s == TS_OK) s = ts__hybrid_conclude(run, L.ctl, L.q, L.epoch, L.rec, L.nrec, report, svg);
   free(out);

@@ -70,8 +70,6 @@ ts_status ts__hybrid_probe(const ts_hybrid_job *job, const char *work_dir, doubl
                            double *feed_s_per_unit);
 /* The modelled device's result of (round, block): the prepared text. */
 ts_status ts__hybrid_dev_result(const char *work_dir, int round, int block, char **out, size_t *len);
-ts_status ts__hybrid_read_text(const char *path, char **out, size_t *len);
-ts_status ts__hybrid_write_text(const char *path, const char *text, size_t len);
 
 /* A task's work: CPU part on [0, 1 - dev_frac) of the block; the device part is the prepared result
  * for the rest; returns the text result of the whole block (the device's share of a split block is
@@ -110,5 +108,31 @@ ts_status ts__hybrid_check_output(const char *work, const char *out, size_t len,
 /* For the tests: gemm's weights (in x out), the record range of a block, one record. */
 const float *ts__hybrid_gemm_layout(const ts_hybrid_job *job, int block, int *in, int *out, int64_t *r0, int64_t *r1);
 void ts__hybrid_gemm_record(const ts_hybrid_job *job, int64_t r, float *x);
+
+/* kmeans' clusters and dimensions (gemm: in and out). */
+void ts__hybrid_job_kd(const ts_hybrid_job *job, int *k, int *d);
+
+/* A kmeans job's centroids file (k x d of the job) into a malloc'd array. */
+ts_status ts__hybrid_centroids_load(const ts_hybrid_job *job, const char *path, double **c);
+
+/* The word table (hybrid_words.c). */
+typedef struct ts__wc_ent {
+  const char *w;
+  uint32_t len;
+  int64_t n;
+} ts__wc_ent;
+typedef struct ts__wc_map {
+  ts__wc_ent *e;
+  size_t cap, used;
+  char *own; /* copies of keys for a table that outlives its text (the reducer's) */
+  size_t own_len, own_cap;
+} ts__wc_map;
+/* Adds n to word w (the key points at w: it must outlive the table). */
+ts_status ts__wc_add(ts__wc_map *m, const char *w, size_t len, int64_t n);
+/* The same with the key copied into the table's arena. */
+ts_status ts__wc_add_owned(ts__wc_map *m, const char *w, size_t len, int64_t n);
+/* Sorted "word\tcount\n" lines (malloc'd). */
+ts_status ts__wc_emit(ts__wc_map *m, char **out, size_t *len);
+void ts__wc_free(ts__wc_map *m);
 
 #endif

@@ -1,6 +1,5 @@
 /* The four MapReduce jobs: input layout in blocks, the map kernels (CPU), the host feed of a
- * device-fed task, and the deterministic reduction in block order. */
-#include <ctype.h>
+ * device-fed task (the reduction: hybrid_reduce.c; the word table: hybrid_words.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,7 +145,12 @@ static void vcopy(const ts_hybrid_job *j, size_t o, size_t n, char *dst) {
 static ts_status open_text(ts_hybrid_job *j) {
   char *data = NULL;
   size_t len = 0;
-  TS_TRY(ts__hybrid_read_text(j->input, &data, &len));
+  ts_status rs = ts_read_file(j->input, &data, &len);
+  if (rs != TS_OK) { /* a missing input is an I/O error here, as every other failure to read it */
+    char why[512];
+    snprintf(why, sizeof why, "%s", ts_last_error());
+    return ts_error(TS_ERR_IO, "%s", why);
+  }
   if (len == 0) {
     free(data);
     return ts_error(TS_ERR_FORMAT, "%s: empty input", j->input);
@@ -312,101 +316,6 @@ ts_hybrid_work ts_hybrid_job_work(const ts_hybrid_job *j, int b) {
 
 /* ---- map kernels --------------------------------------------------------------------------- */
 
-typedef struct wc_ent {
-  const char *w;
-  uint32_t len;
-  int64_t n;
-} wc_ent;
-
-typedef struct wc_map {
-  wc_ent *e;
-  size_t cap, used;
-  char *own; /* copies of keys for maps that outlive their text (the reducer) */
-  size_t own_len, own_cap;
-} wc_map;
-
-static uint64_t wc_hash(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-  return h;
-}
-
-static ts_status wc_grow(wc_map *m) {
-  size_t cap = m->cap ? 2 * m->cap : 4096;
-  wc_ent *e = calloc(cap, sizeof *e);
-  if (!e) return ts_error(TS_ERR_OOM, "wordcount: out of memory");
-  for (size_t i = 0; i < m->cap; i++)
-    if (m->e[i].w) {
-      size_t h = wc_hash(m->e[i].w, m->e[i].len) & (cap - 1);
-      while (e[h].w) h = (h + 1) & (cap - 1);
-      e[h] = m->e[i];
-    }
-  free(m->e);
-  m->e = e;
-  m->cap = cap;
-  return TS_OK;
-}
-
-/* The slot of word w: its entry, or the empty slot where it would go (the map is never full). */
-static size_t wc_slot(const wc_map *m, const char *w, size_t len) {
-  size_t h = wc_hash(w, len) & (m->cap - 1);
-  while (m->e[h].w && !(m->e[h].len == len && memcmp(m->e[h].w, w, len) == 0)) h = (h + 1) & (m->cap - 1);
-  return h;
-}
-
-static ts_status wc_add(wc_map *m, const char *w, size_t len, int64_t n) {
-  if (2 * (m->used + 1) > m->cap) TS_TRY(wc_grow(m));
-  size_t h = wc_slot(m, w, len);
-  if (m->e[h].w) {
-    m->e[h].n += n;
-    return TS_OK;
-  }
-  m->e[h] = (wc_ent){w, (uint32_t)len, n};
-  m->used++;
-  return TS_OK;
-}
-
-static int wc_cmp(const void *a, const void *b) {
-  const wc_ent *x = a, *y = b;
-  size_t n = x->len < y->len ? x->len : y->len;
-  int c = memcmp(x->w, y->w, n);
-  return c ? c : (x->len > y->len) - (x->len < y->len);
-}
-
-/* Sorted "word\tcount\n" lines. */
-static ts_status wc_emit(wc_map *m, char **out, size_t *len) {
-  wc_ent *v = malloc((m->used ? m->used : 1) * sizeof *v);
-  if (!v) return ts_error(TS_ERR_OOM, "wordcount: out of memory");
-  size_t k = 0, bytes = 1;
-  for (size_t i = 0; i < m->cap; i++)
-    if (m->e[i].w) {
-      v[k++] = m->e[i];
-      bytes += m->e[i].len + 22;
-    }
-  qsort(v, k, sizeof *v, wc_cmp);
-  char *s = malloc(bytes);
-  if (!s) {
-    free(v);
-    return ts_error(TS_ERR_OOM, "wordcount: out of memory");
-  }
-  size_t p = 0;
-  for (size_t i = 0; i < k; i++) {
-    memcpy(s + p, v[i].w, v[i].len);
-    p += v[i].len;
-    p += (size_t)snprintf(s + p, bytes - p, "\t%lld\n", (long long)v[i].n);
-  }
-  s[p] = 0;
-  free(v);
-  *out = s;
-  *len = p;
-  return TS_OK;
-}
-
-static void wc_free(wc_map *m) {
-  free(m->e);
-  free(m->own);
-}
-
 /* A word byte lower-cased, or 0 for a separator (ASCII letters, digits and the apostrophe). */
 static inline char word_byte(unsigned char c) {
   if (c >= 'A' && c <= 'Z') return (char)(c + 32);
@@ -417,7 +326,7 @@ static inline char word_byte(unsigned char c) {
 /* Words: maximal runs of ASCII letters, digits and apostrophes, lower-cased. The lower-cased words
  * are written to one buffer (the map's keys point into it). */
 static ts_status map_wordcount(const char *t, size_t n, char **out, size_t *len) {
-  wc_map m = {0};
+  ts__wc_map m = {0};
   char *low = malloc(n + 1);
   if (!low) return ts_error(TS_ERR_OOM, "wordcount: out of memory");
   ts_status s = TS_OK;
@@ -427,10 +336,10 @@ static ts_status map_wordcount(const char *t, size_t n, char **out, size_t *len)
     size_t b = q;
     char c;
     while (i < n && (c = word_byte((unsigned char)t[i])) != 0) low[q++] = c, i++;
-    if (q > b && q - b < 1u << 20) s = wc_add(&m, low + b, q - b, 1);
+    if (q > b && q - b < 1u << 20) s = ts__wc_add(&m, low + b, q - b, 1);
   }
-  if (s == TS_OK) s = wc_emit(&m, out, len);
-  wc_free(&m);
+  if (s == TS_OK) s = ts__wc_emit(&m, out, len);
+  ts__wc_free(&m);
   free(low);
   return s;
 }
@@ -585,181 +494,6 @@ uint64_t ts__hybrid_feed_part(const ts_hybrid_job *j, int b, double f0, double f
 
 uint64_t ts_hybrid_job_feed(const ts_hybrid_job *j, int b) { return ts__hybrid_feed_part(j, b, 0, 1); }
 
-/* ---- reduction ----------------------------------------------------------------------------- */
-
-struct ts_hybrid_reducer {
-  const ts_hybrid_job *job;
-  wc_map wc;
-  int64_t n;
-  double sum;
-  double *ksum;
-  int64_t *kcnt;
-};
-
-ts_status ts_hybrid_reducer_create(const ts_hybrid_job *job, ts_hybrid_reducer **out) {
-  ts_hybrid_reducer *r = calloc(1, sizeof *r);
-  if (!r) return ts_error(TS_ERR_OOM, "hybrid: out of memory");
-  r->job = job;
-  if (job->kind == TS_HYBRID_KMEANS) {
-    r->ksum = calloc((size_t)job->k * job->d, sizeof *r->ksum);
-    r->kcnt = calloc((size_t)job->k, sizeof *r->kcnt);
-    if (!r->ksum || !r->kcnt) {
-      ts_hybrid_reducer_destroy(r);
-      return ts_error(TS_ERR_OOM, "hybrid: out of memory");
-    }
-  }
-  *out = r;
-  return TS_OK;
-}
-
-void ts_hybrid_reducer_destroy(ts_hybrid_reducer *r) {
-  if (!r) return;
-  wc_free(&r->wc);
-  free(r->ksum);
-  free(r->kcnt);
-  free(r);
-}
-
-/* Keys of the reducer's map are copied into one growing arena; entries hold offsets until the end
- * (pointers would move on growth), so the arena is re-pointed after each growth. */
-static ts_status wc_add_owned(wc_map *m, const char *w, size_t len, int64_t n) {
-  if (m->cap) {
-    size_t h = wc_slot(m, w, len);
-    if (m->e[h].w) {
-      m->e[h].n += n;
-      return TS_OK;
-    }
-  }
-  if (m->own_len + len > m->own_cap) {
-    size_t cap = m->own_cap ? 2 * m->own_cap : 1 << 16;
-    while (cap < m->own_len + len) cap *= 2;
-    char *p = realloc(m->own, cap);
-    if (!p) return ts_error(TS_ERR_OOM, "wordcount: out of memory");
-    if (p != m->own)
-      for (size_t i = 0; i < m->cap; i++)
-        if (m->e[i].w) m->e[i].w = p + (m->e[i].w - m->own);
-    m->own = p;
-    m->own_cap = cap;
-  }
-  char *k = m->own + m->own_len;
-  memcpy(k, w, len);
-  m->own_len += len;
-  return wc_add(m, k, len, n);
-}
-
-static ts_status bad_result(const ts_hybrid_job *j, const char *why) {
-  return ts_error(TS_ERR_FORMAT, "%s map result: %s", ts_hybrid_job_name(j->kind), why);
-}
-
-ts_status ts_hybrid_reducer_add(ts_hybrid_reducer *r, const char *text, size_t n) {
-  const ts_hybrid_job *j = r->job;
-  char *copy = malloc(n + 1);
-  if (!copy) return ts_error(TS_ERR_OOM, "hybrid: out of memory");
-  memcpy(copy, text, n);
-  copy[n] = 0;
-  ts_status s = TS_OK;
-  char *end;
-  if (j->kind == TS_HYBRID_WORDCOUNT) {
-    for (char *save = NULL, *line = strtok_r(copy, "\n", &save); line && s == TS_OK; line = strtok_r(NULL, "\n", &save)) {
-      char *tab = strrchr(line, '\t');
-      if (!tab || tab == line) {
-        s = bad_result(j, "a line is not 'word<TAB>count'");
-        break;
-      }
-      long long c = strtoll(tab + 1, &end, 10);
-      if (*end || c < 1) s = bad_result(j, "a count is not a positive integer");
-      else s = wc_add_owned(&r->wc, line, (size_t)(tab - line), c);
-    }
-  } else if (j->kind == TS_HYBRID_GREP) {
-    if (strncmp(copy, "matches\t", 8) != 0) s = bad_result(j, "expected 'matches<TAB>N'");
-    else {
-      long long c = strtoll(copy + 8, &end, 10);
-      if (end == copy + 8 || (*end && *end != '\n') || c < 0) s = bad_result(j, "bad match count");
-      else r->n += c;
-    }
-  } else if (j->kind == TS_HYBRID_GEMM) {
-    if (strncmp(copy, "gemm\t", 5) != 0) s = bad_result(j, "expected 'gemm<TAB>N<TAB>SUM'");
-    else {
-      long long c = strtoll(copy + 5, &end, 10);
-      double v = *end == '\t' ? strtod(end + 1, &end) : NAN;
-      if (c < 0 || !isfinite(v) || (*end && *end != '\n')) s = bad_result(j, "bad record count or sum");
-      else r->n += c, r->sum += v;
-    }
-  } else {
-    char *p = copy;
-    long k = strtol(p, &end, 10), d = end != p ? strtol(end, &end, 10) : -1;
-    if (k != j->k || d != j->d) s = bad_result(j, "header 'k d' does not match the job");
-    p = end;
-    double *sum = s == TS_OK ? malloc((size_t)k * d * sizeof *sum) : NULL;
-    int64_t *cnt = s == TS_OK ? malloc((size_t)k * sizeof *cnt) : NULL;
-    if (s == TS_OK && (!sum || !cnt)) s = ts_error(TS_ERR_OOM, "hybrid: out of memory");
-    for (long c = 0; s == TS_OK && c < k; c++) {
-      long long v = strtoll(p, &end, 10);
-      if (end == p || v < 0) s = bad_result(j, "bad cluster count");
-      cnt[c] = v;
-      p = end;
-      for (long t = 0; s == TS_OK && t < d; t++) {
-        double x = strtod(p, &end);
-        if (end == p || !isfinite(x)) s = bad_result(j, "bad coordinate sum");
-        sum[c * d + t] = x;
-        p = end;
-      }
-    }
-    while (s == TS_OK && *p) {
-      if (!isspace((unsigned char)*p)) s = bad_result(j, "trailing text");
-      p++;
-    }
-    if (s == TS_OK) /* all parsed first: a bad result changes nothing */
-      for (long c = 0; c < k; c++) {
-        r->kcnt[c] += cnt[c];
-        for (long t = 0; t < d; t++) r->ksum[c * d + t] += sum[c * d + t];
-      }
-    free(sum);
-    free(cnt);
-  }
-  free(copy);
-  return s;
-}
-
-ts_status ts_hybrid_reducer_next_round(ts_hybrid_reducer *r, double *cent) {
-  const ts_hybrid_job *j = r->job;
-  if (j->kind != TS_HYBRID_KMEANS) return TS_OK;
-  for (int c = 0; c < j->k; c++) {
-    for (int t = 0; t < j->d; t++) {
-      if (r->kcnt[c] > 0) cent[(size_t)c * j->d + t] = r->ksum[(size_t)c * j->d + t] / (double)r->kcnt[c];
-      r->ksum[(size_t)c * j->d + t] = 0;
-    }
-    r->kcnt[c] = 0;
-  }
-  return TS_OK;
-}
-
-static ts_status centroids_text(const double *c, int k, int d, char **out, size_t *len) {
-  size_t cap = 32 + (size_t)k * d * 26;
-  char *s = malloc(cap);
-  if (!s) return ts_error(TS_ERR_OOM, "hybrid: out of memory");
-  size_t q = (size_t)snprintf(s, cap, "%d %d\n", k, d);
-  for (int i = 0; i < k; i++) {
-    for (int t = 0; t < d; t++) q += (size_t)snprintf(s + q, cap - q, t ? " %.17g" : "%.17g", c[(size_t)i * d + t]);
-    q += (size_t)snprintf(s + q, cap - q, "\n");
-  }
-  *out = s;
-  *len = q;
-  return TS_OK;
-}
-
-ts_status ts_hybrid_reducer_result(ts_hybrid_reducer *r, const double *cent, char **out, size_t *len) {
-  const ts_hybrid_job *j = r->job;
-  if (j->kind == TS_HYBRID_WORDCOUNT) return wc_emit(&r->wc, out, len);
-  if (j->kind == TS_HYBRID_KMEANS) return centroids_text(cent, j->k, j->d, out, len);
-  char *s = malloc(80);
-  if (!s) return ts_error(TS_ERR_OOM, "hybrid: out of memory");
-  if (j->kind == TS_HYBRID_GREP) *len = (size_t)snprintf(s, 80, "matches\t%lld\n", (long long)r->n);
-  else *len = (size_t)snprintf(s, 80, "gemm\t%lld\t%.17g\n", (long long)r->n, r->sum);
-  *out = s;
-  return TS_OK;
-}
-
 ts_status ts_hybrid_job_centroids0(const ts_hybrid_job *j, double **c, int *k, int *d) {
   if (j->kind != TS_HYBRID_KMEANS) return ts_error(TS_ERR_INVALID_ARG, "centroids: not a kmeans job");
   double *v = malloc((size_t)j->k * j->d * sizeof *v);
@@ -780,29 +514,7 @@ ts_status ts_hybrid_job_centroids0(const ts_hybrid_job *j, double **c, int *k, i
   return TS_OK;
 }
 
-ts_status ts_hybrid_centroids_write(const char *path, const double *c, int k, int d) {
-  char *s;
-  size_t n;
-  TS_TRY(centroids_text(c, k, d, &s, &n));
-  ts_status st = ts__hybrid_write_text(path, s, n);
-  free(s);
-  return st;
-}
-
-ts_status ts_hybrid_centroids_read(const char *path, int k, int d, double *c) {
-  char *s;
-  size_t n;
-  TS_TRY(ts__hybrid_read_text(path, &s, &n));
-  char *p = s, *end;
-  long kk = strtol(p, &end, 10), dd = end != p ? strtol(end, &end, 10) : -1;
-  ts_status st = TS_OK;
-  if (kk != k || dd != d) st = ts_error(TS_ERR_FORMAT, "%s: header is not '%d %d'", path, k, d);
-  p = end;
-  for (long i = 0; st == TS_OK && i < (long)k * d; i++) {
-    c[i] = strtod(p, &end);
-    if (end == p || !isfinite(c[i])) st = ts_error(TS_ERR_FORMAT, "%s: value %ld is not a finite number", path, i);
-    p = end;
-  }
-  free(s);
-  return st;
+void ts__hybrid_job_kd(const ts_hybrid_job *j, int *k, int *d) {
+  *k = j->k;
+  *d = j->d;
 }

@@ -344,7 +344,7 @@ ts_status ts_hybrid_run_spark(const ts_hybrid_job *job, const ts_hybrid_run_opts
   }
   char *txt = NULL;
   size_t tl = 0;
-  if (s == TS_OK) s = ts__hybrid_read_text(out, &txt, &tl);
+  if (s == TS_OK) s = ts_read_file(out, &txt, &tl);
   if (s == TS_OK) s = ts__hybrid_check_output(o->work_dir, txt, tl, &res->output_ok, res->output_note, sizeof res->output_note);
   free(txt);
   if (s == TS_OK && sv.retries) {
@@ -393,11 +393,9 @@ ts_status ts_hybrid_task_run(const char *connect, const char *work, int round, i
   if (block < 0 || block >= ts_hybrid_job_blocks(job) || round < 0 || round >= ts_hybrid_job_rounds(job))
     s = ts_error(TS_ERR_INVALID_ARG, "hybrid task: block %d / round %d out of range", block, round);
   double *cent = NULL;
-  int k = 0, d = 0;
   if (s == TS_OK && ts_hybrid_job_kind_of(job) == TS_HYBRID_KMEANS) {
-    s = ts_hybrid_job_centroids0(job, &cent, &k, &d);
     snprintf(path, sizeof path, "%s/centroids-%d.txt", work, round);
-    if (s == TS_OK) s = ts_hybrid_centroids_read(path, k, d, cent);
+    s = ts__hybrid_centroids_load(job, path, &cent);
   }
   int fd = s == TS_OK ? connect_to(connect) : -1;
   if (s == TS_OK && fd < 0) s = ts_error(TS_ERR_IO, "hybrid task: cannot connect to the controller at %s", connect);
