@@ -61,7 +61,7 @@ static ts_status parse_mode(const char *v, ts_hybrid_mode *m, int *k) {
 }
 
 static int write_file(const char *path, const char *text) {
-  ts_status s = ts__hybrid_write_text(path, text, strlen(text));
+  ts_status s = ts_write_file_atomic(path, text, strlen(text));
   return s == TS_OK ? CLI_OK : cli_fail(CMD, s);
 }
 
