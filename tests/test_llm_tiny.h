@@ -31,11 +31,13 @@ typedef struct tiny_cfg {
   /* the type of layer l's matrix `tensor` ("attn_q", .., "ffn_down"; NULL: wtype for all), for
    * models of mixed types as the K-quant files are */
   uint32_t (*wtype_of)(int l, const char *tensor, uint32_t wtype);
+  /* llama with tessera.ffn_activation = "relu": h = relu(gate) up */
+  bool relu;
 } tiny_cfg;
 
 static inline tiny_cfg tiny_default(uint32_t wtype) {
   return (tiny_cfg){2, 64, 96, 4, 2, 16, 10000.0f, 1e-5f, wtype, wtype == TS_QT_F32 ? TS_QT_F32 : TS_QT_Q8_0, true, 11,
-                    NULL, NULL, "llama", 0, 0, NULL};
+                    NULL, NULL, "llama", 0, 0, NULL, false};
 }
 
 /* A tiny gemma3: 3 heads of 32 on a 64-wide stream (heads need not make d_model), one KV head,
@@ -123,6 +125,7 @@ static inline void tiny_write(const tiny_cfg *c, const char *path) {
   const char *a = c->arch;
   CHECK_OK(ts_gguf_writer_add_str(w, "general.architecture", a, strlen(a)));
   CHECK_OK(ts_gguf_writer_add_str(w, "general.name", "tiny", 4));
+  if (c->relu) CHECK_OK(ts_gguf_writer_add_str(w, "tessera.ffn_activation", "relu", 4));
   uint32_t v;
 #define U32(k, val)                             \
   do {                                          \
@@ -273,7 +276,7 @@ static inline double tiny_gelu(double x) {
 static inline void tiny_reference(const ts_llm_model *m, const int32_t *tokens, int n, double *logits) {
   const ts_gguf *g = ts_llm_model_gguf(m);
   const ts_llm_config *c = ts_llm_model_config(m);
-  const bool gemma = !strcmp(c->arch, "gemma3");
+  const bool gemma = !strcmp(c->arch, "gemma3"), relu = c->ffn_act == TS_LLM_ACT_RELU;
   const int d = c->d_model, hd = c->head_dim, nh = c->n_head, nkv = c->n_head_kv, ff = c->n_ff, nv = c->n_vocab;
   int64_t rr, cc;
   double *E = tiny_deq(g, "token_embd.weight", &rr, &cc);
@@ -344,7 +347,7 @@ static inline void tiny_reference(const ts_llm_model *m, const int32_t *tokens, 
       tiny_rms(x + t * d, fn, d, c->rms_eps, h);
       tiny_mv(wg, ff, d, h, g1);
       tiny_mv(wu, ff, d, h, u1);
-      for (int i = 0; i < ff; i++) g1[i] = (gemma ? tiny_gelu(g1[i]) : g1[i] / (1 + exp(-g1[i]))) * u1[i];
+      for (int i = 0; i < ff; i++) g1[i] = (gemma ? tiny_gelu(g1[i]) : relu ? (g1[i] > 0 ? g1[i] : 0) : g1[i] / (1 + exp(-g1[i]))) * u1[i];
       tiny_mv(wd, d, ff, g1, o1);
       if (gemma) tiny_rms(o1, pf, d, c->rms_eps, o1);
       for (int i = 0; i < d; i++) x[t * d + i] += o1[i];

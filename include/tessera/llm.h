@@ -54,6 +54,16 @@ extern "C" {
 
 typedef enum ts_llm_rope { TS_LLM_ROPE_NORM = 0, TS_LLM_ROPE_NEOX = 1 } ts_llm_rope;
 
+/* The MLP's gate activation: h = act(gate) * up. */
+typedef enum ts_llm_act {
+  TS_LLM_ACT_SILU = 0, /* llama (SwiGLU) */
+  TS_LLM_ACT_GELU,     /* gemma3 (GEGLU, tanh form through llama.cpp's fp16 table) */
+  TS_LLM_ACT_RELU      /* llama with tessera.ffn_activation = "relu" (ReLU-gated GLU, as ReluLLaMA /
+                        * ProSparse): exact zeros that activation-sparsity predictors skip */
+} ts_llm_act;
+/* "silu", "gelu", "relu" */
+const char *ts_llm_act_name(ts_llm_act a);
+
 typedef struct ts_llm_config {
   char arch[32];       /* general.architecture */
   char name[96];       /* general.name ("" when absent) */
@@ -70,6 +80,7 @@ typedef struct ts_llm_config {
   ts_llm_rope rope;    /* pair layout */
   bool tied_output;    /* no output.weight: the token embedding is the output projection */
   uint32_t wtype;      /* type of blk.0.ffn_gate.weight (the model's main quantization) */
+  ts_llm_act ffn_act;  /* the MLP's gate activation (llama: tessera.ffn_activation, default silu) */
   /* gemma3 (0 for llama): */
   int n_swa;           /* <arch>.attention.sliding_window: a local layer's position sees the last
                           n_swa positions (0: every layer global) */

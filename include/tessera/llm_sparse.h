@@ -182,6 +182,16 @@ typedef struct ts_llm_sparse_stats {
   double routed_dense;   /* fraction of (token, layer) MLPs the router sent to the dense path */
   int n_layer;
   double layer_act[256]; /* per layer (first 256) */
+  /* activation predictors (tessera/llm_pred.h; 0 without one) */
+  double pred_active;    /* neurons predicted active / neurons: their gate and up rows were read */
+  double pred_bytes_per_token; /* what the predictor itself read (included in bytes_per_token) */
+  double pred_seconds_per_token; /* thread 0's time in the prediction per token (its share of neurons) */
+  bool measured;         /* the confusion below was measured (ts_llm_sparse_create_pred's measure) */
+  double actual_zero;    /* zeros of relu(gate) / neurons */
+  double false_skip;     /* active neurons predicted zero / active neurons */
+  double missed_skip;    /* zeros predicted active / zeros */
+  double efficiency;     /* zeros predicted zero / zeros: skipping efficiency (1 - missed_skip) */
+  double layer_false_skip[256], layer_efficiency[256], layer_zero[256];
 } ts_llm_sparse_stats;
 void ts_llm_state_sparse_stats(const ts_llm_state *s, ts_llm_sparse_stats *out);
 

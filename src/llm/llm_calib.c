@@ -217,7 +217,7 @@ static void observe(void *arg, ts_llm_state *s, int l, int point, int T) {
       }
       for (int64_t i = 0; i < (int64_t)T * ff; i++) {
         const float g = s->ffg[i];
-        if (!c->gemma) c->abuf[i] = g / (1.0f + expf(-g));
+        if (!c->gemma) c->abuf[i] = c->relu ? (g > 0.0f ? g : 0.0f) : g / (1.0f + expf(-g));
         c->hbuf[i] = c->abuf[i] * s->ffu[i];
       }
       if (c->pass == 1) {
@@ -329,6 +329,7 @@ ts_status ts_llm_calib_collect(ts_llm_calib **out, ts_llm_state *s, const int32_
   c->n_layer = cf->n_layer, c->d = cf->d_model, c->ff = cf->n_ff, c->nq = cf->n_head * cf->head_dim;
   c->teal = o->method == TS_LLM_SPARSE_TEAL;
   c->gemma = m->arch == TS__ARCH_GEMMA3;
+  c->relu = m->cfg.ffn_act == TS_LLM_ACT_RELU;
   int64_t proxy = o->proxy_tokens > 0 ? o->proxy_tokens : 2048;
   proxy = (proxy + win - 1) / win * win;
   if ((size_t)proxy > n / (size_t)win * (size_t)win) proxy = (int64_t)(n / (size_t)win * (size_t)win);

@@ -33,6 +33,7 @@ struct ts_llm_calib {
   double *pscr;                     /* gemma3: [3][d] gemma_sats's scratch */
   double *xsq;                      /* [window] |x|^2 of the residual stream entering the MLP */
   bool gemma;
+  bool relu; /* the model's MLP is ReLU-gated: a = relu(gate) */
   int64_t pos;                      /* first token of the current window (pass 2) */
   ts_llm_model *m;
 };

@@ -12,6 +12,7 @@
 
 #include "llm/llm_internal.h"
 #include "llm/llm_sparse_internal.h"
+#include "llm/llm_pred_internal.h"
 
 static void *alloc(ts_llm_state *s, size_t count, size_t size, bool *ok) {
   size_t bytes;
@@ -260,7 +261,8 @@ static void eval_team(void *arg, int tid, int nrun) {
     LAP(2)
     CAP(TS__CAP_X_FFN)
     if (T == 1 && ts__sparse_mlp_needs(s, l)) { /* activation-sparse MLP (llm_sparse.c) */
-      ts__sparse_mlp_a(s, tid, l);
+      if (ts__sparse_mlp_kind(s, l) == 3) ts__pred_mlp_a(s, tid, l); /* predictor (llm_pred.c) */
+      else ts__sparse_mlp_a(s, tid, l);
       BAR();
       if (ts__sparse_mlp_kind(s, l) == 2) {
         ts__sparse_mlp_b(s, tid, l);

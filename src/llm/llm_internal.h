@@ -316,6 +316,10 @@ void ts__geglu_ref(int64_t n, float *g, const float *u);
 /* g[i] = gelu(g[i]) as ts__geglu_ref forms it (the table, 0 from -10 down, the identity from 10
  * up): activation sparsity's a, whose product a u is then geglu's bit for bit. */
 void ts__gelu_ref(int64_t n, float *g);
+/* g[i] = relu(g[i]) * u[i]: the ReLU-gated MLP (TS_LLM_ACT_RELU) */
+void ts__reglu(int64_t n, float *g, const float *u);
+/* h = act(gate) * up of the model's MLP for n values (the dense path's own function per activation) */
+void ts__glu(const ts_llm_state *s, int64_t n, float *g, const float *u);
 
 /* RMSNorm with llama.cpp's arithmetic, so that the int8 activation quantization downstream sees
  * the same floats: the fp32 squares summed in double, mean = fp32(sum / n), scale = 1 / sqrtf(mean

@@ -444,8 +444,7 @@ void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
     if (f1 <= f0) return;
     ts__wmat_gemm(&L->gate, f0, f1, xf, ldx, &s->tb[tid].act, 1, s->ffg, ff);
     ts__wmat_gemm(&L->up, f0, f1, xf, ldx, &s->tb[tid].act, 1, s->ffu, ff);
-    if (s->m->arch == TS__ARCH_GEMMA3) ts__geglu_ref(f1 - f0, s->ffg + f0, s->ffu + f0);
-    else s->ops->swiglu(f1 - f0, s->ffg + f0, s->ffu + f0);
+    ts__glu(s, f1 - f0, s->ffg + f0, s->ffu + f0);
     if (ff % TS_QK == 0) ts__actb_quant_part(&s->hact, s->ffg, f0, f1);
     return;
   }
@@ -459,14 +458,23 @@ void ts__step_gate_up(ts_llm_state *s, int tid, int l, int T, int pos) {
 
 /* Batches: h = silu(gate) * up into ffg for the thread's tokens (a barrier after gate | up, and one
  * after this). */
+void ts__reglu(int64_t n, float *g, const float *u) {
+  for (int64_t i = 0; i < n; i++) g[i] = g[i] > 0.0f ? g[i] * u[i] : 0.0f;
+}
+
+void ts__glu(const ts_llm_state *s, int64_t n, float *g, const float *u) {
+  switch (s->m->cfg.ffn_act) {
+    case TS_LLM_ACT_GELU: ts__geglu_ref(n, g, u); break;
+    case TS_LLM_ACT_RELU: ts__reglu(n, g, u); break;
+    default: s->ops->swiglu(n, g, u); break;
+  }
+}
+
 void ts__step_swiglu(ts_llm_state *s, int tid, int T) {
   const int64_t ff = s->m->cfg.n_ff;
   int64_t t0, t1;
   ts__split(T, tid, s->nrun, 1, &t0, &t1);
-  for (int64_t t = t0; t < t1; t++) {
-    if (s->m->arch == TS__ARCH_GEMMA3) ts__geglu_ref(ff, s->ffg + (size_t)t * (size_t)ff, s->ffu + (size_t)t * (size_t)ff);
-    else s->ops->swiglu(ff, s->ffg + (size_t)t * (size_t)ff, s->ffu + (size_t)t * (size_t)ff);
-  }
+  for (int64_t t = t0; t < t1; t++) ts__glu(s, ff, s->ffg + (size_t)t * (size_t)ff, s->ffu + (size_t)t * (size_t)ff);
 }
 
 void ts__step_down(ts_llm_state *s, int tid, int l, int T) {

@@ -136,6 +136,15 @@ static ts_status read_config(const ts_gguf *g, ts_llm_config *c, int *arch) {
     }
   }
   if (gemma3) TS_TRY(read_gemma3(g, c));
+  c->ffn_act = gemma3 ? TS_LLM_ACT_GELU : TS_LLM_ACT_SILU;
+  if (ts_gguf_kv_find(g, "tessera.ffn_activation") >= 0) { /* tessera's own key: llama.cpp has no ReLU llama */
+    TS_TRY(ts_gguf_get_str(g, "tessera.ffn_activation", &s, &len));
+    const bool relu = len == 4 && !memcmp(s, "relu", 4), silu = len == 4 && !memcmp(s, "silu", 4);
+    if (gemma3 || (!relu && !silu))
+      return ts_error(TS_ERR_UNSUPPORTED, "tessera.ffn_activation \"%.*s\" is not supported for %s (llama: silu, relu)",
+                      (int)(len > 31 ? 31 : len), s, c->arch);
+    c->ffn_act = relu ? TS_LLM_ACT_RELU : TS_LLM_ACT_SILU;
+  }
   return TS_OK;
 }
 
@@ -488,4 +497,13 @@ void ts_llm_model_weight_prefetch(const ts_llm_model *m, ts_llm_wpf_report *out)
 }
 uint64_t ts_llm_model_kv_bytes_per_pos(const ts_llm_model *m) {
   return 2ull * (uint64_t)m->cfg.n_layer * (uint64_t)m->cfg.n_head_kv * (uint64_t)m->cfg.head_dim * sizeof(uint16_t);
+}
+
+const char *ts_llm_act_name(ts_llm_act a) {
+  switch (a) {
+    case TS_LLM_ACT_SILU: return "silu";
+    case TS_LLM_ACT_GELU: return "gelu";
+    case TS_LLM_ACT_RELU: return "relu";
+  }
+  return "?";
 }

@@ -5,11 +5,13 @@
  * under an activation threshold, whose active neurons are split evenly between the threads. Every
  * thread builds the whole selection of an input itself (a pass over 576..1536 values), so the
  * selections need no barrier and no thread reads another's list. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "llm/llm_internal.h"
+#include "llm/llm_pred_internal.h"
 #include "llm/llm_sparse_internal.h"
 
 /* ---- the transposed copies ------------------------------------------------------------------ */
@@ -86,6 +88,7 @@ void ts_llm_sparse_destroy(ts_llm_sparse *sp) {
     ts_free(sp->tm);
   }
   ts_free(sp->th);
+  if (sp->pr) ts__pred_free(sp->pr);
   ts_free(sp->dnorm);
   ts_free(sp->rw);
   ts_free(sp);
@@ -195,7 +198,8 @@ ts_status ts_llm_state_set_sparse(ts_llm_state *s, const ts_llm_sparse *sp) {
     w->per = per;
     w->cnt_per = nl * TS__SP_NCNT;
     /* per thread: idx, coef, y (wmax each), counts; shared: h */
-    const size_t bytes = (size_t)s->nt * (per * (sizeof(int32_t) + 2 * sizeof(float)) + w->cnt_per * sizeof(double)) +
+    const size_t pb = ts__pred_scratch_bytes(c);
+    const size_t bytes = (size_t)s->nt * (per * (sizeof(int32_t) + 2 * sizeof(float)) + w->cnt_per * sizeof(double) + pb + 64) +
                          (size_t)c->n_ff * sizeof(float) + 64 * (size_t)(4 * s->nt + 2);
     w->mem = ts_calloc(bytes, 1);
     if (!w->mem) {
@@ -213,6 +217,7 @@ ts_status ts_llm_state_set_sparse(ts_llm_state *s, const ts_llm_sparse *sp) {
       CARVE(w->coef[t], per, float);
       CARVE(w->y[t], per, float);
       CARVE(w->cnt[t], w->cnt_per, double);
+      CARVE(w->pred[t], pb, uint8_t);
     }
     CARVE(w->h, (size_t)c->n_ff, float);
 #undef CARVE
@@ -224,7 +229,7 @@ ts_status ts_llm_state_set_sparse(ts_llm_state *s, const ts_llm_sparse *sp) {
 
 /* ---- the decode steps ------------------------------------------------------------------------ */
 
-static inline double *cnt(ts_llm_state *s, int tid, int l) { return s->spw->cnt[tid] + (size_t)l * TS__SP_NCNT; }
+static inline double *cnt(ts_llm_state *s, int tid, int l) { return ts__sp_cnt(s, tid, l); }
 
 /* idx/coef <- the inputs j of x[0..n) with |x_j| > t */
 static int select_in(const float *x, int64_t n, float t, int32_t *idx, float *coef) {
@@ -255,6 +260,7 @@ bool ts__sparse_rows(ts_llm_state *s, int tid, int l, int p, int64_t r0, int64_t
 int ts__sparse_mlp_kind(const ts_llm_state *s, int l) {
   const ts_llm_sparse *sp = s->sp;
   if (!sp) return 0;
+  if (sp->pr) return 3;
   const ts_llm_layer_thresholds *t = &sp->th[l];
   if (t->act > 0 || sp->rw) return 2;
   return layer_mlp(t) ? 1 : 0;
@@ -284,7 +290,9 @@ void ts__sparse_mlp_a(ts_llm_state *s, int tid, int l) {
   ts__ff_part(c, tid, s->nrun, &f0, &f1);
   if (f1 <= f0) return;
   ff_rows(s, tid, l, TS_LLM_PROJ_GATE, f0, f1, xf, ldx, s->ffg);
-  if (s->m->arch == TS__ARCH_GEMMA3) ts__gelu_ref(f1 - f0, s->ffg + f0);
+  if (s->m->cfg.ffn_act == TS_LLM_ACT_GELU) ts__gelu_ref(f1 - f0, s->ffg + f0);
+  else if (s->m->cfg.ffn_act == TS_LLM_ACT_RELU)
+    for (int64_t i = f0; i < f1; i++) s->ffg[i] = s->ffg[i] > 0.0f ? s->ffg[i] : 0.0f;
   else
     for (int64_t i = f0; i < f1; i++) s->ffg[i] = silu(s->ffg[i]);
   if (ts__sparse_mlp_kind(s, l) == 1) {
@@ -404,6 +412,7 @@ void ts_llm_state_sparse_stats(const ts_llm_state *s, ts_llm_sparse_stats *o) {
   o->tokens = w->tokens;
   const double T = (double)w->tokens;
   double layer_dense = 0, layer_read = 0, in_num = 0, in_den = 0, act = 0, routed = 0;
+  double pbytes = 0, ptime = 0, pact = 0, fs_sum = 0, act_sum = 0, cs_sum = 0, zero_sum = 0;
   for (int l = 0; l < c->n_layer; l++) {
     double sum[TS__SP_NCNT] = {0};
     for (int t = 0; t < s->nt; t++)
@@ -421,6 +430,18 @@ void ts_llm_state_sparse_stats(const ts_llm_state *s, ts_llm_sparse_stats *o) {
       in_num += frac * (double)W->rows * (double)W->cols;
       in_den += (double)W->rows * (double)W->cols;
     }
+    layer_read += sum[TS__SP_PBYTES] / T;
+    pbytes += sum[TS__SP_PBYTES] / T;
+    ptime += w->cnt[0][(size_t)l * TS__SP_NCNT + TS__SP_PTIME] / T;
+    if (kind == 3 && sum[TS__SP_ACT_TOT] > 0) {
+      const double tot = sum[TS__SP_ACT_TOT], act_m = sum[TS__SP_M_ACT], zero_m = tot - act_m;
+      pact += sum[TS__SP_PACT] / tot;
+      if (sp->pr->measure) {
+        const double fs = act_m > 0 ? sum[TS__SP_M_FS] / act_m : 0, ef = zero_m > 0 ? sum[TS__SP_M_CS] / zero_m : 1;
+        fs_sum += sum[TS__SP_M_FS], act_sum += act_m, cs_sum += sum[TS__SP_M_CS], zero_sum += zero_m;
+        if (l < 256) o->layer_false_skip[l] = fs, o->layer_efficiency[l] = ef, o->layer_zero[l] = zero_m / tot;
+      }
+    }
     const double la = sum[TS__SP_ACT_TOT] > 0 ? 1 - sum[TS__SP_ACT] / sum[TS__SP_ACT_TOT] : 0;
     if (l < 256) o->layer_act[l] = la;
     act += la;
@@ -431,6 +452,66 @@ void ts_llm_state_sparse_stats(const ts_llm_state *s, ts_llm_sparse_stats *o) {
   o->weight_skip = layer_dense > 0 ? 1 - layer_read / layer_dense : 0;
   o->bytes_per_token = o->dense_bytes_per_token - layer_dense + layer_read;
   o->routed_dense = routed / c->n_layer;
+  if (sp->pr) {
+    o->pred_active = pact / c->n_layer;
+    o->pred_bytes_per_token = pbytes;
+    o->pred_seconds_per_token = ptime;
+    o->measured = sp->pr->measure;
+    if (o->measured) {
+      const double tot = act_sum + zero_sum;
+      o->actual_zero = tot > 0 ? zero_sum / tot : 0;
+      o->false_skip = act_sum > 0 ? fs_sum / act_sum : 0;
+      o->efficiency = zero_sum > 0 ? cs_sum / zero_sum : 1;
+      o->missed_skip = 1 - o->efficiency;
+    }
+  }
+}
+
+/* A predictor runs where thresholds would: the sparse object is made with down's neuron-major copy
+ * (and, for Grasp's outliers, gate's transposed copy) and the predictor attached; the thresholds
+ * that asked for those copies are cleared again (phase C then takes every nonzero h). The oracle
+ * is the activation threshold just above 0 on relu(gate): every gate row, up and down for the
+ * positive ones (kind 2). */
+ts_status ts_llm_sparse_create_pred(ts_llm_sparse **out, const ts_llm_model *m, const ts_llm_predictor *p, bool measure,
+                                    const ts_context *ctx) {
+  if (!out || !m || !p) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_sparse_create_pred: NULL argument");
+  *out = NULL;
+  const ts_llm_config *c = &m->cfg;
+  if (c->ffn_act != TS_LLM_ACT_RELU)
+    return ts_error(TS_ERR_UNSUPPORTED, "activation predictors need a ReLU-gated model; %s is %s-gated", c->name[0] ? c->name : c->arch,
+                    ts_llm_act_name(c->ffn_act));
+  const ts_llm_pred_info *pi = ts_llm_predictor_info_const(p);
+  char key[17];
+  ts_llm_model_key(m, key);
+  if (ts_llm_predictor_n_layer(p) != c->n_layer || strcmp(pi->model_key, key) != 0)
+    return ts_error(TS_ERR_INVALID_ARG, "ts_llm_sparse_create_pred: predictor made for model %s with %d layers, not this one (%s, %d layers)",
+                    pi->model_key, ts_llm_predictor_n_layer(p), key, c->n_layer);
+  ts_llm_thresholds *t = NULL;
+  TS_TRY(ts_llm_thresholds_create(&t, m));
+  const bool oracle = pi->kind == TS_LLM_PRED_ORACLE;
+  for (int l = 0; l < c->n_layer; l++) {
+    ts_llm_layer_thresholds *lt = ts_llm_thresholds_layer(t, l);
+    if (oracle) lt->act = FLT_MIN;
+    else {
+      lt->in[TS_LLM_PROJ_DOWN] = FLT_MIN;
+      if (pi->kind == TS_LLM_PRED_GRASP) lt->in[TS_LLM_PROJ_GATE] = FLT_MIN;
+    }
+  }
+  ts_llm_sparse *sp = NULL;
+  ts_status st = ts_llm_sparse_create(&sp, m, t, NULL, ctx);
+  ts_llm_thresholds_destroy(t);
+  if (st != TS_OK) return st;
+  if (!oracle) {
+    for (int l = 0; l < c->n_layer; l++) sp->th[l].in[TS_LLM_PROJ_DOWN] = sp->th[l].in[TS_LLM_PROJ_GATE] = 0;
+    sp->pr = ts_calloc(1, sizeof *sp->pr);
+    st = sp->pr ? ts__pred_init(sp->pr, m, p, measure) : ts_error(TS_ERR_OOM, "ts_llm_sparse_create_pred: out of memory");
+    if (st != TS_OK) {
+      ts_llm_sparse_destroy(sp);
+      return st;
+    }
+  }
+  *out = sp;
+  return TS_OK;
 }
 
 void ts__sparse_stats_reset(ts_llm_state *s) {

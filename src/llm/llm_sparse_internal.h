@@ -39,6 +39,7 @@ struct ts_llm_sparse {
   double *rw;                  /* router weights [n_layer][NF], NULL: no router */
   double tau;
   bool any;
+  struct ts__pred *pr; /* an activation predictor (llm_pred.c; NULL: none), owned */
 };
 
 /* Per-layer counts of a thread (doubles): selected x rows and total x rows per projection, bytes
@@ -50,6 +51,12 @@ enum {
   TS__SP_ACT = TS__SP_BYTES + TS_LLM_NPROJ,
   TS__SP_ACT_TOT,
   TS__SP_ROUTED,
+  TS__SP_PACT,    /* predictor: neurons predicted active (gate and up rows read) */
+  TS__SP_PBYTES,  /* predictor: bytes it read */
+  TS__SP_M_ACT,   /* measure: actually active neurons */
+  TS__SP_M_FS,    /* measure: active neurons predicted zero (false skips) */
+  TS__SP_M_CS,    /* measure: zeros predicted zero (correct skips) */
+  TS__SP_PTIME,   /* predictor: thread 0's seconds in the prediction (ts_now) */
   TS__SP_NCNT
 };
 
@@ -61,10 +68,16 @@ typedef struct ts__sparse_ws {
   double *cnt[TS__TMAT_MAXP];
   int nact[TS__TMAT_MAXP];
   float *h; /* [n_ff] h = silu(gate) up of the active neurons (kind 2) or all (kind 1) */
+  void *pred[TS__TMAT_MAXP]; /* predictor scratch per thread: ts__pred_x, outliers, measured gate */
   int64_t tokens;
 } ts__sparse_ws;
 
-/* 0: dense MLP; 1: TEAL-only MLP (phases a, c); 2: activation threshold or router (a, b, c). */
+static inline double *ts__sp_cnt(ts_llm_state *s, int tid, int l) { return s->spw->cnt[tid] + (size_t)l * TS__SP_NCNT; }
+/* Bytes of a thread's predictor scratch (ts__sparse_ws.pred). */
+size_t ts__pred_scratch_bytes(const ts_llm_config *c);
+
+/* 0: dense MLP; 1: TEAL-only MLP (phases a, c); 2: activation threshold or router (a, b, c);
+ * 3: predictor (ts__pred_mlp_a, then c). */
 int ts__sparse_mlp_kind(const ts_llm_state *s, int l);
 void ts__sparse_stats_reset(ts_llm_state *s);
 

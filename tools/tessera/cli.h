@@ -43,4 +43,7 @@ const char *cli_value(const char *cmd, int argc, char **argv, int *i);
 /* Prints a cJSON object to stdout (pretty) and deletes it. */
 void cli_print_json(cJSON *j);
 
+/* tessera llm convert (cmd_llm_convert.c), dispatched from cmd_llm.c: argv[1] is "convert". */
+int cmd_llm_convert(int argc, char **argv);
+
 #endif

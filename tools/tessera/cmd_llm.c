@@ -458,6 +458,7 @@ static int do_info(const opts *o, run *r) {
     printf("shape       %d layers, d %d, ff %d, heads %d / kv %d x %d, rope %d dims base %g, trained on %d-token contexts\n",
            c->n_layer, c->d_model, c->n_ff, c->n_head, c->n_head_kv, c->head_dim, c->n_rot, (double)c->rope_base,
            c->n_ctx_train);
+    printf("mlp         %s-gated\n", ts_llm_act_name(c->ffn_act));
     if (c->n_swa)
       printf("local       %d of the %d layers see the last %d positions, rope base %g\n", c->n_swa_layers, c->n_layer, c->n_swa,
              (double)c->rope_base_swa);
@@ -719,11 +720,12 @@ static bool sparse_sub(int argc, char **argv) {
   if (!strcmp(argv[1], "calibrate") || !strcmp(argv[1], "eval")) return true;
   if (strcmp(argv[1], "bench") != 0) return false;
   for (int i = 2; i < argc; i++)
-    if (!strcmp(argv[i], "--thresholds") || !strcmp(argv[i], "--config")) return true;
+    if (!strcmp(argv[i], "--thresholds") || !strcmp(argv[i], "--config") || !strcmp(argv[i], "--predictor")) return true;
   return false;
 }
 
 int cmd_llm(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "convert")) return cmd_llm_convert(argc, argv);
   if (sparse_sub(argc, argv)) return cmd_llm_sparse(argc, argv);
   int sub;
   opts o;

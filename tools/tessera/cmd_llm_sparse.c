@@ -14,8 +14,10 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cli_pred.h"
 #include "tessera/io.h"
 #include "tessera/llm.h"
+#include "tessera/llm_pred.h"
 #include "tessera/llm_sparse.h"
 #include "tessera/measure.h"
 
@@ -24,6 +26,7 @@
 #define MAXLIST 16
 
 typedef struct cfg_spec {
+  const char *pred; /* --predictor KIND[:FILE] (thresholds NULL) */
   const char *thresholds, *router;
   double tau;    /* NAN: the router file's */
   char *own[2];  /* the strings a --config made */
@@ -32,11 +35,12 @@ typedef struct cfg_spec {
 typedef struct sopts {
   cli_common_opts c;
   const char *model, *text, *out, *svg;
-  int nmethod, nsparse, ncfg;
+  int nmethod, nsparse, ncfg, npmethod, nfs;
   ts_llm_sparse_method method[4];
-  double sparsity[MAXLIST];
+  ts_llm_pred_kind pmethod[4];
+  double sparsity[MAXLIST], false_skip[MAXLIST], alpha;
   cfg_spec cfg[MAXCFG];
-  long tokens, proxy, window, ctx, chunks, plen, gen, repeats;
+  long tokens, proxy, window, ctx, chunks, plen, gen, repeats, hidden;
   bool router;
 } sopts;
 
@@ -71,7 +75,7 @@ static bool parse_cfg(const char *v, cfg_spec *c) {
 }
 
 static int parse(int argc, char **argv, const char *sub, sopts *o) {
-  *o = (sopts){.window = 512, .proxy = 2048, .ctx = 512, .plen = 128, .gen = 64, .repeats = 10};
+  *o = (sopts){.window = 512, .proxy = 2048, .ctx = 512, .plen = 128, .gen = 64, .repeats = 10, .alpha = NAN, .hidden = 64};
   const char *th = NULL, *rt = NULL;
   double tau = NAN;
   for (int i = 2; i < argc; i++) {
@@ -95,11 +99,33 @@ static int parse(int argc, char **argv, const char *sub, sopts *o) {
       for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         ts_llm_sparse_method m = !strcmp(t, "cats") ? TS_LLM_SPARSE_CATS : !strcmp(t, "teal") ? TS_LLM_SPARSE_TEAL
                                  : !strcmp(t, "sats") ? TS_LLM_SPARSE_SATS : TS_LLM_SPARSE_NONE;
-        if (m == TS_LLM_SPARSE_NONE || o->nmethod >= 3) return cli_usage_error(CMD, "--method: '%s' is not cats, teal or sats", t);
+        ts_llm_pred_kind pk = !strcmp(t, "signbit") ? TS_LLM_PRED_SIGNBIT : !strcmp(t, "grasp") ? TS_LLM_PRED_GRASP
+                              : !strcmp(t, "learned") ? TS_LLM_PRED_LEARNED : TS_LLM_PRED_NONE;
+        if (pk != TS_LLM_PRED_NONE && o->npmethod < 3) {
+          o->pmethod[o->npmethod++] = pk;
+          continue;
+        }
+        if (m == TS_LLM_SPARSE_NONE || o->nmethod >= 3)
+          return cli_usage_error(CMD, "--method: '%s' is not cats, teal, sats, signbit, grasp or learned", t);
         o->method[o->nmethod++] = m;
       }
     } else if (!strcmp(a, "--sparsity") && !strcmp(sub, "calibrate")) {
       if ((o->nsparse = parse_list(v, o->sparsity, MAXLIST, 0.01, 0.94, a)) < 0) return CLI_USAGE;
+    } else if (!strcmp(a, "--false-skip") && !strcmp(sub, "calibrate")) {
+      if ((o->nfs = parse_list(v, o->false_skip, MAXLIST, 1e-4, 0.5, a)) < 0) return CLI_USAGE;
+    } else if (!strcmp(a, "--hidden") && !strcmp(sub, "calibrate")) {
+      if (!cli_parse_int(CMD, a, v, 1, 256, &o->hidden)) return CLI_USAGE;
+    } else if (!strcmp(a, "--alpha") && strcmp(sub, "calibrate")) {
+      if (!cli_parse_double(CMD, a, v, TS_LLM_PRED_ALPHA_MIN, TS_LLM_PRED_ALPHA_MAX, &o->alpha)) return CLI_USAGE;
+    } else if (!strcmp(a, "--predictor") && strcmp(sub, "calibrate")) {
+      if (o->ncfg >= MAXCFG) return cli_usage_error(CMD, "at most %d configurations", MAXCFG);
+      ts_llm_pred_kind pk;
+      char kb[16];
+      snprintf(kb, sizeof kb, "%.*s", (int)strcspn(v, ":"), v);
+      if (ts_llm_pred_kind_parse(kb, &pk) != TS_OK) return cli_usage_error(CMD, "--predictor: %s", ts_last_error());
+      if (pk == TS_LLM_PRED_LEARNED && !strchr(v, ':'))
+        return cli_usage_error(CMD, "--predictor learned needs its file: learned:FILE (from calibrate --method learned)");
+      if (pk != TS_LLM_PRED_NONE) o->cfg[o->ncfg++] = (cfg_spec){.pred = v, .tau = NAN};
     } else if (!strcmp(a, "--tokens")) {
       if (!cli_parse_int(CMD, a, v, 2, 1L << 30, &o->tokens)) return CLI_USAGE;
     } else if (!strcmp(a, "--proxy-tokens") && !strcmp(sub, "calibrate")) {
@@ -128,13 +154,21 @@ static int parse(int argc, char **argv, const char *sub, sopts *o) {
   if (o->c.help) return CLI_OK;
   if (th) {
     if (o->ncfg >= MAXCFG) return cli_usage_error(CMD, "at most %d configurations", MAXCFG);
-    o->cfg[o->ncfg++] = (cfg_spec){th, rt, tau, {NULL, NULL}};
+    o->cfg[o->ncfg++] = (cfg_spec){.thresholds = th, .router = rt, .tau = tau};
   } else if (rt) return cli_usage_error(CMD, "--router needs --thresholds (or use --config T,R,TAU)");
   if (!o->model) return cli_usage_error(CMD, "%s needs --model FILE", sub);
   if (strcmp(sub, "bench") && !o->text) return cli_usage_error(CMD, "%s needs --text FILE", sub);
   if (!strcmp(sub, "calibrate")) {
-    if (!o->nmethod || !o->nsparse || !o->out) return cli_usage_error(CMD, "calibrate needs --method, --sparsity and --out");
-  } else if (!o->ncfg && !strcmp(sub, "bench")) return cli_usage_error(CMD, "bench needs --thresholds FILE or --config");
+    if ((!o->nmethod && !o->npmethod) || !o->out) return cli_usage_error(CMD, "calibrate needs --method and --out");
+    if (o->nmethod && !o->nsparse) return cli_usage_error(CMD, "calibrate --method cats|teal|sats needs --sparsity");
+    if (o->npmethod && !o->nfs) return cli_usage_error(CMD, "calibrate --method signbit|grasp|learned needs --false-skip");
+    if (o->nmethod && o->npmethod) return cli_usage_error(CMD, "calibrate: thresholds (cats, teal, sats) and predictors (signbit, grasp, learned) in separate runs");
+  } else if (!o->ncfg && !strcmp(sub, "bench")) return cli_usage_error(CMD, "bench needs --thresholds FILE, --config or --predictor");
+  if (!isnan(o->alpha)) {
+    bool any = false;
+    for (int i = 0; i < o->ncfg; i++) any |= o->cfg[i].pred && !strncmp(o->cfg[i].pred, "signbit", 7) && !strchr(o->cfg[i].pred, ':');
+    if (!any) return cli_usage_error(CMD, "--alpha sets the knob of --predictor signbit (without a file)");
+  }
   return CLI_OK;
 }
 
@@ -162,6 +196,13 @@ static int do_calibrate(const sopts *o, ts_llm_model *m, ts_context *ctx) {
   size_t n = 0;
   ts_status s = read_tokens(m, o->text, o->tokens, &ids, &n);
   if (s != TS_OK) return cli_fail(CMD, s);
+  if (o->npmethod) {
+    const cli_pred_cal pc = {o->pmethod, o->npmethod, o->false_skip, o->nfs, o->out, o->svg, base_name(o->text),
+                             (int)o->window, o->tokens > 0 ? o->tokens : 8192, (int)o->hidden, o->c.json};
+    const int rc = cli_pred_calibrate(&pc, m, ctx, ids, n);
+    free(ids);
+    return rc;
+  }
   const bool many = o->nmethod * o->nsparse > 1;
   if (many && mkdir(o->out, 0777) != 0 && errno != EEXIST) {
     free(ids);
@@ -240,6 +281,7 @@ static int do_calibrate(const sopts *o, ts_llm_model *m, ts_context *ctx) {
 
 typedef struct config {
   const char *name;
+  ts_llm_predictor *p;
   ts_llm_thresholds *t;
   ts_llm_router *r;
   ts_llm_sparse *sp;
@@ -247,8 +289,16 @@ typedef struct config {
   double create_s; /* ts_llm_sparse_create's time (the transposed copies) */
 } config;
 
-static ts_status open_configs(const sopts *o, ts_llm_model *m, ts_context *ctx, config *cf) {
+static ts_status open_configs(const sopts *o, ts_llm_model *m, ts_context *ctx, config *cf, bool measure) {
   for (int i = 0; i < o->ncfg; i++) {
+    if (o->cfg[i].pred) {
+      cf[i].name = o->cfg[i].pred;
+      TS_TRY(cli_open_predictor(o->cfg[i].pred, o->alpha, m, &cf[i].p));
+      const double t0 = ts_now();
+      TS_TRY(ts_llm_sparse_create_pred(&cf[i].sp, m, cf[i].p, measure, ctx));
+      cf[i].create_s = ts_now() - t0;
+      continue;
+    }
     cf[i].name = o->cfg[i].thresholds;
     TS_TRY(ts_llm_thresholds_load(&cf[i].t, o->cfg[i].thresholds, m));
     if (o->cfg[i].router) {
@@ -268,11 +318,18 @@ static void close_configs(config *cf, int n) {
     ts_llm_sparse_destroy(cf[i].sp);
     ts_llm_router_destroy(cf[i].r);
     ts_llm_thresholds_destroy(cf[i].t);
+    ts_llm_predictor_destroy(cf[i].p);
   }
 }
 
 static cJSON *cfg_json(const sopts *o, int i, const config *c) {
   cJSON *e = cJSON_CreateObject();
+  if (c->p) {
+    cli_predictor_json(e, c->p);
+    cJSON_AddNumberToObject(e, "copy_bytes", (double)ts_llm_sparse_bytes(c->sp));
+    cJSON_AddNumberToObject(e, "create_seconds", c->create_s);
+    return e;
+  }
   const ts_llm_thresholds_info *ti = ts_llm_thresholds_info_const(c->t);
   cJSON_AddStringToObject(e, "thresholds", c->name);
   cJSON_AddStringToObject(e, "method", ts_llm_sparse_method_name(ti->method));
@@ -297,6 +354,7 @@ static void stats_json(cJSON *e, const ts_llm_sparse_stats *ss) {
   cJSON *la = cJSON_CreateArray();
   for (int l = 0; l < ss->n_layer && l < 256; l++) cJSON_AddItemToArray(la, cJSON_CreateNumber(ss->layer_act[l]));
   cJSON_AddItemToObject(e, "layer_act_sparsity", la);
+  cli_pred_stats_json(e, ss);
 }
 
 /* ---- eval ------------------------------------------------------------------------------------ */
@@ -332,7 +390,7 @@ static int do_eval(const sopts *o, ts_llm_model *m, ts_context *ctx) {
     return cli_fail(CMD, ts_error(TS_ERR_INVALID_ARG, "eval: %s has %zu tokens, shorter than one window of %d", o->text, n, C));
   }
   config cf[MAXCFG] = {{0}};
-  s = open_configs(o, m, ctx, cf);
+  s = open_configs(o, m, ctx, cf, true);
   ts_llm_state *dense = NULL;
   if (s == TS_OK) s = ts_llm_state_create(&dense, m, ctx, C, 1);
   for (int i = 0; i < nc && s == TS_OK; i++) {
@@ -423,6 +481,13 @@ static int do_eval(const sopts *o, ts_llm_model *m, ts_context *ctx) {
                ss.in_sparsity, ss.weight_skip, ss.bytes_per_token / 1e6, ntok / a[i + 1].secs);
     }
     cJSON_AddItemToObject(j, "configs", arr);
+    if (!o->c.json)
+      for (int i = 0; i < nc; i++)
+        if (cf[i].p) {
+          ts_llm_sparse_stats ss;
+          ts_llm_state_sparse_stats(cf[i].st, &ss);
+          cli_pred_stats_print(base_name(cf[i].name), &ss);
+        }
   }
   ts_llm_state_destroy(dense);
   close_configs(cf, nc);
@@ -457,7 +522,7 @@ static ts_status dec_call(void *arg) {
 static int do_bench(const sopts *o, ts_llm_model *m, ts_context *ctx) {
   const int nv = ts_llm_model_config(m)->n_vocab, P = (int)o->plen, G = (int)o->gen, nc = o->ncfg, n = nc + 1;
   config cf[MAXCFG] = {{0}};
-  ts_status s = open_configs(o, m, ctx, cf);
+  ts_status s = open_configs(o, m, ctx, cf, false);
   dec_job job[MAXCFG + 1] = {{0}};
   int32_t *toks = malloc((size_t)P * sizeof *toks);
   if (!toks) s = ts_error(TS_ERR_OOM, "out of memory");
@@ -527,6 +592,21 @@ static int do_bench(const sopts *o, ts_llm_model *m, ts_context *ctx) {
       }
     }
     cJSON_AddItemToObject(j, "configs", arr);
+    ts_llm_timing dt;
+    ts_llm_state_timing(job[0].st, &dt);
+    const double mlp = dt.tokens > 0 ? dt.mlp / (double)dt.tokens : 0;
+    cJSON_AddNumberToObject(dj, "mlp_seconds_per_token", mlp);
+    for (int i = 1; i < n; i++) {
+      if (!cf[i - 1].p) continue;
+      ts_llm_sparse_stats ss;
+      ts_llm_state_sparse_stats(job[i].st, &ss);
+      cJSON *e = cJSON_GetArrayItem(arr, i - 1);
+      cJSON_AddNumberToObject(e, "pred_of_dense_mlp", mlp > 0 ? ss.pred_seconds_per_token / mlp : 0);
+      if (!o->c.json)
+        printf("%-34.34s predictor %.1f us per token (thread 0), %.1f%% of the dense MLP's %.1f us; predicted active %.3f\n",
+               base_name(cf[i - 1].name), 1e6 * ss.pred_seconds_per_token, mlp > 0 ? 100 * ss.pred_seconds_per_token / mlp : 0, 1e6 * mlp,
+               ss.pred_active);
+    }
   }
   for (int i = 0; i < n; i++) {
     ts_llm_state_destroy(job[i].st);
@@ -547,7 +627,11 @@ static void help(void) {
          "  tessera llm eval --model M --text FILE [--thresholds F [--router R] [--tau X]] [--config F[,R[,TAU]]]...\n"
          "                   [--ctx 512] [--chunks N] [--tokens N] [--json]\n"
          "  tessera llm bench --model M (--thresholds F [--router R] [--tau X] | --config F[,R[,TAU]]...)\n"
-         "                    [--prompt-len 128] [--gen 64] [--repeats 10] [--json]\n\n"
+         "                    [--prompt-len 128] [--gen 64] [--repeats 10] [--json]\n"
+         "  activation predictors (ReLU-gated models):\n"
+         "  tessera llm calibrate --model M --text FILE --method signbit|grasp|learned[,..] --false-skip F[,F..] --out PATH\n"
+         "                        [--tokens 8192] [--window 512] [--hidden 64] [--svg CURVES.svg] [--json]\n"
+         "  tessera llm eval|bench --model M --predictor signbit|grasp|oracle|none[:FILE] | learned:FILE ... [--alpha A]\n\n"
          "calibrate evaluates the text densely in windows and writes thresholds for each method and target\n"
          "sparsity (one file, or PATH/<method>-<percent>.json for several; --router adds a router trained\n"
          "for each, <file>.router.json; --svg draws SATS's per-layer proxy curves). eval runs the text one\n"
