@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DTS_WERROR=ON
 endif
 
-.PHONY: all deps build test test-levels demo sanitize tsan fuzz bench results peer-vit-train peer-attn-bwd peer-plan3d check-plan3d-engines bench-plan3d bench-pipe peer-pipe bench-hybrid integration clean
+.PHONY: all deps build test test-levels demo sanitize tsan fuzz bench results peer-vit-train peer-attn-bwd peer-plan3d check-plan3d-engines bench-plan3d bench-pipe peer-pipe bench-hybrid integration relu-model bench-relu clean
 
 all: build
 
@@ -138,6 +138,18 @@ bench-hybrid: build
 # cluster is stopped even when a run fails. Not in `make test` or CI: those use the local engine.
 integration: build
 	@bash scripts/hybrid-integration.sh $(BUILD)/tessera
+
+# The ReLU test model and its SiLU twin (issue 39), trained again from scratch on Shakespeare
+# (models/relu/make.sh: PyTorch on the CPU from PyPI, about 85 minutes on 2 cores); the committed
+# models/relu/*.gguf are its output.
+relu-model: build
+	@TESSERA=$(BUILD)/tessera bash models/relu/make.sh
+
+# The activation predictors (sign-bit, Grasp, learned, oracle) on the ReLU model: calibration,
+# quality on Hamlet, interleaved decode timing, the page (scripts/relu_pred_sweep.sh; ~15 minutes).
+RELU_OUT ?= results/$(shell date -u +%F)-relu-pred
+bench-relu: build
+	@TESSERA=$(BUILD)/tessera bash scripts/relu_pred_sweep.sh $(RELU_OUT)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)

@@ -45,18 +45,24 @@ ts_status ts_llm_predictor_create(ts_llm_predictor **out, const ts_llm_model *m,
     return ts_error(TS_ERR_INVALID_ARG, "ts_llm_predictor_create: no predictor kind %d", (int)kind);
   if (c->d_model > 64 * TS__PRED_MAXW)
     return ts_error(TS_ERR_UNSUPPORTED, "predictors take d_model up to %d (the model has %d)", 64 * TS__PRED_MAXW, c->d_model);
+  TS_TRY(ts__predictor_alloc(out, c->n_layer, c->d_model, c->n_ff, kind));
+  ts_llm_model_key(m, (*out)->info.model_key);
+  snprintf((*out)->info.model_name, sizeof (*out)->info.model_name, "%s", c->name);
+  return TS_OK;
+}
+
+ts_status ts__predictor_alloc(ts_llm_predictor **out, int n_layer, int d, int n_ff, ts_llm_pred_kind kind) {
+  *out = NULL;
   ts_llm_predictor *p = ts_calloc(1, sizeof *p);
-  if (!p) return ts_error(TS_ERR_OOM, "ts_llm_predictor_create: out of memory");
-  p->n_layer = c->n_layer, p->d = c->d_model, p->n_ff = c->n_ff;
-  p->layer = ts_calloc((size_t)c->n_layer, sizeof *p->layer);
+  if (!p) return ts_error(TS_ERR_OOM, "predictor: out of memory");
+  p->n_layer = n_layer, p->d = d, p->n_ff = n_ff;
+  p->layer = ts_calloc((size_t)n_layer, sizeof *p->layer);
   if (!p->layer) {
     ts_free(p);
-    return ts_error(TS_ERR_OOM, "ts_llm_predictor_create: out of memory");
+    return ts_error(TS_ERR_OOM, "predictor: out of memory");
   }
-  for (int l = 0; l < c->n_layer; l++) p->layer[l].alpha = 1.0f, p->layer[l].k = 3.0f;
+  for (int l = 0; l < n_layer; l++) p->layer[l].alpha = 1.0f, p->layer[l].k = 3.0f;
   p->info.kind = kind;
-  ts_llm_model_key(m, p->info.model_key);
-  snprintf(p->info.model_name, sizeof p->info.model_name, "%s", c->name);
   *out = p;
   return TS_OK;
 }
@@ -250,9 +256,15 @@ void ts__pred_mlp_a(ts_llm_state *s, int tid, int l) {
       ts__pred_codes(xf, d, 0, false, px, NULL, NULL);
       int32_t *neg = (int32_t *)sc;
       pk->signs(P->sw + (size_t)f0 * (size_t)nw, nw, px->sx, n, neg);
-      const float a = K->alpha;
-      for (int64_t i = 0; i < n; i++)
-        if (!((float)neg[i] > a * (float)(d - neg[i]))) idx[k++] = (int32_t)(f0 + i);
+      /* n_neg > alpha n_pos  <=>  n_neg > alpha d / (1 + alpha): one integer bound per layer (in
+       * double, so the count comparison is exact), and a branchless list (about half the
+       * neurons pass: a branch per neuron mispredicts half the time) */
+      const int32_t T = (int32_t)floor((double)K->alpha * (double)d / (1.0 + (double)K->alpha) + 1e-3); /* + 1e-3: a
+       * calibrated alpha is a float ratio n0 / (d - n0), whose bound must come back as n0, not n0 - 1 */
+      for (int64_t i = 0; i < n; i++) {
+        idx[k] = (int32_t)(f0 + i);
+        k += neg[i] <= T;
+      }
       pbytes = (double)n * (double)nw * 8;
       break;
     }
@@ -265,8 +277,10 @@ void ts__pred_mlp_a(ts_llm_state *s, int tid, int l) {
       double xx = 0;
       for (int64_t j = 0; j < d; j++) xx += (double)xf[j] * xf[j];
       const float xn = (float)sqrt(xx), tau = K->tau;
-      for (int64_t i = 0; i < n; i++)
-        if (!(sc[i] + y[i] < -tau * xn * P->rho[f0 + i])) idx[k++] = (int32_t)(f0 + i);
+      for (int64_t i = 0; i < n; i++) {
+        idx[k] = (int32_t)(f0 + i);
+        k += !(sc[i] + y[i] < -tau * xn * P->rho[f0 + i]);
+      }
       pbytes = (double)n * (2.0 * nw * 8 + 3 * sizeof(float)) + (double)no * (double)n / 32 * (double)Gt->bsz;
       break;
     }
@@ -275,8 +289,10 @@ void ts__pred_mlp_a(ts_llm_state *s, int tid, int l) {
       ts__pmlp part = *M; /* the thread's logits only: rows [f0, f1) of W2 */
       part.w2 = M->w2 + (size_t)f0 * (size_t)M->r, part.b2 = M->b2 + f0, part.n = (int)n;
       ts__pmlp_logits(&part, xf, sc, gm);
-      for (int64_t i = 0; i < n; i++)
-        if (!(sc[i] < K->tau)) idx[k++] = (int32_t)(f0 + i);
+      for (int64_t i = 0; i < n; i++) {
+        idx[k] = (int32_t)(f0 + i);
+        k += !(sc[i] < K->tau);
+      }
       pbytes = (double)ts__pmlp_bytes(&part);
       break;
     }
@@ -306,8 +322,10 @@ void ts__pred_mlp_a(ts_llm_state *s, int tid, int l) {
     ct[TS__SP_BYTES + (q ? TS_LLM_PROJ_UP : TS_LLM_PROJ_GATE)] += (double)cnts[q] * (double)W->row_bytes;
     if (q == 0) { /* keep the positive gates */
       int k2 = 0;
-      for (int j = 0; j < k; j++)
-        if (sc[j] > 0.0f) idx[k2] = idx[j], sc[k2++] = sc[j];
+      for (int j = 0; j < k; j++) {
+        idx[k2] = idx[j], sc[k2] = sc[j];
+        k2 += sc[j] > 0.0f;
+      }
       cnts[1] = k2;
     }
   }

@@ -6,6 +6,7 @@
 #include "llm/llm_sparse_internal.h"
 #include "llm/pred_internal.h"
 #include "llm/pred_mlp.h"
+#include "tessera/gguf.h"
 #include "tessera/llm_pred.h"
 
 struct ts_llm_predictor {
@@ -14,6 +15,12 @@ struct ts_llm_predictor {
   ts__pmlp *mlp; /* learned: [n_layer] */
   ts_llm_pred_info info;
 };
+
+/* An empty predictor of the given shapes (knobs as ts_llm_predictor_create's), no model check. */
+ts_status ts__predictor_alloc(ts_llm_predictor **out, int n_layer, int d, int n_ff, ts_llm_pred_kind kind);
+/* A predictor from an opened container (llm_pred_io.c); m NULL: the file's own shapes are taken
+ * (within 1..4096 layers, d <= 8192, n_ff <= 1 << 18) and no model key is checked (the fuzzer). */
+ts_status ts__predictor_from_gguf(const ts_gguf *g, const char *path, const ts_llm_model *m, ts_llm_predictor **out);
 
 /* What decode reads for one layer (built from the model at ts_llm_sparse_create_pred). */
 typedef struct ts__pred_layer {

@@ -141,11 +141,18 @@ ts_status ts_llm_predictor_load(ts_llm_predictor **out, const char *path, const 
   *out = NULL;
   ts_gguf *g = NULL;
   TS_TRY(ts_gguf_open(&g, path));
+  ts_status st = ts__predictor_from_gguf(g, path, m, out);
+  ts_gguf_close(g);
+  return st;
+}
+
+ts_status ts__predictor_from_gguf(const ts_gguf *g, const char *path, const ts_llm_model *m, ts_llm_predictor **out) {
+  *out = NULL;
   char fmt[32], kind_s[16], key[17];
   ts_llm_pred_kind kind = TS_LLM_PRED_NONE;
   ts_llm_predictor *p = NULL;
   uint32_t ver = 0, nl = 0, d = 0, nff = 0;
-  const ts_llm_config *c = ts_llm_model_config(m);
+  const ts_llm_config *c = m ? ts_llm_model_config(m) : NULL;
   ts_status st = get_str(g, path, K("format"), fmt, sizeof fmt);
   if (st == TS_OK && strcmp(fmt, "llm-predictor") != 0) st = ts_error(TS_ERR_FORMAT, "%s: predictor.format is \"%s\", not llm-predictor", path, fmt);
   if (st == TS_OK && ts_gguf_get_u32(g, K("version"), &ver) != TS_OK) st = ts_error(TS_ERR_FORMAT, "%s: predictor.version: %s", path, ts_last_error());
@@ -154,7 +161,7 @@ ts_status ts_llm_predictor_load(ts_llm_predictor **out, const char *path, const 
   if (st == TS_OK && ts_llm_pred_kind_parse(kind_s, &kind) != TS_OK) st = ts_error(TS_ERR_FORMAT, "%s: predictor.kind: %s", path, ts_last_error());
   if (st == TS_OK && kind == TS_LLM_PRED_NONE) st = ts_error(TS_ERR_FORMAT, "%s: predictor.kind is none", path);
   if (st == TS_OK) st = get_str(g, path, K("model_key"), key, sizeof key);
-  if (st == TS_OK) {
+  if (st == TS_OK && m) {
     char mk[17];
     ts_llm_model_key(m, mk);
     if (strcmp(mk, key) != 0) st = ts_error(TS_ERR_INVALID_ARG, "%s: made for model %s, not this one (%s)", path, key, mk);
@@ -162,9 +169,12 @@ ts_status ts_llm_predictor_load(ts_llm_predictor **out, const char *path, const 
   if (st == TS_OK && (ts_gguf_get_u32(g, K("n_layer"), &nl) != TS_OK || ts_gguf_get_u32(g, K("d"), &d) != TS_OK ||
                       ts_gguf_get_u32(g, K("n_ff"), &nff) != TS_OK))
     st = ts_error(TS_ERR_FORMAT, "%s: %s", path, ts_last_error());
-  if (st == TS_OK && ((int)nl != c->n_layer || (int)d != c->d_model || (int)nff != c->n_ff))
+  if (st == TS_OK && c && ((int)nl != c->n_layer || (int)d != c->d_model || (int)nff != c->n_ff))
     st = ts_error(TS_ERR_FORMAT, "%s: shapes %u layers, d %u, n_ff %u; the model has %d, %d, %d", path, nl, d, nff, c->n_layer, c->d_model, c->n_ff);
-  if (st == TS_OK) st = ts_llm_predictor_create(&p, m, kind);
+  if (st == TS_OK && (nl < 1 || nl > 4096 || d < 1 || d > 64 * TS__PRED_MAXW || nff < 1 || nff > (1u << 18)))
+    st = ts_error(TS_ERR_FORMAT, "%s: shapes %u layers, d %u, n_ff %u out of range", path, nl, d, nff);
+  if (st == TS_OK) st = m ? ts_llm_predictor_create(&p, m, kind) : ts__predictor_alloc(&p, (int)nl, (int)d, (int)nff, kind);
+  if (st == TS_OK && !m) snprintf(p->info.model_key, sizeof p->info.model_key, "%s", key);
   double *v = st == TS_OK ? ts_malloc((size_t)nl * sizeof(double)) : NULL;
   if (st == TS_OK && !v) st = ts_error(TS_ERR_OOM, "%s: out of memory", path);
   if (st == TS_OK) {
@@ -214,7 +224,6 @@ ts_status ts_llm_predictor_load(ts_llm_predictor **out, const char *path, const 
     for (int l = 0; l < (int)nl && st == TS_OK; l++) st = load_mlp(g, path, l, (int)d, (int)nff, (int)r, &p->mlp[l]);
   }
   ts_free(v);
-  ts_gguf_close(g);
   if (st != TS_OK) {
     ts_llm_predictor_destroy(p);
     return st;
