@@ -885,6 +885,51 @@ def pipe_section(md_path):
     return out
 
 
+def relu_pred_section(md_path):
+    """The ReLU-model activation predictors (issue 39): the newest results/*-relu-pred/ sweep
+    (scripts/relu_pred_sweep.sh). Empty when none."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(md_path)))
+    here = os.path.dirname(os.path.abspath(md_path))
+    dirs = [d for d in sorted(glob.glob(os.path.join(root, "results", "*-relu-pred"))) if os.path.exists(os.path.join(d, "eval.json"))]
+    if not dirs:
+        return []
+    d = dirs[-1]
+    ev = load_json(os.path.join(d, "eval.json"), "relu-pred eval")
+    be = load_json(os.path.join(d, "bench.json"), "relu-pred bench") if os.path.exists(os.path.join(d, "bench.json")) else None
+    meta = load_json(os.path.join(d, "meta.json"), "relu-pred meta")
+    pr = load_json(os.path.join(d, "ppl-relu.json"), "relu ppl")
+    ps = load_json(os.path.join(d, "ppl-silu.json"), "silu ppl") if os.path.exists(os.path.join(d, "ppl-silu.json")) else None
+    rel = os.path.relpath(os.path.join(d, "relu-pred.md"), here)
+    out = ["## ReLU-model activation predictors (sign-bit, Grasp, learned; issue 39)", "",
+           "Command: `make bench-relu` ([page](%s)); %s, commit %s, %s. Model `models/relu/shakespeare-relu.gguf` "
+           "(trained here, 14.6M parameters, Q8_0): Hamlet perplexity %s%s; %s zeros of relu(gate) on Hamlet." % (
+               rel, text(meta, "date"), text(meta, "commit"), text(meta, "machine"), fmt(num(pr, "ppl"), digits=2),
+               " (its SiLU twin %s)" % fmt(num(ps, "ppl"), digits=2) if ps else "",
+               next(("%.1f%%" % (100 * c["act_sparsity"]) for c in ev["configs"] if c.get("predictor") == "oracle"), "?")), ""]
+    bsp = {}
+    if be:
+        for c in be["configs"]:
+            key = (c.get("predictor"), c.get("false_skip_budget"))
+            bsp[key] = c
+    out += ["| predictor | false-skip budget | measured false-skip | efficiency | ppl vs dense | decode speedup [95% CI] | predictor / dense MLP |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
+    dp = ev["dense"]["ppl"]
+    for c in ev["configs"]:
+        k = c.get("predictor")
+        b = bsp.get((k, c.get("false_skip_budget")))
+        sp = "%.2fx [%.2f, %.2f]" % (b["speedup"], b["speedup_lo"], b["speedup_hi"]) if b else "-"
+        cost = "%.0f%%" % (100 * b["pred_of_dense_mlp"]) if b and k != "oracle" else "-"
+        if k == "oracle":
+            out.append("| oracle | - | 0 | 1 | %+.2f%% | %s | - |" % (100 * (c["ppl"] / dp - 1), sp))
+        else:
+            out.append("| %s | %.3g | %.4f | %.3f | %+.2f%% | %s | %s |" % (k, c["false_skip_budget"], c.get("false_skip", 0), c.get("efficiency", 0),
+                                                                    100 * (c["ppl"] / dp - 1), sp, cost))
+    if be:
+        out += ["", "Dense decode %s tok/s (%d threads, %d interleaved rounds)." % (fmt(num(be, "dense", "decode_tps"), digits=0), be["threads"], be["rounds"])]
+    out.append("")
+    return out
+
+
 def hybrid_section(md_path):
     """The CPU-accelerator hybrid MapReduce controller (issue 38): the newest
     results/*-hybrid/hybrid.json (local engine, every mode interleaved) and, when present,
@@ -1268,6 +1313,10 @@ def render(rdir, md_path, svg_dir):
         out.extend(hybrid_section(md_path))
     except BadInput as e:
         out.extend(["## CPU-accelerator hybrid MapReduce (issue 38)", "", "Not rendered: %s." % e, ""])
+    try:
+        out.extend(relu_pred_section(md_path))
+    except BadInput as e:
+        out.extend(["## ReLU-model activation predictors (issue 39)", "", "Not rendered: %s." % e, ""])
 
     # -- footer
     out.append("## This results set")

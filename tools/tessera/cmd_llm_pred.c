@@ -92,7 +92,7 @@ static const double kCurveFs[NFS_CURVE] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.03
  * predictor (log x axis). */
 static ts_status curves_svg(const char *path, const char *model, int n_layer, int nk, const ts_llm_pred_kind *kind, const double *eff) {
   const int ng = (n_layer + 1) / 2, cols = ng < 3 ? ng : 3, rows = (ng + cols - 1) / cols;
-  const double pw = 260, ph = 200, mx = 60, my = 50, W = cols * (pw + mx) + 150, H = rows * (ph + my) + 50;
+  const double pw = 260, ph = 200, mx = 60, my = 50, W = cols * (pw + mx) + 200, H = rows * (ph + my) + 50;
   ts_svg *g = NULL;
   TS_TRY(ts_svg_create(&g, W, H));
   ts_svg_rect(g, 0, 0, W, H, 0xFFFFFF);
@@ -136,7 +136,7 @@ static ts_status curves_svg(const char *path, const char *model, int n_layer, in
     ts_svg_line(g, x, y, x + 20, y, col[k % 3], 2.5);
     ts_svg_text(g, x + 24, y + 4, 12, 's', 0x000000, ts_llm_pred_kind_name(kind[k]));
   }
-  ts_svg_text(g, W - 140, 50 + 18 * nk + 10, 10, 's', 0x555555, "x: false-skip rate (log)");
+  ts_svg_text(g, W - 140, 50 + 18 * nk + 10, 10, 's', 0x555555, "x: false-skip rate, log");
   ts_status st = ts_svg_write(g, path);
   ts_svg_destroy(g);
   return st;
