@@ -93,16 +93,7 @@ if [ $BENCH = 1 ]; then
   echo "llm_sparsity_sweep: timing decode, $REP interleaved rounds" >&2
   "$TESSERA" llm bench --model "$MODEL" --repeats $REP --gen 64 "${CFG[@]}" --json > "$OUT/bench.json"
 fi
-python3 - "$OUT/meta.json" "$ROOT" "$MODEL" "$ARGS" <<'EOF'
-import json, os, subprocess, sys, datetime
-root = sys.argv[2]
-commit = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-json.dump({"date": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"), "commit": commit + ("+" if dirty else ""),
-           "machine": f"{cpu}, {os.cpu_count()} CPUs", "command": "scripts/llm_sparsity_sweep.sh " + sys.argv[4],
-           "model": os.path.basename(sys.argv[3])}, open(sys.argv[1], "w"), indent=1)
-EOF
+python3 "$ROOT/scripts/sweep_meta.py" "$OUT/meta.json" "$ROOT" "$MODEL" "scripts/llm_sparsity_sweep.sh $ARGS"
 if [ -n "$SKIP" ]; then python3 "$ROOT/scripts/render_sparsity.py" "$OUT" --skip-levels "$SKIP"
 else python3 "$ROOT/scripts/render_sparsity.py" "$OUT"; fi
 echo "$OUT/sparsity.md"

@@ -925,7 +925,16 @@ def relu_pred_section(md_path):
             out.append("| %s | %.3g | %.4f | %.3f | %+.2f%% | %s | %s |" % (k, c["false_skip_budget"], c.get("false_skip", 0), c.get("efficiency", 0),
                                                                     100 * (c["ppl"] / dp - 1), sp, cost))
     if be:
-        out += ["", "Dense decode %s tok/s (%d threads, %d interleaved rounds)." % (fmt(num(be, "dense", "decode_tps"), digits=0), be["threads"], be["rounds"])]
+        out += ["", "Dense decode %s tok/s (%d threads, %d interleaved rounds of %d tokens: the sweep's short rounds, noisy at this "
+                "model's ~2,000 tok/s)." % (fmt(num(be, "dense", "decode_tps"), digits=0), be["threads"], be["rounds"], be["gen"])]
+    lp = os.path.join(d, "bench-long.json")
+    if os.path.exists(lp):
+        bl = load_json(lp, "relu-pred long bench")
+        out += ["", "A longer interleaved run (%d rounds of %d tokens, dense %s tok/s): " % (bl["rounds"], bl["gen"], fmt(num(bl, "dense", "decode_tps"), digits=0)) +
+                "; ".join("%s%s %.2fx [%.2f, %.2f]%s" % (c["predictor"], "" if c["predictor"] == "oracle" else " @ %.3g" % c["false_skip_budget"],
+                                                   c["speedup"], c["speedup_lo"], c["speedup_hi"],
+                                                   "" if c["predictor"] == "oracle" else ", predictor %.1f%% of the dense MLP" % (100 * c["pred_of_dense_mlp"]))
+                          for c in bl["configs"]) + "."]
     out.append("")
     return out
 

@@ -24,15 +24,8 @@ expect_usage llm calibrate --model "$M" --text "$TXT" --method signbit --out x
 expect_usage llm calibrate --model "$M" --text "$TXT" --method signbit --false-skip 0.9 --out x
 expect_usage llm calibrate --model "$M" --text "$TXT" --method signbit,cats --false-skip 0.01 --sparsity 0.5 --out x
 
-check_err() { # $1 expected text, rest: the command
-  local want=$1
-  shift
-  "$T" "$@" >/dev/null 2>"$tmp/err"
-  local rc=$?
-  if [ $rc -eq 1 ] && grep -q "$want" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ]; then ok; else bad "$*: rc=$rc $(cat "$tmp/err")"; fi
-}
-check_err "ReLU" llm bench --model "$SILU" --predictor signbit
-check_err "ReLU" llm calibrate --model "$SILU" --text "$TXT" --method grasp --false-skip 0.01 --out "$tmp/x.gguf"
+expect_error "ReLU" llm bench --model "$SILU" --predictor signbit
+expect_error "ReLU" llm calibrate --model "$SILU" --text "$TXT" --method grasp --false-skip 0.01 --out "$tmp/x.gguf"
 
 if [ ! -r "$M" ]; then
   bad "$M is missing (models/relu/make.sh rebuilds it)"
@@ -70,8 +63,8 @@ PY
     >"$tmp/b.json" 2>"$tmp/err" &&
     python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['configs'][0]; assert c['decode_tps'] > 0 and c['pred_of_dense_mlp'] > 0, c" "$tmp/b.json"
   then ok; else bad "bench: $(cat "$tmp/err")"; fi
-  check_err "made for model" llm bench --model "$SRC/models/relu/shakespeare-silu.gguf" --predictor "learned:$tmp/p/learned-fs0200.gguf"
-  check_err "holds a grasp predictor" llm bench --model "$M" --predictor "signbit:$tmp/p/grasp-fs0200.gguf"
-  check_err "predictor.format" llm bench --model "$M" --predictor "signbit:$M"
+  expect_error "made for model" llm bench --model "$SRC/models/relu/shakespeare-silu.gguf" --predictor "learned:$tmp/p/learned-fs0200.gguf"
+  expect_error "holds a grasp predictor" llm bench --model "$M" --predictor "signbit:$tmp/p/grasp-fs0200.gguf"
+  expect_error "predictor.format" llm bench --model "$M" --predictor "signbit:$M"
 fi
 finish cli_llm_pred

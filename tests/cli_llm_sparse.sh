@@ -76,19 +76,12 @@ d = sys.argv[2]
 miss = dict(t); miss["layers"] = t["layers"][:29]; json.dump(miss, open(d + "/missing.json", "w"))
 nan = json.loads(json.dumps(t)); nan["layers"][3]["act"] = "nan"; json.dump(nan, open(d + "/nan.json", "w"))
 PY
-  check_err() { # $1 expected text, rest: the command
-    local want=$1
-    shift
-    "$T" "$@" >/dev/null 2>"$tmp/err"
-    local rc=$?
-    if [ $rc -eq 1 ] && grep -q "$want" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ]; then ok; else bad "$*: rc=$rc $(cat "$tmp/err")"; fi
-  }
-  check_err "layer 29 is missing" llm eval --model "$M" --text "$TXT" --ctx 64 --chunks 1 --thresholds "$tmp/missing.json"
-  check_err "layer 3" llm eval --model "$M" --text "$TXT" --ctx 64 --chunks 1 --thresholds "$tmp/nan.json"
-  check_err "made for another model" llm bench --model "$SRC/fuzz/seeds/llm/good_tiny_q40.gguf" --thresholds "$tmp/th/cats-50.json"
+  expect_error "layer 29 is missing" llm eval --model "$M" --text "$TXT" --ctx 64 --chunks 1 --thresholds "$tmp/missing.json"
+  expect_error "layer 3" llm eval --model "$M" --text "$TXT" --ctx 64 --chunks 1 --thresholds "$tmp/nan.json"
+  expect_error "made for another model" llm bench --model "$SRC/fuzz/seeds/llm/good_tiny_q40.gguf" --thresholds "$tmp/th/cats-50.json"
   printf 'Too short.' >"$tmp/short.txt"
-  check_err "shorter than one window" llm calibrate --model "$M" --text "$tmp/short.txt" --method cats --sparsity 0.5 --out "$tmp/short.json"
+  expect_error "shorter than one window" llm calibrate --model "$M" --text "$tmp/short.txt" --method cats --sparsity 0.5 --out "$tmp/short.json"
   if [ ! -e "$tmp/short.json" ]; then ok; else bad "a failed calibrate left $tmp/short.json"; fi
-  check_err "shorter than one window" llm eval --model "$M" --text "$tmp/short.txt" --thresholds "$tmp/th/cats-50.json"
+  expect_error "shorter than one window" llm eval --model "$M" --text "$tmp/short.txt" --thresholds "$tmp/th/cats-50.json"
 fi
 finish cli_llm_sparse

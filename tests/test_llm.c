@@ -37,14 +37,7 @@
 static const int32_t kSeq[] = {5, 77, 200, 3, 150, 260, 261, 9, 44, 100, 101, 102, 255, 7, 8, 30, 31, 32, 33, 34};
 #define NSEQ (int)(sizeof kSeq / sizeof kSeq[0])
 
-static ts_llm_model *load_tiny(const tiny_cfg *c, const char *file) {
-  char path[2048];
-  tst_tmp_path(path, sizeof path, file);
-  tiny_write(c, path);
-  ts_llm_model *m = NULL;
-  CHECK_OK(ts_llm_model_load(&m, path));
-  return m;
-}
+static ts_llm_model *load_tiny(const tiny_cfg *c, const char *file) { return tiny_load(c, file); }
 
 static double max_abs(const double *x, size_t n) {
   double m = 0;

@@ -16,14 +16,7 @@
 #include "tst.h"
 #include "tst_dispatch.h"
 
-static ts_llm_model *load_tiny(const tiny_cfg *c, const char *file) {
-  char path[2048];
-  tst_tmp_path(path, sizeof path, file);
-  tiny_write(c, path);
-  ts_llm_model *m = NULL;
-  CHECK_OK(ts_llm_model_load(&m, path));
-  return m;
-}
+static ts_llm_model *load_tiny(const tiny_cfg *c, const char *file) { return tiny_load(c, file); }
 
 static tiny_cfg relu_cfg(void) {
   tiny_cfg c = tiny_default(TS_QT_Q8_0);
@@ -162,6 +155,17 @@ static void check_predictors(ts_llm_model *m) {
       CHECK(y->false_skip <= F + 1e-12 && y->efficiency >= 0 && y->efficiency <= 1 && y->zero_share > 0.2 && y->zero_share < 0.8,
             "%s layer %d: false-skip %.4f (budget %.2f), efficiency %.3f, zeros %.3f", kn, l, y->false_skip, F, y->efficiency, y->zero_share);
     }
+    /* several budgets at once (one training, one pass of scores) give the same knobs as one */
+    const double two[2] = {0.01, F};
+    ts_llm_predictor *ps[2] = {NULL, NULL};
+    double ceff[8 * 2];
+    CHECK_OK(ts_llm_pred_calibrate_set(cal, kinds[ki], two, 2, &po, ps, two, 2, ceff));
+    for (int l = 0; ps[1] && l < L && l < 8; l++) {
+      const ts_llm_pred_layer *a = ts_llm_predictor_layer_const(p, l), *b = ts_llm_predictor_layer_const(ps[1], l);
+      CHECK(a->alpha == b->alpha && a->tau == b->tau && a->efficiency == b->efficiency, "%s layer %d: the set's knob differs from one budget's", kn, l);
+      CHECK(ceff[l * 2 + 1] == a->efficiency || kinds[ki] == TS_LLM_PRED_SIGNBIT, "%s layer %d: the set's curve %.4f vs %.4f", kn, l, ceff[l * 2 + 1], a->efficiency);
+    }
+    ts_llm_predictor_destroy(ps[0]), ts_llm_predictor_destroy(ps[1]);
     /* the curve at the budget gives the calibrated efficiency */
     double eff[2 * 8];
     const double fs[1] = {F};

@@ -118,6 +118,19 @@ static inline void tiny_tensor(ts_gguf_writer *w, const tiny_cfg *c, ts_rng *r, 
 }
 
 /* Writes the model to path (temp + rename by the writer). */
+static inline void tiny_write(const tiny_cfg *c, const char *path);
+
+/* The model of c written to the test's temporary file `file` and loaded (NULL, and a failed
+ * check, when it does not load). */
+static inline ts_llm_model *tiny_load(const tiny_cfg *c, const char *file) {
+  char path[2048];
+  tst_tmp_path(path, sizeof path, file);
+  tiny_write(c, path);
+  ts_llm_model *m = NULL;
+  CHECK_OK(ts_llm_model_load(&m, path));
+  return m;
+}
+
 static inline void tiny_write(const tiny_cfg *c, const char *path) {
   ts_gguf_writer *w;
   CHECK_OK(ts_gguf_writer_create(&w, 0));

@@ -113,6 +113,13 @@ void ts_llm_pred_calib_destroy(ts_llm_pred_calib *c);
 ts_status ts_llm_pred_calibrate(const ts_llm_pred_calib *c, ts_llm_pred_kind kind, double false_skip,
                                 const ts_llm_pred_opts *o, ts_llm_predictor **out);
 
+/* The same for nf budgets at once, into out[0..nf) (the learned predictor trained once, every score
+ * computed once); with ncf > 0 also the curve of ts_llm_pred_curve at curve_fs[0..ncf) into
+ * curve_eff[l * ncf + k]. */
+ts_status ts_llm_pred_calibrate_set(const ts_llm_pred_calib *c, ts_llm_pred_kind kind, const double *fs, int nf,
+                                    const ts_llm_pred_opts *o, ts_llm_predictor **out, const double *curve_fs, int ncf,
+                                    double *curve_eff);
+
 /* Skipping efficiency against false-skip rate of predictor p's score on the collected tokens, per
  * layer: for each of nf rates fs[k], eff[l * nf + k] = the share of actual zeros predicted zero
  * when the knob gives false-skip rate fs[k]. */

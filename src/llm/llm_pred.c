@@ -152,7 +152,7 @@ void ts__pred_free(ts__pred *pr) {
   ts_free(pr);
 }
 
-static ts_status copy_mlp(ts__pmlp *dst, const ts__pmlp *src) {
+ts_status ts__pmlp_copy(ts__pmlp *dst, const ts__pmlp *src) {
   *dst = *src;
   const size_t nf = (size_t)src->r * (size_t)src->d + (size_t)src->r + (size_t)src->n * (size_t)src->r + (size_t)src->n;
   float *mem = malloc(nf * sizeof(float)); /* ts__pmlp_free frees w1 with free() */
@@ -182,7 +182,7 @@ ts_status ts__pred_init(ts__pred *pr, const ts_llm_model *m, const ts_llm_predic
     if (!pr->mlp) return ts_error(TS_ERR_OOM, "predictor: out of memory");
     for (int l = 0; l < c->n_layer; l++) {
       if (p->mlp[l].d != d || p->mlp[l].n != n) return ts_error(TS_ERR_SHAPE, "learned predictor layer %d is %d -> %d, the model's MLP %lld -> %lld", l, p->mlp[l].d, p->mlp[l].n, (long long)d, (long long)n);
-      TS_TRY(copy_mlp(&pr->mlp[l], &p->mlp[l]));
+      TS_TRY(ts__pmlp_copy(&pr->mlp[l], &p->mlp[l]));
     }
     pr->bytes_per_token = ts_llm_predictor_bytes(p, m);
     return TS_OK;

@@ -212,67 +212,85 @@ static int64_t above(const float *v, int64_t n, float th) {
 
 ts_status ts_llm_pred_calibrate(const ts_llm_pred_calib *c, ts_llm_pred_kind kind, double false_skip,
                                 const ts_llm_pred_opts *o, ts_llm_predictor **out) {
-  if (!c || !o || !out) return ts_error(TS_ERR_INVALID_ARG, "ts_llm_pred_calibrate: NULL argument");
-  *out = NULL;
-  if (!(false_skip > 0 && false_skip < 1)) return ts_error(TS_ERR_INVALID_ARG, "false-skip budget %g is outside (0, 1)", false_skip);
+  return ts_llm_pred_calibrate_set(c, kind, &false_skip, 1, o, out, NULL, 0, NULL);
+}
+
+/* One pass per layer for every budget (and the curve): the learned predictor trains once, the
+ * scores are computed and sorted once. */
+ts_status ts_llm_pred_calibrate_set(const ts_llm_pred_calib *c, ts_llm_pred_kind kind, const double *fs, int nf,
+                                    const ts_llm_pred_opts *o, ts_llm_predictor **out, const double *curve_fs, int ncf,
+                                    double *curve_eff) {
+  if (!c || !o || !out || !fs || nf < 1 || (ncf > 0 && (!curve_fs || !curve_eff)))
+    return ts_error(TS_ERR_INVALID_ARG, "ts_llm_pred_calibrate: NULL argument");
+  for (int f = 0; f < nf; f++) out[f] = NULL;
+  for (int f = 0; f < nf; f++)
+    if (!(fs[f] > 0 && fs[f] < 1)) return ts_error(TS_ERR_INVALID_ARG, "false-skip budget %g is outside (0, 1)", fs[f]);
   if (kind != TS_LLM_PRED_SIGNBIT && kind != TS_LLM_PRED_GRASP && kind != TS_LLM_PRED_LEARNED && kind != TS_LLM_PRED_ORACLE)
     return ts_error(TS_ERR_INVALID_ARG, "ts_llm_pred_calibrate: kind %s has no knob", ts_llm_pred_kind_name(kind));
   if (!(o->k > 0 && o->k < 100)) return ts_error(TS_ERR_INVALID_ARG, "grasp's outlier cut k = %g is outside (0, 100)", (double)o->k);
   if (o->hidden < 1 || o->hidden > 256) return ts_error(TS_ERR_INVALID_ARG, "learned predictor width %d is outside 1..256", o->hidden);
-  ts_llm_predictor *p = NULL;
-  TS_TRY(ts_llm_predictor_create(&p, c->m, kind));
-  p->info.false_skip = kind == TS_LLM_PRED_ORACLE ? 0 : false_skip;
-  p->info.tokens = c->T;
-  snprintf(p->info.text, sizeof p->info.text, "%s", c->text);
-  ts_provenance_here(&p->info.prov, ts_isa_active(), 0);
+  ts_status st = TS_OK;
+  for (int f = 0; f < nf && st == TS_OK; f++) {
+    st = ts_llm_predictor_create(&out[f], c->m, kind);
+    if (st != TS_OK) break;
+    ts_llm_predictor *p = out[f];
+    p->info.false_skip = kind == TS_LLM_PRED_ORACLE ? 0 : fs[f];
+    p->info.tokens = c->T;
+    snprintf(p->info.text, sizeof p->info.text, "%s", c->text);
+    ts_provenance_here(&p->info.prov, ts_isa_active(), 0);
+    if (kind == TS_LLM_PRED_LEARNED) {
+      p->mlp = ts_calloc((size_t)c->n_layer, sizeof *p->mlp);
+      if (!p->mlp) st = ts_error(TS_ERR_OOM, "predictor calibration: out of memory");
+    }
+  }
   if (kind == TS_LLM_PRED_ORACLE) {
-    *out = p;
-    return TS_OK;
+    for (int i = 0; i < c->n_layer * ncf; i++) curve_eff[i] = 1;
+    if (st == TS_OK) return TS_OK;
   }
   const int64_t split = kind == TS_LLM_PRED_LEARNED ? c->T * 3 / 4 : 0, t0 = split, t1 = c->T;
-  ts_status st = TS_OK;
-  if (kind == TS_LLM_PRED_LEARNED) {
-    p->mlp = ts_calloc((size_t)c->n_layer, sizeof *p->mlp);
-    if (!p->mlp) st = ts_error(TS_ERR_OOM, "predictor calibration: out of memory");
-  }
-  float *S = ts_malloc((size_t)(t1 - t0) * (size_t)c->n * sizeof *S);
+  float *S = st == TS_OK ? ts_malloc((size_t)(t1 - t0) * (size_t)c->n * sizeof *S) : NULL;
   if (!S && st == TS_OK) st = ts_error(TS_ERR_OOM, "predictor calibration: out of memory for the scores");
   ts_progress pg;
   const bool prog = o->progress && st == TS_OK;
   if (prog) ts_progress_begin(&pg, kind == TS_LLM_PRED_LEARNED ? "training and calibrating (layers)" : "calibrating (layers)", c->n_layer);
   for (int l = 0; l < c->n_layer && st == TS_OK; l++) {
-    ts_llm_pred_layer *L = &p->layer[l];
-    L->k = o->k;
-    if (kind == TS_LLM_PRED_LEARNED) {
+    ts__pmlp *mlp = kind == TS_LLM_PRED_LEARNED ? &out[0]->mlp[l] : NULL;
+    if (mlp) {
       ts__pmlp_opts mo = ts__pmlp_opts_default();
       mo.r = o->hidden, mo.epochs = o->epochs, mo.seed = 1 + (uint64_t)l, mo.threads = 0;
-      st = ts__pmlp_train(&p->mlp[l], c->X + (size_t)l * (size_t)c->cap * (size_t)c->d, c->Y + (size_t)l * (size_t)c->cap * (size_t)c->n,
-                          split, c->d, c->n, &mo);
+      st = ts__pmlp_train(mlp, c->X + (size_t)l * (size_t)c->cap * (size_t)c->d, c->Y + (size_t)l * (size_t)c->cap * (size_t)c->n, split,
+                          c->d, c->n, &mo);
+      for (int f = 1; f < nf && st == TS_OK; f++) st = ts__pmlp_copy(&out[f]->mlp[l], mlp);
       if (st != TS_OK) break;
     }
-    st = layer_scores(c, kind, l, o->k, p->mlp ? &p->mlp[l] : NULL, t0, t1, S);
+    st = layer_scores(c, kind, l, o->k, mlp, t0, t1, S);
     float *A = NULL, *Z = NULL;
     int64_t na = 0, nz = 0;
     if (st == TS_OK) st = split_sorted(c, l, t0, t1, S, &A, &na, &Z, &nz);
     if (st != TS_OK) break;
-    float th = knob_at(A, na, false_skip);
-    if (kind == TS_LLM_PRED_SIGNBIT) th = th < TS_LLM_PRED_ALPHA_MIN ? TS_LLM_PRED_ALPHA_MIN : th > TS_LLM_PRED_ALPHA_MAX ? TS_LLM_PRED_ALPHA_MAX : th;
-    if (kind == TS_LLM_PRED_SIGNBIT) L->alpha = th;
-    else L->tau = kind == TS_LLM_PRED_LEARNED ? -th : th;
-    L->false_skip = na ? (double)above(A, na, th) / (double)na : 0;
-    L->efficiency = nz ? (double)above(Z, nz, th) / (double)nz : 1;
-    L->zero_share = (double)nz / (double)(na + nz);
+    for (int f = 0; f < nf; f++) {
+      ts_llm_pred_layer *L = &out[f]->layer[l];
+      L->k = o->k;
+      float th = knob_at(A, na, fs[f]);
+      if (kind == TS_LLM_PRED_SIGNBIT) th = th < TS_LLM_PRED_ALPHA_MIN ? TS_LLM_PRED_ALPHA_MIN : th > TS_LLM_PRED_ALPHA_MAX ? TS_LLM_PRED_ALPHA_MAX : th;
+      if (kind == TS_LLM_PRED_SIGNBIT) L->alpha = th;
+      else L->tau = kind == TS_LLM_PRED_LEARNED ? -th : th;
+      L->false_skip = na ? (double)above(A, na, th) / (double)na : 0;
+      L->efficiency = nz ? (double)above(Z, nz, th) / (double)nz : 1;
+      L->zero_share = (double)nz / (double)(na + nz);
+    }
+    for (int k = 0; k < ncf; k++) {
+      const float th = knob_at(A, na, curve_fs[k]);
+      curve_eff[(size_t)l * (size_t)ncf + (size_t)k] = nz ? (double)above(Z, nz, th) / (double)nz : 1;
+    }
     ts_free(A), ts_free(Z);
     if (prog) ts_progress_update(&pg, l + 1);
   }
   if (prog) ts_progress_end(&pg);
   ts_free(S);
-  if (st != TS_OK) {
-    ts_llm_predictor_destroy(p);
-    return st;
-  }
-  *out = p;
-  return TS_OK;
+  if (st != TS_OK)
+    for (int f = 0; f < nf; f++) ts_llm_predictor_destroy(out[f]), out[f] = NULL;
+  return st;
 }
 
 ts_status ts_llm_pred_curve(const ts_llm_pred_calib *c, const ts_llm_predictor *p, const double *fs, int nf, double *eff) {

@@ -50,6 +50,9 @@ void ts__pred_row_codes(const float *w, int64_t d, uint64_t *sw, uint64_t *bw, f
 /* The score of neuron i for kind (larger: more surely zero; predicted zero iff score > knob):
  * signbit n_neg / max(n_pos, 1); grasp -est / (|x| rho); learned -logit. */
 
+/* dst = a copy of src's weights (one block, as ts__pmlp_free expects). */
+ts_status ts__pmlp_copy(ts__pmlp *dst, const ts__pmlp *src);
+
 /* Decode's phase for a predictor layer (llm_forward.c: then a barrier and ts__sparse_mlp_c). */
 void ts__pred_mlp_a(ts_llm_state *s, int tid, int l);
 

@@ -4,8 +4,49 @@
 
 #include "llm/pred_internal.h"
 
+/* Rows of a fixed word count NW, four per pass sharing x's words in registers: the loops unroll
+ * fully (a row of d 384 is 6 words: 6 xor + 6 popcnt + adds). */
+#define SIGNBIT_FIXED(NW)                                                                                       \
+  __attribute__((target("popcnt"))) static void signbit_##NW(const uint64_t *sw, const uint64_t *sx, int64_t n, \
+                                                            int32_t *neg) {                                     \
+    uint64_t x[NW];                                                                                             \
+    for (int j = 0; j < NW; j++) x[j] = sx[j];                                                                  \
+    int64_t i = 0;                                                                                              \
+    for (; i + 4 <= n; i += 4) {                                                                                \
+      const uint64_t *a = sw + (size_t)i * NW;                                                                  \
+      long long c0 = 0, c1 = 0, c2 = 0, c3 = 0;                                                                 \
+      for (int j = 0; j < NW; j++) {                                                                            \
+        c0 += _mm_popcnt_u64(a[j] ^ x[j]);                                                                      \
+        c1 += _mm_popcnt_u64(a[NW + j] ^ x[j]);                                                                 \
+        c2 += _mm_popcnt_u64(a[2 * NW + j] ^ x[j]);                                                             \
+        c3 += _mm_popcnt_u64(a[3 * NW + j] ^ x[j]);                                                             \
+      }                                                                                                         \
+      neg[i] = (int32_t)c0, neg[i + 1] = (int32_t)c1, neg[i + 2] = (int32_t)c2, neg[i + 3] = (int32_t)c3;       \
+    }                                                                                                           \
+    for (; i < n; i++) {                                                                                        \
+      long long c = 0;                                                                                          \
+      for (int j = 0; j < NW; j++) c += _mm_popcnt_u64(sw[(size_t)i * NW + j] ^ x[j]);                          \
+      neg[i] = (int32_t)c;                                                                                      \
+    }                                                                                                           \
+  }
+SIGNBIT_FIXED(4)
+SIGNBIT_FIXED(6)
+SIGNBIT_FIXED(8)
+SIGNBIT_FIXED(9)
+SIGNBIT_FIXED(12)
+SIGNBIT_FIXED(16)
+
 __attribute__((target("popcnt"))) void ts__signbit_avx2(const uint64_t *sw, int nw, const uint64_t *sx, int64_t n,
                                                         int32_t *neg) {
+  switch (nw) { /* the model shapes at hand: d 256, 384, 512, 576, 768, 1024 */
+    case 4: signbit_4(sw, sx, n, neg); return;
+    case 6: signbit_6(sw, sx, n, neg); return;
+    case 8: signbit_8(sw, sx, n, neg); return;
+    case 9: signbit_9(sw, sx, n, neg); return;
+    case 12: signbit_12(sw, sx, n, neg); return;
+    case 16: signbit_16(sw, sx, n, neg); return;
+    default: break;
+  }
   int64_t i = 0;
   for (; i + 2 <= n; i += 2) {
     const uint64_t *a = sw + (size_t)i * (size_t)nw, *b = a + nw;

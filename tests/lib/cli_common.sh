@@ -31,6 +31,15 @@ expect_usage() {
     bad "'$*' exited $rc (want 2, one line on stderr, nothing on stdout): $(cat "$tmp/usage.err")"; fi
 }
 
+# The command (rest) fails with exit 1 and one line on stderr containing $1.
+expect_error() {
+  local want=$1
+  shift
+  "$T" "$@" >/dev/null 2>"$tmp/err"
+  local rc=$?
+  if [ $rc -eq 1 ] && grep -q "$want" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ]; then ok; else bad "$*: rc=$rc $(cat "$tmp/err")"; fi
+}
+
 finish() {
   if [ "$skipped" -gt 0 ]; then echo "$1: $pass passed, $fail failed, $skipped skipped parts"
   else echo "$1: $pass passed, $fail failed"; fi

@@ -163,15 +163,16 @@ int cli_pred_calibrate(const cli_pred_cal *pc, ts_llm_model *m, ts_context *ctx,
   if (!eff && s == TS_OK) s = ts_error(TS_ERR_OOM, "out of memory");
   cJSON *res = cJSON_CreateObject(), *arr = cJSON_CreateArray(), *curves = cJSON_CreateArray();
   for (int ki = 0; ki < pc->nkind && s == TS_OK; ki++) {
+    const double t1 = ts_now();
+    ts_llm_predictor *ps[16] = {NULL};
+    s = ts_llm_pred_calibrate_set(cal, pc->kind[ki], pc->fs, pc->nfs, &po, ps, kCurveFs, NFS_CURVE, eff + (size_t)ki * (size_t)L * NFS_CURVE);
+    const double secs = ts_now() - t1;
     for (int fi = 0; fi < pc->nfs && s == TS_OK; fi++) {
-      const double t1 = ts_now();
-      ts_llm_predictor *p = NULL;
-      s = ts_llm_pred_calibrate(cal, pc->kind[ki], pc->fs[fi], &po, &p);
+      ts_llm_predictor *p = ps[fi];
       char path[4096];
       if (many) snprintf(path, sizeof path, "%s/%s-fs%04d.gguf", pc->out, ts_llm_pred_kind_name(pc->kind[ki]), (int)lround(pc->fs[fi] * 10000));
       else snprintf(path, sizeof path, "%s", pc->out);
-      if (s == TS_OK) s = ts_llm_predictor_save(p, path);
-      if (s == TS_OK && fi == 0) s = ts_llm_pred_curve(cal, p, kCurveFs, NFS_CURVE, eff + (size_t)ki * (size_t)L * NFS_CURVE);
+      s = ts_llm_predictor_save(p, path);
       if (s == TS_OK) {
         cJSON *e = cJSON_CreateObject();
         cli_predictor_json(e, p);
@@ -188,15 +189,16 @@ int cli_pred_calibrate(const cli_pred_cal *pc, ts_llm_model *m, ts_context *ctx,
         cJSON_AddItemToObject(e, "layer_efficiency", efa);
         cJSON_AddItemToObject(e, "layer_zero", za);
         cJSON_AddNumberToObject(e, "bytes_per_token", (double)ts_llm_predictor_bytes(p, m));
-        cJSON_AddNumberToObject(e, "seconds", ts_now() - t1);
+        cJSON_AddNumberToObject(e, "seconds", secs);
         cJSON_AddStringToObject(e, "out", path);
         cJSON_AddItemToArray(arr, e);
         if (!pc->json)
-          printf("%-8s false-skip %.4f: mean over layers false-skip %.4f, efficiency %.4f (%.1f s) -> %s\n", ts_llm_pred_kind_name(pc->kind[ki]),
-                 pc->fs[fi], mf, me, ts_now() - t1, path);
+          printf("%-8s false-skip %.4f: mean over layers false-skip %.4f, efficiency %.4f -> %s\n", ts_llm_pred_kind_name(pc->kind[ki]),
+                 pc->fs[fi], mf, me, path);
       }
-      ts_llm_predictor_destroy(p);
     }
+    for (int fi = 0; fi < pc->nfs; fi++) ts_llm_predictor_destroy(ps[fi]);
+    if (s == TS_OK && !pc->json) printf("%-8s calibrated at %d budgets in %.1f s\n", ts_llm_pred_kind_name(pc->kind[ki]), pc->nfs, secs);
     if (s == TS_OK) {
       cJSON *c = cJSON_CreateObject();
       cJSON_AddStringToObject(c, "predictor", ts_llm_pred_kind_name(pc->kind[ki]));
