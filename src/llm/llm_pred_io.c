@@ -195,7 +195,7 @@ ts_status ts__predictor_from_gguf(const ts_gguf *g, const char *path, const ts_l
         if (ts_provenance_from_json(pj, &i->prov) != TS_OK) st = ts_error(TS_ERR_FORMAT, "%s: predictor.provenance: %s", path, ts_last_error());
         ts_free(pj);
       }
-    } else ts_error_clear();
+    } else if (st == TS_OK) ts_error_clear(); /* no provenance: fine (keep an earlier error's message) */
     const char *keys[6] = {K("alpha"), K("tau"), K("k"), K("layer_false_skip"), K("layer_efficiency"), K("layer_zero")};
     const double lo[6] = {TS_LLM_PRED_ALPHA_MIN, -1e30, 1e-6, 0, 0, 0}, hi[6] = {TS_LLM_PRED_ALPHA_MAX, 1e30, 100, 1, 1, 1};
     for (int q = 0; q < 6 && st == TS_OK; q++) {
