@@ -930,7 +930,10 @@ def relu_pred_section(md_path):
     lp = os.path.join(d, "bench-long.json")
     if os.path.exists(lp):
         bl = load_json(lp, "relu-pred long bench")
-        out += ["", "A longer interleaved run (%d rounds of %d tokens, dense %s tok/s): " % (bl["rounds"], bl["gen"], fmt(num(bl, "dense", "decode_tps"), digits=0)) +
+        mp = os.path.join(d, "bench-long.meta.json")
+        bm = load_json(mp, "relu-pred long bench meta") if os.path.exists(mp) else {}
+        out += ["", "A longer interleaved run (%s, commit %s; %d rounds of %d tokens, dense %s tok/s): " % (
+            text(bm, "date") or "?", text(bm, "commit") or "?", bl["rounds"], bl["gen"], fmt(num(bl, "dense", "decode_tps"), digits=0)) +
                 "; ".join("%s%s %.2fx [%.2f, %.2f]%s" % (c["predictor"], "" if c["predictor"] == "oracle" else " @ %.3g" % c["false_skip_budget"],
                                                    c["speedup"], c["speedup_lo"], c["speedup_hi"],
                                                    "" if c["predictor"] == "oracle" else ", predictor %.1f%% of the dense MLP" % (100 * c["pred_of_dense_mlp"]))
