@@ -33,8 +33,9 @@ double ts_clock_now(ts_clock c);
 /* "wall" / "thread_cpu". */
 const char *ts_clock_name(ts_clock c);
 
-/* qsort comparator of doubles, ascending (NaN last). */
+/* qsort comparators of doubles and of floats, ascending (NaN last). */
 int ts_cmp_double(const void *a, const void *b);
+int ts_cmp_float(const void *a, const void *b);
 /* Sorts v[0..n) in place and returns its median (NaN for n < 1). */
 double ts_median(double *v, int n);
 /* Sorts v[0..n) and returns the q-quantile, 0 <= q <= 1, linear between order statistics. */

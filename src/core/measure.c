@@ -27,6 +27,12 @@ int ts_cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+int ts_cmp_float(const void *a, const void *b) {
+  const float x = *(const float *)a, y = *(const float *)b;
+  if (isnan(x) || isnan(y)) return isnan(x) - isnan(y);
+  return (x > y) - (x < y);
+}
+
 double ts_quantile(double *v, int n, double q) {
   if (n < 1 || !v) return NAN;
   qsort(v, (size_t)n, sizeof *v, ts_cmp_double);

@@ -111,11 +111,6 @@ uint64_t ts_llm_predictor_bytes(const ts_llm_predictor *p, const ts_llm_model *m
 
 /* ---- what decode builds from W_gate ---------------------------------------------------------- */
 
-static int cmp_float(const void *a, const void *b) {
-  const float x = *(const float *)a, y = *(const float *)b;
-  return (x > y) - (x < y);
-}
-
 void ts__pred_row_codes(const float *w, int64_t d, uint64_t *sw, uint64_t *bw, float *u0, float *u1, float *rho, float *scratch) {
   const int nw = (int)((d + 63) / 64);
   memset(sw, 0, (size_t)nw * sizeof *sw);
@@ -127,7 +122,7 @@ void ts__pred_row_codes(const float *w, int64_t d, uint64_t *sw, uint64_t *bw, f
   }
   if (!bw) return;
   *rho = (float)sqrt(ss / (double)d);
-  qsort(scratch, (size_t)d, sizeof *scratch, cmp_float);
+  qsort(scratch, (size_t)d, sizeof *scratch, ts_cmp_float);
   const float med = scratch[d / 2];
   memset(bw, 0, (size_t)nw * sizeof *bw);
   double s0 = 0, s1 = 0;

@@ -163,11 +163,6 @@ static ts_status layer_scores(const ts_llm_pred_calib *c, ts_llm_pred_kind kind,
   return st;
 }
 
-static int cmp_f(const void *a, const void *b) {
-  const float x = *(const float *)a, y = *(const float *)b;
-  return (x > y) - (x < y);
-}
-
 /* Split S's scores into the actives' and the zeros', each sorted ascending. */
 static ts_status split_sorted(const ts_llm_pred_calib *c, int l, int64_t t0, int64_t t1, const float *S, float **act,
                               int64_t *na, float **zero, int64_t *nz) {
@@ -185,8 +180,8 @@ static ts_status split_sorted(const ts_llm_pred_calib *c, int l, int64_t t0, int
     if (Y[i]) A[ia++] = S[i];
     else Z[iz++] = S[i];
   }
-  qsort(A, (size_t)ia, sizeof *A, cmp_f);
-  qsort(Z, (size_t)iz, sizeof *Z, cmp_f);
+  qsort(A, (size_t)ia, sizeof *A, ts_cmp_float);
+  qsort(Z, (size_t)iz, sizeof *Z, ts_cmp_float);
   *act = A, *na = ia, *zero = Z, *nz = iz;
   return TS_OK;
 }
